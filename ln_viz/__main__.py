@@ -1,0 +1,5 @@
+import sys
+
+from ln_viz.cli import main
+
+sys.exit(main())

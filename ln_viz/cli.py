@@ -1,0 +1,211 @@
+"""`python -m ln_viz ...`: train a run, measure gradients at initialisation, manage stored runs.
+
+Every error a user can cause exits with status 2 and one line `error: ...` on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from ln_viz.config import CORPORA, NORM_POSITIONS, NORM_TYPES, OPTIMIZERS, PRESETS, SCHEDULES, RunConfig, preset
+from ln_viz.i18n import LocalizedError
+
+
+class UsageError(Exception):
+    """A bad flag: printed as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, status 2
+        raise UsageError(message)
+
+
+def _add_model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", choices=None, help=f"start from a preset: {', '.join(PRESETS)}")
+    p.add_argument("--norm-position", help="|".join(NORM_POSITIONS))
+    p.add_argument("--norm-type", help="|".join(NORM_TYPES))
+    p.add_argument("--depth", type=int, help="number of blocks, 1-48")
+    p.add_argument("--d-model", type=int, help="residual width (divisible by --heads)")
+    p.add_argument("--heads", type=int)
+    p.add_argument("--d-ff", type=int, help="FFN width (default 4 * d_model)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--corpus", help="|".join(CORPORA))
+    p.add_argument("--text-file", help="UTF-8 text to train on (sets --corpus user)")
+    p.add_argument("--device", help="cpu (default) | cuda")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="python -m ln_viz", description="Watch LayerNorm placement decide whether a transformer trains.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    tr = sub.add_parser("train", help="train one run and report its loss")
+    _add_model_flags(tr)
+    tr.add_argument("--optimizer", help="|".join(OPTIMIZERS))
+    tr.add_argument("--lr", type=float, help="peak learning rate")
+    tr.add_argument("--warmup", type=int, dest="warmup_steps", help="linear warm-up steps (0 = none)")
+    tr.add_argument("--schedule", help="|".join(SCHEDULES))
+    tr.add_argument("--steps", type=int)
+    tr.add_argument("--seed", type=int)
+    tr.add_argument("--probe-every", type=int, help="probe every N steps (0 = off)")
+    tr.add_argument("--eval-every", type=int, help="held-out loss every N steps (0 = off)")
+    tr.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    tr.set_defaults(func=cmd_train)
+
+    ig = sub.add_parser("init-grads", help="gradient norm per layer at initialisation (the paper's Figure 3)")
+    _add_model_flags(ig)
+    ig.add_argument("--seeds", type=int, default=5, help="number of seeds (0..N-1), 1-100")
+    ig.add_argument("--csv", action="store_true", help="print seed,layer,param,grad_norm rows")
+    ig.set_defaults(func=cmd_init_grads)
+
+    for register in EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+# Other modules (the run store) add their subcommands here: a function taking the subparsers object.
+EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+
+_CONFIG_FLAGS = (
+    "norm_position",
+    "norm_type",
+    "depth",
+    "d_model",
+    "heads",
+    "d_ff",
+    "batch_size",
+    "seq_len",
+    "corpus",
+    "device",
+    "optimizer",
+    "lr",
+    "warmup_steps",
+    "schedule",
+    "steps",
+    "seed",
+    "probe_every",
+    "eval_every",
+)
+
+
+def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) -> RunConfig:
+    """RunConfig from the preset (or `base`) with every given flag applied, validated."""
+    from ln_viz.corpus import read_user_file, user_text_corpus
+
+    cfg = preset(args.preset) if args.preset else (base or RunConfig())
+    changes = {k: getattr(args, k) for k in _CONFIG_FLAGS if getattr(args, k, None) is not None}
+    if args.text_file:
+        raw = read_user_file(args.text_file)
+        seq = changes.get("seq_len", cfg.seq_len)
+        user_text_corpus(raw, seq)  # refuses bad text with its sentence
+        changes["corpus"] = "user"
+        changes["user_text"] = raw.decode("utf-8")
+    return cfg.replace(**changes).validate()
+
+
+def _set_threads(n: int | None) -> None:
+    if n is not None:
+        if n < 1:
+            raise UsageError(f"--threads must be at least 1, got {n}")
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ln_viz.train import RunResult, Trainer
+
+    cfg = config_from_args(args)
+    _set_threads(args.threads)
+    trainer = Trainer(cfg)
+    snaps = []
+    show_progress = not args.json
+    last_draw = 0.0
+    for snap in trainer:
+        snap.probes = None  # the CLI reports scalars; probes cost time only when asked for (store)
+        snaps.append(snap)
+        now = time.monotonic()
+        if show_progress and (now - last_draw > 0.2 or snap.status != "running"):
+            _progress(snap, cfg.steps)
+            last_draw = now
+    if show_progress:
+        sys.stderr.write("\n")
+    result = RunResult(trainer.info, snaps)
+    report = {
+        "status": result.status,
+        "steps_done": result.steps_done,
+        "final_loss": _finite_or_none(result.final_loss()),
+        "final_loss_window": 10,
+        "last_loss": _finite_or_none(snaps[-1].loss),
+        "loss": [_finite_or_none(s.loss) for s in snaps],
+        "lr": [s.lr for s in snaps],
+        "eval_loss": [[s.step, s.eval_loss] for s in snaps if s.eval_loss is not None],
+        "unigram_entropy": trainer.info.unigram_entropy,
+        "floor": trainer.info.floor,
+        "steps_per_sec": cfg.steps and result.steps_done / max(snaps[-1].elapsed, 1e-9),
+        "n_params": trainer.info.n_params,
+        "config": {k: v for k, v in cfg.to_dict().items() if k != "user_text"},
+    }
+    if args.json:
+        print(json.dumps(report))
+    else:
+        fl = report["final_loss"]
+        final = f"{fl:.3f} nats" if fl is not None else "none (no finite loss)"
+        print(
+            f"status {report['status']}  steps {report['steps_done']}/{cfg.steps}  final loss {final} "
+            f"(unigram {trainer.info.unigram_entropy:.3f})  {report['steps_per_sec']:.1f} steps/s"
+        )
+    return 0
+
+
+def _progress(snap: Any, total: int) -> None:
+    width = 30
+    done = int(width * snap.step / total)
+    eta = (total - snap.step) / snap.steps_per_sec if snap.steps_per_sec > 0 else float("nan")
+    sys.stderr.write(
+        f"\r[{'#' * done}{'.' * (width - done)}] {snap.step}/{total}  loss {snap.loss:.3f}  "
+        f"{snap.steps_per_sec:.1f} steps/s  ETA {eta:.0f}s  {snap.status}   "
+    )
+    sys.stderr.flush()
+
+
+def cmd_init_grads(args: argparse.Namespace) -> int:
+    from ln_viz.initgrad import init_grads
+
+    if not 1 <= args.seeds <= 100:
+        raise UsageError(f"--seeds must be between 1 and 100, got {args.seeds}")
+    cfg = config_from_args(args, base=RunConfig(norm_position="post", depth=12))
+    _set_threads(args.threads)
+    grads, _ = init_grads(cfg, range(args.seeds))
+    if args.csv:
+        sys.stdout.write(grads.to_csv(index=False, float_format="%.6g"))
+    else:
+        table = grads.groupby(["layer", "param"]).grad_norm.agg(["mean", "std"]).unstack("param")
+        means = table["mean"][list(grads.param.unique())]
+        print(f"gradient norm at init, mean over {args.seeds} seeds ({cfg.norm_position}, depth {cfg.depth})")
+        print(means.to_string(float_format=lambda v: f"{v:.4f}"))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except (UsageError, LocalizedError) as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("\nerror: interrupted\n")
+        return 130

@@ -1,0 +1,82 @@
+import math
+
+import pytest
+import torch
+
+from ln_viz.config import NORM_POSITIONS, RunConfig
+from ln_viz.model import PARAM_NAMES, build_model
+from ln_viz.probes import HIST_EDGES, watch
+
+
+def _weights(model):
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def test_same_seed_same_initial_weights_for_every_norm_position():
+    ref = _weights(build_model(RunConfig(norm_position="post", depth=3), 50))
+    for pos in NORM_POSITIONS:
+        w = _weights(build_model(RunConfig(norm_position=pos, depth=3), 50))
+        shared = set(ref) & set(w)
+        assert {"tok_emb.weight", "blocks.2.ffn.w2.weight", "head.weight"} <= shared
+        for name in shared:
+            if pos == "deepnorm" and any(name.endswith(p + ".weight") for p in ("attn.v", "attn.o", "ffn.w1", "ffn.w2")):
+                assert torch.allclose(w[name], ref[name] * (8 * 3) ** -0.25)  # DeepNet's beta
+            else:
+                assert torch.equal(w[name], ref[name]), (pos, name)
+    other = _weights(build_model(RunConfig(norm_position="post", depth=3, seed=1), 50))
+    assert not torch.equal(other["blocks.0.attn.q.weight"], ref["blocks.0.attn.q.weight"])
+
+
+def test_xavier_uniform_bounds_and_unit_variance_input():
+    model = build_model(RunConfig(d_model=64), 50)
+    w1 = model.blocks[0].ffn.w1.weight  # (256, 64)
+    bound = math.sqrt(6 / (64 + 256))
+    assert w1.abs().max() <= bound and w1.abs().max() > 0.95 * bound
+    emb = float((model.tok_emb.weight.var() + model.pos_emb.weight.var()).detach())
+    assert emb == pytest.approx(1.0, rel=0.1)  # E||x_0||^2 = d, the paper's assumption
+
+
+@pytest.mark.parametrize("pos", NORM_POSITIONS)
+def test_every_placement_runs_and_has_its_norms(pos):
+    cfg = RunConfig(norm_position=pos, depth=2, d_model=32, heads=2, seq_len=16)
+    model = build_model(cfg, 30)
+    logits = model(torch.randint(0, 30, (3, 16)))
+    assert logits.shape == (3, 16, 30)
+    n_norms = sum(isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm)) for m in model.modules())
+    expected = {"post": 4, "pre": 5, "peri": 9, "deepnorm": 4, "none": 0}[pos]
+    assert n_norms == expected
+    assert (model.ln_f is not None) == (pos in ("pre", "peri"))
+
+
+def test_rmsnorm_replaces_layernorm():
+    model = build_model(RunConfig(norm_type="rmsnorm", depth=2), 30)
+    assert any(isinstance(m, torch.nn.RMSNorm) for m in model.modules())
+    assert not any(isinstance(m, torch.nn.LayerNorm) for m in model.modules())
+
+
+def test_causal_the_past_does_not_see_the_future():
+    model = build_model(RunConfig(depth=2, d_model=32, heads=2, seq_len=16), 30)
+    x = torch.randint(0, 30, (1, 16))
+    y = x.clone()
+    y[0, 10:] = (y[0, 10:] + 1) % 30
+    assert torch.allclose(model(x)[0, :10], model(y)[0, :10])
+
+
+def test_probes_summarise_and_always_leave():
+    cfg = RunConfig(norm_position="peri", depth=3, d_model=32, heads=4, seq_len=16)
+    model = build_model(cfg, 30)
+    x = torch.randint(0, 30, (4, 16))
+    with watch(model) as act:
+        model(x)
+    hooks = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+    assert hooks == 0
+    assert act.resid_hist.shape == (3, len(HIST_EDGES) - 1)
+    assert act.norm_in_hist.shape == (3, 4, len(HIST_EDGES) - 1)
+    inside = act.resid_hist.sum(axis=1) + act.resid_stats[:, 4] + act.resid_stats[:, 5]
+    assert inside == pytest.approx([1.0] * 3, abs=1e-4)  # every element counted once
+    assert ((0 < act.attn_entropy) & (act.attn_entropy < math.log(16))).all()
+    with pytest.raises(RuntimeError):
+        with watch(model):
+            raise RuntimeError("boom")
+    assert sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()) == 0
+    assert len(PARAM_NAMES) == 6
