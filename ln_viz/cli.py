@@ -13,7 +13,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from ln_viz.config import CORPORA, NORM_POSITIONS, NORM_TYPES, OPTIMIZERS, PRESETS, SCHEDULES, RunConfig, preset
+from ln_viz.config import (
+    CORPORA,
+    NORM_POSITIONS,
+    NORM_TYPES,
+    OPTIMIZERS,
+    PRESETS,
+    SCHEDULES,
+    RunConfig,
+    preset,
+)
 from ln_viz.i18n import LocalizedError
 
 
@@ -22,12 +31,16 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, status 2
+    def error(
+        self, message: str
+    ) -> NoReturn:  # argparse's own errors: one line, status 2
         raise UsageError(message)
 
 
 def _add_model_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", choices=None, help=f"start from a preset: {', '.join(PRESETS)}")
+    p.add_argument(
+        "--preset", choices=None, help=f"start from a preset: {', '.join(PRESETS)}"
+    )
     p.add_argument("--norm-position", help="|".join(NORM_POSITIONS))
     p.add_argument("--norm-type", help="|".join(NORM_TYPES))
     p.add_argument("--depth", type=int, help="number of blocks, 1-48")
@@ -39,30 +52,51 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", help="|".join(CORPORA))
     p.add_argument("--text-file", help="UTF-8 text to train on (sets --corpus user)")
     p.add_argument("--device", help="cpu (default) | cuda")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    p.add_argument(
+        "--threads", type=int, help="torch threads (default: torch's choice)"
+    )
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="python -m ln_viz", description="Watch LayerNorm placement decide whether a transformer trains.")
+    parser = Parser(
+        prog="python -m ln_viz",
+        description="Watch LayerNorm placement decide whether a transformer trains.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     tr = sub.add_parser("train", help="train one run and report its loss")
     _add_model_flags(tr)
     tr.add_argument("--optimizer", help="|".join(OPTIMIZERS))
     tr.add_argument("--lr", type=float, help="peak learning rate")
-    tr.add_argument("--warmup", type=int, dest="warmup_steps", help="linear warm-up steps (0 = none)")
+    tr.add_argument(
+        "--warmup",
+        type=int,
+        dest="warmup_steps",
+        help="linear warm-up steps (0 = none)",
+    )
     tr.add_argument("--schedule", help="|".join(SCHEDULES))
     tr.add_argument("--steps", type=int)
     tr.add_argument("--seed", type=int)
     tr.add_argument("--probe-every", type=int, help="probe every N steps (0 = off)")
-    tr.add_argument("--eval-every", type=int, help="held-out loss every N steps (0 = off)")
-    tr.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    tr.add_argument(
+        "--eval-every", type=int, help="held-out loss every N steps (0 = off)"
+    )
+    tr.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of a summary"
+    )
     tr.set_defaults(func=cmd_train)
 
-    ig = sub.add_parser("init-grads", help="gradient norm per layer at initialisation (the paper's Figure 3)")
+    ig = sub.add_parser(
+        "init-grads",
+        help="gradient norm per layer at initialisation (the paper's Figure 3)",
+    )
     _add_model_flags(ig)
-    ig.add_argument("--seeds", type=int, default=5, help="number of seeds (0..N-1), 1-100")
-    ig.add_argument("--csv", action="store_true", help="print seed,layer,param,grad_norm rows")
+    ig.add_argument(
+        "--seeds", type=int, default=5, help="number of seeds (0..N-1), 1-100"
+    )
+    ig.add_argument(
+        "--csv", action="store_true", help="print seed,layer,param,grad_norm rows"
+    )
     ig.set_defaults(func=cmd_init_grads)
 
     for register in EXTRA_COMMANDS:
@@ -95,12 +129,16 @@ _CONFIG_FLAGS = (
 )
 
 
-def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) -> RunConfig:
+def config_from_args(
+    args: argparse.Namespace, base: RunConfig | None = None
+) -> RunConfig:
     """RunConfig from the preset (or `base`) with every given flag applied, validated."""
     from ln_viz.corpus import read_user_file, user_text_corpus
 
     cfg = preset(args.preset) if args.preset else (base or RunConfig())
-    changes = {k: getattr(args, k) for k in _CONFIG_FLAGS if getattr(args, k, None) is not None}
+    changes = {
+        k: getattr(args, k) for k in _CONFIG_FLAGS if getattr(args, k, None) is not None
+    }
     if args.text_file:
         raw = read_user_file(args.text_file)
         seq = changes.get("seq_len", cfg.seq_len)
@@ -124,36 +162,40 @@ def _finite_or_none(x: float | None) -> float | None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ln_viz.train import RunResult, Trainer
+    from ln_viz.snapshot import RunData
+    from ln_viz.train import Trainer
 
     cfg = config_from_args(args)
     _set_threads(args.threads)
     trainer = Trainer(cfg)
-    snaps = []
+    data = RunData(trainer.info)
     show_progress = not args.json
     last_draw = 0.0
     for snap in trainer:
         snap.probes = None  # the CLI reports scalars; probes cost time only when asked for (store)
-        snaps.append(snap)
+        data.append(snap)
         now = time.monotonic()
         if show_progress and (now - last_draw > 0.2 or snap.status != "running"):
             _progress(snap, cfg.steps)
             last_draw = now
     if show_progress:
         sys.stderr.write("\n")
-    result = RunResult(trainer.info, snaps)
     report = {
-        "status": result.status,
-        "steps_done": result.steps_done,
-        "final_loss": _finite_or_none(result.final_loss()),
+        "status": data.status,
+        "steps_done": data.steps_done,
+        "final_loss": _finite_or_none(data.final_loss()),
         "final_loss_window": 10,
-        "last_loss": _finite_or_none(snaps[-1].loss),
-        "loss": [_finite_or_none(s.loss) for s in snaps],
-        "lr": [s.lr for s in snaps],
-        "eval_loss": [[s.step, s.eval_loss] for s in snaps if s.eval_loss is not None],
+        "last_loss": _finite_or_none(data.scalars["loss"][-1]),
+        "loss": [_finite_or_none(x) for x in data.scalars["loss"]],
+        "lr": data.scalars["lr"],
+        "eval_loss": [
+            [s, e]
+            for s, e in zip(data.scalars["step"], data.scalars["eval_loss"])
+            if math.isfinite(e)
+        ],
         "unigram_entropy": trainer.info.unigram_entropy,
         "floor": trainer.info.floor,
-        "steps_per_sec": cfg.steps and result.steps_done / max(snaps[-1].elapsed, 1e-9),
+        "steps_per_sec": data.steps_done / max(data.scalars["elapsed"][-1], 1e-9),
         "n_params": trainer.info.n_params,
         "config": {k: v for k, v in cfg.to_dict().items() if k != "user_text"},
     }
@@ -172,7 +214,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _progress(snap: Any, total: int) -> None:
     width = 30
     done = int(width * snap.step / total)
-    eta = (total - snap.step) / snap.steps_per_sec if snap.steps_per_sec > 0 else float("nan")
+    eta = (
+        (total - snap.step) / snap.steps_per_sec
+        if snap.steps_per_sec > 0
+        else float("nan")
+    )
     sys.stderr.write(
         f"\r[{'#' * done}{'.' * (width - done)}] {snap.step}/{total}  loss {snap.loss:.3f}  "
         f"{snap.steps_per_sec:.1f} steps/s  ETA {eta:.0f}s  {snap.status}   "
@@ -191,9 +237,15 @@ def cmd_init_grads(args: argparse.Namespace) -> int:
     if args.csv:
         sys.stdout.write(grads.to_csv(index=False, float_format="%.6g"))
     else:
-        table = grads.groupby(["layer", "param"]).grad_norm.agg(["mean", "std"]).unstack("param")
+        table = (
+            grads.groupby(["layer", "param"])
+            .grad_norm.agg(["mean", "std"])
+            .unstack("param")
+        )
         means = table["mean"][list(grads.param.unique())]
-        print(f"gradient norm at init, mean over {args.seeds} seeds ({cfg.norm_position}, depth {cfg.depth})")
+        print(
+            f"gradient norm at init, mean over {args.seeds} seeds ({cfg.norm_position}, depth {cfg.depth})"
+        )
         print(means.to_string(float_format=lambda v: f"{v:.4f}"))
     return 0
 

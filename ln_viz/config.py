@@ -21,7 +21,9 @@ ADAM_EPS = 1e-8  # torch's default; our probes show grads far larger than this
 MAX_DEPTH = 48
 MAX_LR = 10.0
 MAX_STEPS = 100_000
-MEMORY_LIMIT_BYTES = 8 * 1024**3  # what one training run may take on a 24 GiB, 2-core machine
+MEMORY_LIMIT_BYTES = (
+    8 * 1024**3
+)  # what one training run may take on a 24 GiB, 2-core machine
 
 
 class ConfigError(LocalizedError):
@@ -32,7 +34,9 @@ class ConfigError(LocalizedError):
 class RunConfig:
     """One training run. Field names are the paper's words; the CLI flags are the same with dashes."""
 
-    norm_position: str = "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none
+    norm_position: str = (
+        "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none
+    )
     norm_type: str = "layernorm"  # layernorm | rmsnorm
     depth: int = 6  # number of transformer blocks, L
     d_model: int = 64  # residual stream width, d
@@ -47,7 +51,9 @@ class RunConfig:
     steps: int = 400  # optimizer steps
     seed: int = 0  # one seed: initial weights and batches
     corpus: str = "english"  # english | markov | user
-    user_text: str | None = field(default=None, repr=False)  # the text when corpus == "user"
+    user_text: str | None = field(
+        default=None, repr=False
+    )  # the text when corpus == "user"
     probe_every: int = 10  # probes at step 1, every N steps and the last step; 0 = off
     eval_every: int = 50  # held-out loss every N steps (and at the end); 0 = off
     device: str = "cpu"  # cpu | cuda (only when asked for and present)
@@ -77,7 +83,13 @@ class RunConfig:
         _int_range("heads", self.heads, 1, 64)
         if self.d_model % self.heads:
             suggest = max(self.heads, round(self.d_model / self.heads) * self.heads)
-            raise ConfigError("err.heads_divide", "d_model", d_model=self.d_model, heads=self.heads, suggest=suggest)
+            raise ConfigError(
+                "err.heads_divide",
+                "d_model",
+                d_model=self.d_model,
+                heads=self.heads,
+                suggest=suggest,
+            )
         if self.d_ff is not None:
             _int_range("d_ff", self.d_ff, 1, 16384)
         _int_range("seq_len", self.seq_len, 2, 4096)
@@ -91,7 +103,12 @@ class RunConfig:
         _int_range("steps", self.steps, 1, MAX_STEPS)
         _int_range("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
         if self.warmup_steps > self.steps:
-            raise ConfigError("err.warmup_longer", "warmup_steps", warmup=self.warmup_steps, steps=self.steps)
+            raise ConfigError(
+                "err.warmup_longer",
+                "warmup_steps",
+                warmup=self.warmup_steps,
+                steps=self.steps,
+            )
         _choice("schedule", self.schedule, SCHEDULES)
         _int_range("seed", self.seed, 0, 2**31 - 1)
         _choice("corpus", self.corpus, CORPORA)
@@ -170,27 +187,64 @@ class Preset:
     expect_key: str  # i18n key of the sentence "what you should see"
 
 
-_BASE = RunConfig(depth=6, d_model=64, heads=4, seq_len=64, batch_size=32, lr=3e-3, steps=300, probe_every=5)
+_BASE = RunConfig(
+    depth=6,
+    d_model=64,
+    heads=4,
+    seq_len=64,
+    batch_size=32,
+    lr=3e-3,
+    steps=300,
+    probe_every=5,
+)
 
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
-        Preset("post-ln-no-warmup", _BASE.replace(norm_position="post", warmup_steps=0), "preset.post-ln-no-warmup"),
-        Preset("post-ln-warmup", _BASE.replace(norm_position="post", warmup_steps=100), "preset.post-ln-warmup"),
-        Preset("pre-ln-no-warmup", _BASE.replace(norm_position="pre", warmup_steps=0), "preset.pre-ln-no-warmup"),
+        Preset(
+            "post-ln-no-warmup",
+            _BASE.replace(norm_position="post", warmup_steps=0),
+            "preset.post-ln-no-warmup",
+        ),
+        Preset(
+            "post-ln-warmup",
+            _BASE.replace(norm_position="post", warmup_steps=100),
+            "preset.post-ln-warmup",
+        ),
+        Preset(
+            "pre-ln-no-warmup",
+            _BASE.replace(norm_position="pre", warmup_steps=0),
+            "preset.pre-ln-no-warmup",
+        ),
         Preset(
             "deep-pre-ln",
-            _BASE.replace(norm_position="pre", depth=24, d_model=64, steps=200, warmup_steps=0),
+            _BASE.replace(
+                norm_position="pre", depth=24, d_model=64, steps=200, warmup_steps=0
+            ),
             "preset.deep-pre-ln",
         ),
         Preset(
             "deep-post-ln",
-            _BASE.replace(norm_position="post", depth=24, d_model=64, steps=200, warmup_steps=0),
+            _BASE.replace(
+                norm_position="post", depth=24, d_model=64, steps=200, warmup_steps=0
+            ),
             "preset.deep-post-ln",
         ),
-        Preset("deepnorm", _BASE.replace(norm_position="deepnorm", warmup_steps=0), "preset.deepnorm"),
-        Preset("peri-ln", _BASE.replace(norm_position="peri", warmup_steps=0), "preset.peri-ln"),
-        Preset("no-norm", _BASE.replace(norm_position="none", warmup_steps=0), "preset.no-norm"),
+        Preset(
+            "deepnorm",
+            _BASE.replace(norm_position="deepnorm", warmup_steps=0),
+            "preset.deepnorm",
+        ),
+        Preset(
+            "peri-ln",
+            _BASE.replace(norm_position="peri", warmup_steps=0),
+            "preset.peri-ln",
+        ),
+        Preset(
+            "no-norm",
+            _BASE.replace(norm_position="none", warmup_steps=0),
+            "preset.no-norm",
+        ),
     ]
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
@@ -199,5 +253,7 @@ DEFAULT_PRESET = "pre-ln-no-warmup"
 def preset(name: str) -> RunConfig:
     """The RunConfig of a preset; ConfigError names the choices for an unknown name."""
     if name not in PRESETS:
-        raise ConfigError("err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS))
+        raise ConfigError(
+            "err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS)
+        )
     return PRESETS[name].config

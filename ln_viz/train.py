@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -19,10 +17,20 @@ import torch.nn.functional as F
 
 from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
-from ln_viz.model import PARAM_NAMES, TinyLM, build_model
-from ln_viz.probes import HIST_EDGES, STAT_NAMES, UpdateRatio, grad_norms, watch
+from ln_viz.model import TinyLM, build_model
+from ln_viz.probes import UpdateRatio, grad_norms, watch
+from ln_viz.snapshot import RunData, RunInfo, Snapshot
 
-STATUSES = ("queued", "running", "completed", "diverged", "stalled", "stopped", "failed", "interrupted")
+STATUSES = (
+    "queued",
+    "running",
+    "completed",
+    "diverged",
+    "stalled",
+    "stopped",
+    "failed",
+    "interrupted",
+)
 TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupted")
 
 # A run is "stalled" when its recent loss is still within STALL_MARGIN nats of the unigram entropy: it
@@ -53,66 +61,6 @@ def lr_schedule(cfg: RunConfig) -> np.ndarray:
     return np.array([lr_at(cfg, t) for t in range(1, cfg.steps + 1)])
 
 
-@dataclass
-class RunInfo:
-    """What does not change during a run: the header every consumer of snapshots needs."""
-
-    config: RunConfig
-    vocab_size: int
-    n_params: int
-    unigram_entropy: float  # nats: the loss of predicting character frequencies only
-    floor: float | None  # nats: the lowest loss any model can reach (synthetic corpus only)
-    norm_names: list[str]
-    param_names: tuple[str, ...] = PARAM_NAMES
-    stat_names: tuple[str, ...] = STAT_NAMES
-    hist_edges: np.ndarray = field(default_factory=lambda: HIST_EDGES.copy())
-
-    def to_dict(self) -> dict[str, Any]:
-        cfg = self.config.to_dict()
-        return {
-            "config": cfg,
-            "vocab_size": self.vocab_size,
-            "n_params": self.n_params,
-            "unigram_entropy": self.unigram_entropy,
-            "floor": self.floor,
-            "norm_names": list(self.norm_names),
-            "param_names": list(self.param_names),
-            "stat_names": list(self.stat_names),
-            "hist_edges": [float(e) for e in self.hist_edges],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RunInfo:
-        return cls(
-            config=RunConfig.from_dict(d["config"]),
-            vocab_size=int(d["vocab_size"]),
-            n_params=int(d["n_params"]),
-            unigram_entropy=float(d["unigram_entropy"]),
-            floor=None if d.get("floor") is None else float(d["floor"]),
-            norm_names=list(d["norm_names"]),
-            param_names=tuple(d["param_names"]),
-            stat_names=tuple(d["stat_names"]),
-            hist_edges=np.asarray(d["hist_edges"], dtype=np.float64),
-        )
-
-
-@dataclass
-class Snapshot:
-    """One step, small and numpy-only. `probes` is set at probe steps: arrays named as in probes.py."""
-
-    step: int
-    loss: float
-    lr: float
-    grad_norm: float  # of all parameters
-    elapsed: float  # seconds since training started
-    steps_per_sec: float
-    status: str = "running"
-    stalled: bool = False  # the loss is (still) at the unigram entropy
-    eval_loss: float | None = None
-    message: str | None = None
-    probes: dict[str, np.ndarray] | None = None
-
-
 class Trainer:
     """Builds corpus, model and optimizer from a validated config; iterate it for Snapshots."""
 
@@ -120,10 +68,14 @@ class Trainer:
         cfg.validate()
         self.cfg = cfg
         self.corpus = corpus or load_corpus(cfg.corpus, cfg.user_text, cfg.seq_len)
-        torch.manual_seed(cfg.seed)  # nothing random should be left to the global RNG, but be sure
+        torch.manual_seed(
+            cfg.seed
+        )  # nothing random should be left to the global RNG, but be sure
         self.model: TinyLM = build_model(cfg, self.corpus.vocab_size)
         self.optimizer = make_optimizer(cfg, self.model)
-        self.batches = Batches(self.corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, cfg.device)
+        self.batches = Batches(
+            self.corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, cfg.device
+        )
         self.eval_x, self.eval_y = eval_windows(self.corpus.val_ids, cfg.seq_len)
         self.info = RunInfo(
             config=cfg,
@@ -148,9 +100,14 @@ class Trainer:
         total, count = 0.0, 0
         bs = self.cfg.batch_size
         for i in range(0, len(self.eval_x), bs):
-            x, y = self.eval_x[i : i + bs].to(self.cfg.device), self.eval_y[i : i + bs].to(self.cfg.device)
+            x, y = (
+                self.eval_x[i : i + bs].to(self.cfg.device),
+                self.eval_y[i : i + bs].to(self.cfg.device),
+            )
             logits = self.model(x)
-            total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum"))
+            total += float(
+                F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum")
+            )
             count += y.numel()
         self.model.train()
         return total / count
@@ -178,7 +135,11 @@ class Trainer:
             probes = None
             if math.isfinite(loss):
                 loss_t.backward()
-                total_grad = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()])))
+                total_grad = float(
+                    torch.linalg.vector_norm(
+                        torch.stack([p.grad.norm() for p in model.parameters()])
+                    )
+                )
             else:
                 total_grad = float("nan")
             if probe_step:
@@ -195,7 +156,15 @@ class Trainer:
             if not (math.isfinite(loss) and math.isfinite(total_grad)):
                 elapsed = time.perf_counter() - start
                 yield Snapshot(
-                    step, loss, lr, total_grad, elapsed, rate, status="diverged", message="msg.diverged", probes=probes
+                    step,
+                    loss,
+                    lr,
+                    total_grad,
+                    elapsed,
+                    rate,
+                    status="diverged",
+                    message="msg.diverged",
+                    probes=probes,
                 )
                 return
             if probe_step:
@@ -206,7 +175,11 @@ class Trainer:
             else:
                 opt.step()
             now = time.perf_counter()
-            rate = 1.0 / max(now - last, 1e-9) if step == 1 else 0.9 * rate + 0.1 / max(now - last, 1e-9)
+            rate = (
+                1.0 / max(now - last, 1e-9)
+                if step == 1
+                else 0.9 * rate + 0.1 / max(now - last, 1e-9)
+            )
             last = now
             recent.append(loss)
             del recent[:-STALL_WINDOW]
@@ -235,40 +208,19 @@ class Trainer:
 def make_optimizer(cfg: RunConfig, model: TinyLM) -> torch.optim.Optimizer:
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=cfg.lr)
-    return torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
+    return torch.optim.Adam(
+        model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS
+    )
 
 
-@dataclass
-class RunResult:
-    """Everything a finished (or stopped) run measured, collected from its snapshots."""
-
-    info: RunInfo
-    snapshots: list[Snapshot]
-
-    @property
-    def status(self) -> str:
-        return self.snapshots[-1].status if self.snapshots else "queued"
-
-    @property
-    def losses(self) -> list[float]:
-        return [s.loss for s in self.snapshots]
-
-    @property
-    def steps_done(self) -> int:
-        return self.snapshots[-1].step if self.snapshots else 0
-
-    def final_loss(self, window: int = 10) -> float | None:
-        """Mean of the last `window` finite losses (one batch is noisy)."""
-        finite = [x for x in self.losses if math.isfinite(x)][-window:]
-        return sum(finite) / len(finite) if finite else None
-
-
-def run(cfg: RunConfig, corpus: Corpus | None = None, keep_probes: bool = True) -> RunResult:
-    """Train to the end and collect every snapshot (for tests, the CLI and scripts)."""
+def run(
+    cfg: RunConfig, corpus: Corpus | None = None, keep_probes: bool = True
+) -> RunData:
+    """Train to the end and gather every snapshot (for tests, the CLI and scripts)."""
     trainer = Trainer(cfg, corpus)
-    snaps = []
+    data = RunData(trainer.info)
     for snap in trainer:
         if not keep_probes:
             snap.probes = None
-        snaps.append(snap)
-    return RunResult(trainer.info, snaps)
+        data.append(snap)
+    return data

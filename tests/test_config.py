@@ -6,7 +6,11 @@ from ln_viz.config import PRESETS, ConfigError, RunConfig, estimate_memory_bytes
 from ln_viz.i18n import t
 
 BAD_FIELDS = [
-    ({"norm_position": "middle"}, "norm_position", "must be one of post, pre, peri, deepnorm, none"),
+    (
+        {"norm_position": "middle"},
+        "norm_position",
+        "must be one of post, pre, peri, deepnorm, none",
+    ),
     ({"norm_type": "batchnorm"}, "norm_type", "must be one of layernorm, rmsnorm"),
     ({"depth": 0}, "depth", "between 1 and 48"),
     ({"depth": -3}, "depth", "between 1 and 48"),
@@ -38,7 +42,11 @@ BAD_FIELDS = [
 ]
 
 
-@pytest.mark.parametrize("changes,field,text", BAD_FIELDS, ids=[f[1] + ":" + str(list(f[0].values())) for f in BAD_FIELDS])
+@pytest.mark.parametrize(
+    "changes,field,text",
+    BAD_FIELDS,
+    ids=[f[1] + ":" + str(list(f[0].values())) for f in BAD_FIELDS],
+)
 def test_each_bad_field_names_itself_and_says_what_to_change(changes, field, text):
     with pytest.raises(ConfigError) as e:
         RunConfig(**changes).validate()
@@ -67,5 +75,7 @@ def test_memory_estimate_grows_with_batch_and_sequence():
 
 
 def test_round_trip_through_dict_keeps_every_field():
-    cfg = RunConfig(norm_position="peri", depth=3, lr=1e-3, schedule="cosine", warmup_steps=7)
+    cfg = RunConfig(
+        norm_position="peri", depth=3, lr=1e-3, schedule="cosine", warmup_steps=7
+    )
     assert RunConfig.from_dict(cfg.to_dict() | {"unknown": 1}) == cfg
