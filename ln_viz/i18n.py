@@ -42,10 +42,53 @@ EN: dict[str, str] = {
     "err.text_vocab": "the text has {have} distinct characters, above the limit of {limit}.",
     "err.file_missing": "file {path} does not exist.",
     "err.file_too_large": "file {path} is {have} bytes, above the limit of {limit} bytes.",
+    # --- run store and run files (store.py, runfile.py) ------------------------------------------
+    "err.store_not_sqlite": "{path} is not an ln-viz run store (not an SQLite database); give another --store path.",
+    "err.store_open": "cannot open the run store {path} ({reason}); check the path and its permissions.",
+    "err.store_newer": (
+        "the run store {path} was written by a newer ln-viz (schema version {have}, this one reads up to "
+        "{know}); upgrade ln-viz or use another --store path."
+    ),
+    "err.store_missing": "there is no run store at {path}; train with --store {path} to create one.",
+    "err.store_old_readonly": (
+        "the run store {path} has an older schema; open it once for writing (e.g. `python -m ln_viz runs list`) "
+        "to upgrade it."
+    ),
+    "err.store_readonly": "the run store {path} was opened read-only; open it for writing to change it.",
+    "err.run_not_found": "there is no run {run_id} in {path}; `python -m ln_viz runs list` shows the run ids.",
+    "err.run_live": "run {run_id} is still being written by process {pid}; stop it before deleting it.",
+    "err.label_too_long": "a label must be at most {limit} characters, got {have}.",
+    "err.runfile_unpacked_too_large": "file {path} unpacks to more than {limit} bytes, too large for a run file.",
+    "err.runfile_gzip": "file {path} is not a valid gzip file (it may be truncated); export the run again.",
+    "err.runfile_json": "file {path} is not valid JSON ({reason}); it may be truncated or not a run file.",
+    "err.runfile_format": "file {path} is not an ln-viz run file (its format is {value!r}, expected 'ln-viz-run').",
+    "err.runfile_version_newer": (
+        "file {path} is run file version {version}, newer than this ln-viz reads (up to {know}); upgrade ln-viz."
+    ),
+    "err.runfile_version": "file {path} has an unknown run file version {value!r}; expected a whole number from 1 to {know}.",
+    "err.runfile_field": "file {path}: {where} is missing or is not of type {expected}.",
+    "err.runfile_config": "file {path} holds an invalid run configuration: {reason}",
+    "err.runfile_too_many_steps": "file {path} has {have} steps but its config says steps={steps}; it is not a run ln-viz wrote.",
+    "err.runfile_steps": "file {path}: steps must be whole numbers increasing from 1 to at most {steps}, found {value} after {prev}.",
+    "err.runfile_length": "file {path}: {where} has {have} values but the run has {want} steps.",
+    "err.runfile_probe_step": "file {path}: probe step {value} is not one of the run's steps.",
+    "err.runfile_shape": "file {path}: probe array {name} has shape {have}, but the run's header needs {want}.",
+    "err.runfile_array": "file {path}: probe array {name} cannot be read as float32 data of shape {want}.",
+    "err.runfile_not_finite": "file {path}: {where} must hold finite numbers, found {value}.",
+    "err.runfile_range": "file {path}: {where} must be between {lo} and {hi}, found {value}.",
+    "err.export_not_dir": "--out {path} is a file; csv and parquet exports write a folder of tables, so give a folder.",
+    "err.export_too_large": (
+        "run {run_id} would make a run file of {have} bytes, above the {limit} bytes an import accepts; keep fewer "
+        "probe steps with --probe-stride."
+    ),
     # --- run messages ---------------------------------------------------------------------------
     "msg.diverged": "The loss or a gradient became infinite or NaN at this step: the run diverged.",
     "msg.stalled": (
         "The loss has not got below the unigram loss (predicting letter frequencies only): the model is not learning."
+    ),
+    "msg.interrupted": (
+        "The process training this run ended before the run did (closed, crashed or killed); the steps stored "
+        "until then are kept."
     ),
     # --- presets: what the user should see -----------------------------------------------------
     "preset.post-ln-no-warmup": (
@@ -106,8 +149,50 @@ KO: dict[str, str] = {
     "err.text_vocab": "텍스트의 서로 다른 문자가 {have}개로, 한도 {limit}개를 넘습니다.",
     "err.file_missing": "파일 {path}이(가) 없습니다.",
     "err.file_too_large": "파일 {path}은(는) {have}바이트로, 한도 {limit}바이트를 넘습니다.",
+    "err.store_not_sqlite": "{path}은(는) ln-viz 실행 저장소가 아닙니다 (SQLite 데이터베이스가 아님). 다른 --store 경로를 주세요.",
+    "err.store_open": "실행 저장소 {path}을(를) 열 수 없습니다 ({reason}). 경로와 권한을 확인하세요.",
+    "err.store_newer": (
+        "실행 저장소 {path}은(는) 더 새로운 ln-viz가 기록했습니다 (스키마 버전 {have}, 이 버전은 {know}까지 읽음). "
+        "ln-viz를 업그레이드하거나 다른 --store 경로를 쓰세요."
+    ),
+    "err.store_missing": "{path}에 실행 저장소가 없습니다. --store {path}로 학습하면 만들어집니다.",
+    "err.store_old_readonly": (
+        "실행 저장소 {path}의 스키마가 오래되었습니다. 쓰기 모드로 한 번 열어 (예: `python -m ln_viz runs list`) "
+        "업그레이드하세요."
+    ),
+    "err.store_readonly": "실행 저장소 {path}을(를) 읽기 전용으로 열었습니다. 바꾸려면 쓰기 모드로 여세요.",
+    "err.run_not_found": "{path}에 실행 {run_id}이(가) 없습니다. `python -m ln_viz runs list`로 실행 번호를 확인하세요.",
+    "err.run_live": "실행 {run_id}은(는) 아직 프로세스 {pid}가 기록 중입니다. 지우기 전에 멈추세요.",
+    "err.label_too_long": "라벨은 최대 {limit}자여야 합니다. 입력: {have}자.",
+    "err.runfile_unpacked_too_large": "파일 {path}은(는) 압축을 풀면 {limit}바이트를 넘어, 실행 파일로 보기에 너무 큽니다.",
+    "err.runfile_gzip": "파일 {path}은(는) 올바른 gzip 파일이 아닙니다 (잘렸을 수 있음). 실행을 다시 내보내세요.",
+    "err.runfile_json": "파일 {path}은(는) 올바른 JSON이 아닙니다 ({reason}). 잘렸거나 실행 파일이 아닐 수 있습니다.",
+    "err.runfile_format": "파일 {path}은(는) ln-viz 실행 파일이 아닙니다 (format이 {value!r}, 'ln-viz-run'이어야 함).",
+    "err.runfile_version_newer": (
+        "파일 {path}은(는) 실행 파일 버전 {version}으로, 이 ln-viz가 읽는 버전({know}까지)보다 새롭습니다. "
+        "ln-viz를 업그레이드하세요."
+    ),
+    "err.runfile_version": "파일 {path}의 실행 파일 버전 {value!r}을(를) 알 수 없습니다. 1에서 {know} 사이의 정수여야 합니다.",
+    "err.runfile_field": "파일 {path}: {where}이(가) 없거나 {expected} 형식이 아닙니다.",
+    "err.runfile_config": "파일 {path}의 실행 설정이 올바르지 않습니다: {reason}",
+    "err.runfile_too_many_steps": (
+        "파일 {path}에는 {have}개 스텝이 있지만 설정은 steps={steps}입니다. ln-viz가 기록한 실행이 아닙니다."
+    ),
+    "err.runfile_steps": "파일 {path}: 스텝은 1부터 최대 {steps}까지 증가하는 정수여야 하는데, {prev} 다음에 {value}이(가) 있습니다.",
+    "err.runfile_length": "파일 {path}: {where}에 값이 {have}개 있지만 실행의 스텝은 {want}개입니다.",
+    "err.runfile_probe_step": "파일 {path}: 프로브 스텝 {value}은(는) 실행의 스텝이 아닙니다.",
+    "err.runfile_shape": "파일 {path}: 프로브 배열 {name}의 모양이 {have}이지만, 실행 헤더에 따르면 {want}이어야 합니다.",
+    "err.runfile_array": "파일 {path}: 프로브 배열 {name}을(를) 모양 {want}의 float32 데이터로 읽을 수 없습니다.",
+    "err.runfile_not_finite": "파일 {path}: {where}에는 유한한 수만 있어야 하는데, {value}이(가) 있습니다.",
+    "err.runfile_range": "파일 {path}: {where}은(는) {lo}에서 {hi} 사이여야 하는데, {value}이(가) 있습니다.",
+    "err.export_not_dir": "--out {path}은(는) 파일입니다. csv와 parquet 내보내기는 표 폴더를 쓰므로 폴더를 주세요.",
+    "err.export_too_large": (
+        "실행 {run_id}을(를) 내보내면 {have}바이트가 되어, 가져오기 한도 {limit}바이트를 넘습니다. "
+        "--probe-stride로 프로브 스텝을 줄이세요."
+    ),
     "msg.diverged": "이 스텝에서 손실이나 그래디언트가 무한대 또는 NaN이 되었습니다: 학습이 발산했습니다.",
     "msg.stalled": "손실이 유니그램 손실(글자 빈도만 맞히는 수준) 아래로 내려가지 않습니다: 모델이 배우지 못하고 있습니다.",
+    "msg.interrupted": "이 실행을 학습하던 프로세스가 실행보다 먼저 끝났습니다 (닫힘, 충돌, 강제 종료). 그때까지 저장된 스텝은 남아 있습니다.",
     "preset.post-ln-no-warmup": (
         "Post-LN, 학습률 3e-3, 웜업 없음: 손실이 유니그램 선에 평평하게 머뭅니다. 모델이 글자 빈도 이상을 배우지 못합니다."
     ),

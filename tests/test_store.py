@@ -1,0 +1,399 @@
+"""The run store: what is written while a run trains comes back exactly, survives its writer dying,
+and the store refuses files it cannot read with one sentence."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ln_viz.config import RunConfig
+from ln_viz.snapshot import PROBE_ARRAYS, RunData, RunInfo, Snapshot
+from ln_viz.store import (
+    SCHEMA_VERSION,
+    RunFilter,
+    RunWriter,
+    Store,
+    StoreError,
+    WriterLock,
+    default_store_path,
+)
+from ln_viz.train import Trainer
+
+TINY = RunConfig(
+    depth=2,
+    d_model=16,
+    heads=2,
+    seq_len=16,
+    batch_size=4,
+    steps=30,
+    probe_every=5,
+    eval_every=10,
+)
+
+
+@pytest.fixture(scope="module")
+def trained() -> tuple[RunInfo, list[Snapshot]]:
+    """One real tiny run's snapshots, probes included (trained once for the module)."""
+    trainer = Trainer(TINY)
+    return trainer.info, list(trainer)
+
+
+def assert_same_run(a: RunData, b: RunData) -> None:
+    """Equal scalars and probe arrays, bit for bit (NaN equals NaN), and the same run state."""
+    assert a.info.to_dict() == b.info.to_dict()
+    for name in a.scalars:
+        np.testing.assert_array_equal(
+            np.asarray(a.scalars[name], np.float64),
+            np.asarray(b.scalars[name], np.float64),
+            err_msg=name,
+        )
+    assert a.probe_steps == b.probe_steps
+    for name in PROBE_ARRAYS:
+        x, y = a.probe(name), b.probe(name)
+        assert x.dtype == y.dtype == np.float32
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    assert (a.status, a.message, a.stalled_since, a.diverged_at) == (
+        b.status,
+        b.message,
+        b.stalled_since,
+        b.diverged_at,
+    )
+
+
+def write_run(
+    store: Store, info: RunInfo, snaps: list[Snapshot], label: str | None = None
+) -> int:
+    with RunWriter(store) as writer:
+        run_id = writer.begin(info, label=label)
+        for snap in snaps:
+            writer.add(snap)
+    return run_id
+
+
+def synthetic_run(depth: int, steps: int, probe_every: int) -> tuple[RunInfo, list]:
+    """Snapshots with the real probe shapes and random values: for sizes and timings, no training."""
+    cfg = RunConfig(depth=depth, steps=steps, probe_every=probe_every)
+    info = RunInfo(cfg, 80, 600_000, 3.0, None, ["ln1", "ln2"])
+    rng = np.random.default_rng(0)
+    L, S = depth, len(info.stat_names)
+
+    def probes() -> dict[str, np.ndarray]:
+        shapes = {
+            "resid_hist": (L, 128),
+            "resid_stats": (L, S),
+            "norm_in_hist": (L, 2, 128),
+            "norm_in_stats": (L, 2, S),
+            "attn_entropy": (L,),
+            "input_stats": (S,),
+            "grad_norm": (L, 6),
+            "block_grad_norm": (L,),
+            "update_ratio": (L,),
+        }
+        return {n: rng.random(s, dtype=np.float32) for n, s in shapes.items()}
+
+    snaps = [
+        Snapshot(
+            t,
+            3.0 - t * 1e-3,
+            3e-3,
+            1.0,
+            t * 0.1,
+            10.0,
+            status="completed" if t == steps else "running",
+            eval_loss=2.5 if t % 50 == 0 else None,
+            probes=probes() if t == 1 or t % probe_every == 0 else None,
+        )
+        for t in range(1, steps + 1)
+    ]
+    return info, snaps
+
+
+# --- round trip -----------------------------------------------------------------------------------
+def test_written_listed_reopened_equal(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    measured = RunData.from_snapshots(info, snaps)
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_id = write_run(store, info, snaps, label="first")
+        [summary] = store.list_runs()
+        assert summary.id == run_id
+        assert summary.label == "first"
+        assert summary.status == "completed"
+        assert summary.steps_done == TINY.steps
+        assert (summary.norm_position, summary.depth) == ("pre", 2)
+        assert summary.final_loss == measured.final_loss()
+        assert summary.writer_pid is not None
+        assert_same_run(store.open_run(run_id), measured)
+    with Store(
+        tmp_path / "runs.sqlite", readonly=True
+    ) as store:  # and from a fresh connection
+        assert_same_run(store.open_run(run_id), measured)
+
+
+def test_non_finite_values_and_missing_probes_come_back(
+    tmp_path: Path, trained
+) -> None:
+    """A diverged step: NaN loss (stored as NULL), inf grad norm, probe arrays missing (NaN blanks)."""
+    info, snaps = trained
+    last = snaps[9]
+    bad = Snapshot(
+        last.step + 1,
+        math.nan,
+        last.lr,
+        math.inf,
+        last.elapsed,
+        last.steps_per_sec,
+        status="diverged",
+        message="msg.diverged",
+        probes={"resid_hist": np.full_like(snaps[0].probes["resid_hist"], np.nan)},
+    )
+    run = [*snaps[:10], bad]
+    measured = RunData.from_snapshots(info, run)
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_id = write_run(store, info, run)
+        back = store.open_run(run_id)
+    assert_same_run(back, measured)
+    assert back.status == "diverged" and back.diverged_at == bad.step
+    assert math.isinf(back.scalars["grad_norm"][-1])
+    assert np.isnan(back.probe("grad_norm")[-1]).all()
+
+
+def test_add_run_stores_a_finished_run(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    measured = RunData.from_snapshots(info, snaps)
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_id = store.add_run(measured, label="copy", created=1_000.0)
+        assert_same_run(store.open_run(run_id), measured)
+        assert store.summary(run_id).created == 1_000.0
+
+
+# --- writing while running ------------------------------------------------------------------------
+def test_commits_while_running_and_readers_see_it(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        writer = RunWriter(store, flush_every=0.05)
+        run_id = writer.begin(info)
+        for snap in snaps[:12]:
+            writer.add(snap)
+        deadline = time.monotonic() + 5
+        with Store(path, readonly=True) as reader:
+            while (
+                reader.summary(run_id).steps_done < 12 and time.monotonic() < deadline
+            ):
+                time.sleep(0.02)
+            assert (
+                reader.summary(run_id).steps_done == 12
+            )  # committed by the thread, no finish()
+            assert len(reader.open_run(run_id).scalars["step"]) == 12
+        # another writable opener runs recover(): the live run (its lock is held) is left alone
+        with Store(path) as other:
+            assert other.recover() == []
+            assert other.summary(run_id).status == "running"
+            with pytest.raises(StoreError, match="still being written"):
+                other.delete(run_id)
+        for snap in snaps[12:]:
+            writer.add(snap)
+        writer.finish()
+        assert store.summary(run_id).status == "completed"
+        assert not any(store.lock_dir.iterdir())  # the lock file went with the writer
+
+
+def test_readers_do_not_block_the_writer(tmp_path: Path, trained) -> None:
+    """A reader holding a read transaction open must not make the writer wait (WAL)."""
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        writer = RunWriter(store, flush_every=60)  # we flush by hand
+        run_id = writer.begin(info)
+        reader = sqlite3.connect(path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM scalars").fetchone()  # read lock taken
+        for snap in snaps:
+            writer.add(snap)
+        started = time.monotonic()
+        writer.flush()
+        assert time.monotonic() - started < 1.0
+        reader.execute("COMMIT")
+        reader.close()
+        writer.finish()
+        assert store.summary(run_id).steps_done == TINY.steps
+
+
+def test_dead_writer_is_marked_interrupted_with_its_steps(
+    tmp_path: Path, trained
+) -> None:
+    """In-process stand-in for a killed writer: the lock is dropped without finish()."""
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        finished = write_run(store, info, snaps, label="earlier")
+        writer = RunWriter(store)
+        run_id = writer.begin(info)
+        for snap in snaps[:7]:
+            writer.add(snap)
+        writer.flush()
+        writer._stop_thread()
+        writer._lock.release()  # what the kernel does when the process dies
+        writer._lock = None
+    with Store(path) as store:  # opening for writing recovers
+        summary = store.summary(run_id)
+        assert (summary.status, summary.message) == ("interrupted", "msg.interrupted")
+        assert summary.steps_done == 7
+        data = store.open_run(run_id)
+        assert data.status == "interrupted" and data.scalars["step"] == list(
+            range(1, 8)
+        )
+        assert store.summary(finished).status == "completed"
+    writer._db.close()
+
+
+def test_writer_lock_is_seen_by_the_same_process(tmp_path: Path) -> None:
+    """flock, not lockf: an app that trains in a thread and lists runs in another must see its lock."""
+    lock = WriterLock(tmp_path / "x.lock")
+    assert not WriterLock.is_free(lock.path)
+    lock.release()
+    assert WriterLock.is_free(lock.path)
+
+
+def test_exception_in_writer_block_finishes_as_failed(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    with Store(tmp_path / "runs.sqlite") as store:
+        with pytest.raises(RuntimeError, match="boom"), RunWriter(store) as writer:
+            run_id = writer.begin(info)
+            writer.add(snaps[0])
+            raise RuntimeError("boom")
+        assert store.summary(run_id).status == "failed"
+        assert store.summary(run_id).steps_done == 1
+
+
+def test_finish_without_final_snapshot_is_stopped(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    with Store(tmp_path / "runs.sqlite") as store:
+        with RunWriter(store) as writer:
+            run_id = writer.begin(info)
+            for snap in snaps[:5]:
+                writer.add(snap)
+        assert store.summary(run_id).status == "stopped"
+
+
+# --- list, label, delete ----------------------------------------------------------------------------
+def test_list_filters_and_sorts(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    post = RunInfo.from_dict(
+        {**info.to_dict(), "config": {**TINY.to_dict(), "norm_position": "post"}}
+    )
+    with Store(tmp_path / "runs.sqlite") as store:
+        a = write_run(store, info, snaps, label="Pre run")
+        b = write_run(store, post, snaps[:10], label="post run")
+        assert [s.id for s in store.list_runs()] == [b, a]  # newest first
+        assert [s.id for s in store.list_runs(sort="created")] == [a, b]
+        assert [s.id for s in store.list_runs(RunFilter(norm_position=("post",)))] == [
+            b
+        ]
+        assert [s.id for s in store.list_runs(RunFilter(status=("completed",)))] == [a]
+        assert [s.id for s in store.list_runs(RunFilter(label_contains="pre"))] == [a]
+        assert [s.id for s in store.list_runs(RunFilter(depth=3))] == []
+        with pytest.raises(StoreError, match="sort must be one of"):
+            store.list_runs(sort="colour")
+
+
+def test_label_and_delete(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    with Store(tmp_path / "runs.sqlite") as store:
+        keep = write_run(store, info, snaps[:3])
+        gone = write_run(store, info, snaps)
+        store.label(keep, "  warm-up helps  ")
+        assert store.summary(keep).label == "warm-up helps"
+        store.label(keep, "")
+        assert store.summary(keep).label is None
+        with pytest.raises(StoreError, match="at most 200 characters"):
+            store.label(keep, "x" * 201)
+        store.delete(gone)
+        assert [s.id for s in store.list_runs()] == [keep]
+        for table in ("scalars", "probes"):
+            count = store._db.execute(
+                f"SELECT count(*) FROM {table} WHERE run_id = ?", (gone,)
+            ).fetchone()[0]
+            assert count == 0, table
+        for call in (store.open_run, store.delete, lambda i: store.label(i, "x")):
+            with pytest.raises(StoreError, match=f"there is no run {gone} in"):
+                call(gone)
+
+
+# --- files the store refuses, versions ---------------------------------------------------------------
+def test_not_a_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.sqlite"
+    path.write_text("these are my notes, not a database\n" * 100)
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match="is not an ln-viz run store"):
+            Store(path, readonly=readonly)
+    assert path.read_text().startswith("these are my notes")
+
+
+def test_missing_store_read_only_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="there is no run store at"):
+        Store(tmp_path / "nothing.sqlite", readonly=True)
+    assert not (tmp_path / "nothing.sqlite").exists()
+
+
+def test_newer_schema_is_refused_with_a_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    Store(path).close()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    db.close()
+    for readonly in (False, True):
+        with pytest.raises(StoreError) as err:
+            Store(path, readonly=readonly)
+        text = str(err.value)
+        assert f"schema version {SCHEMA_VERSION + 5}" in text
+        assert "upgrade ln-viz" in text
+        assert "\n" not in text
+        assert "업그레이드" in err.value.message("ko")
+
+
+def test_schema_version_is_set(tmp_path: Path) -> None:
+    Store(tmp_path / "runs.sqlite").close()
+    db = sqlite3.connect(tmp_path / "runs.sqlite")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_default_path_follows_env(tmp_path: Path) -> None:
+    assert default_store_path({"LN_VIZ_STORE": str(tmp_path / "a.sqlite")}) == (
+        tmp_path / "a.sqlite"
+    )
+    assert default_store_path({"XDG_DATA_HOME": str(tmp_path)}) == (
+        tmp_path / "ln-viz" / "runs.sqlite"
+    )
+    home = default_store_path({"XDG_DATA_HOME": "relative/ignored"})
+    assert home == Path.home() / ".local/share/ln-viz/runs.sqlite"
+
+
+# --- size and speed ---------------------------------------------------------------------------------
+def test_open_time_and_size_of_a_1000_step_depth_12_run(tmp_path: Path) -> None:
+    """The figure the issue asks for: 1,000 steps, depth 12, probes every 10 steps (101 probe steps).
+    Synthetic values with the real shapes: size and time do not depend on the values."""
+    info, snaps = synthetic_run(depth=12, steps=1000, probe_every=10)
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        run_id = write_run(store, info, snaps)
+    size = path.stat().st_size
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        with Store(path, readonly=True) as store:
+            data = store.open_run(run_id)
+        times.append(time.perf_counter() - started)
+    assert data.probe("norm_in_hist").shape == (101, 12, 2, 128)
+    print(
+        f"\nstore size {size / 1e6:.2f} MB, open_run best of 3 {min(times) * 1e3:.0f} ms"
+    )
+    assert size < 4e6
+    assert min(times) < 1.0
