@@ -33,13 +33,14 @@ STATUSES = (
 )
 TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupted")
 
-# A run is "stalled" when its recent loss is still within STALL_MARGIN nats of the unigram entropy: it
-# has learnt the character frequencies and nothing more. Measured on the english corpus: runs that
-# learn leave the unigram loss (about 3.0 nats) by more than 0.5 nats within 150 steps; stuck Post-LN
-# runs stay within 0.05 of it.
-STALL_MARGIN = 0.15
+# A run is "stalled" when the mean loss of its last STALL_WINDOW steps has not got below the unigram
+# entropy by STALL_MARGIN of it (5 %): it has learnt the character frequencies and nothing more.
+# Measured on the english corpus (unigram 2.96 nats; 6 layers, d 64, lr 3e-3, seeds 0-2): Pre-LN and
+# warmed-up Post-LN are below 2.5 by step 100 after warm-up; Post-LN without warm-up stays at 2.8-3.0
+# for 400 steps. On the markov corpus a bigram-level model (2.23 vs 2.38) already counts as learning.
+STALL_MARGIN = 0.05
 STALL_WINDOW = 20  # steps averaged
-STALL_MIN_STEPS = 60  # no verdict before this many steps
+STALL_MIN_STEPS = 60  # no verdict before this many steps after warm-up
 
 
 def lr_at(cfg: RunConfig, step: int) -> float:
@@ -183,7 +184,7 @@ class Trainer:
             last = now
             recent.append(loss)
             del recent[:-STALL_WINDOW]
-            stalled = step >= STALL_MIN_STEPS and self.is_stalled(recent)
+            stalled = step >= cfg.warmup_steps + STALL_MIN_STEPS and self.is_stalled(recent)
             eval_loss = self.held_out_loss() if self.is_eval_step(step) else None
             final = step == cfg.steps
             status = ("stalled" if stalled else "completed") if final else "running"
@@ -202,7 +203,7 @@ class Trainer:
             )
 
     def is_stalled(self, recent: list[float]) -> bool:
-        return sum(recent) / len(recent) >= self.info.unigram_entropy - STALL_MARGIN
+        return sum(recent) / len(recent) >= self.info.unigram_entropy * (1 - STALL_MARGIN)
 
 
 def make_optimizer(cfg: RunConfig, model: TinyLM) -> torch.optim.Optimizer:

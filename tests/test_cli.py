@@ -1,0 +1,175 @@
+import io
+import json
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+
+import pandas as pd
+import pytest
+
+from ln_viz.cli import main
+from ln_viz.config import RunConfig
+from ln_viz.initgrad import init_grads
+
+SMALL = [
+    "--depth",
+    "2",
+    "--d-model",
+    "32",
+    "--heads",
+    "2",
+    "--batch-size",
+    "8",
+    "--seq-len",
+    "32",
+]
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_train_json_reports_status_loss_per_step_and_final_loss():
+    code, out, err = cli(
+        "train",
+        "--norm-position",
+        "post",
+        *SMALL,
+        "--lr",
+        "3e-3",
+        "--warmup",
+        "0",
+        "--steps",
+        "25",
+        "--seed",
+        "0",
+        "--probe-every",
+        "0",
+        "--json",
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["status"] in ("completed", "stalled") and report["steps_done"] == 25
+    assert len(report["loss"]) == 25
+    assert report["final_loss"] == pytest.approx(sum(report["loss"][-10:]) / 10)
+    assert report["config"]["norm_position"] == "post" and report["config"]["probe_every"] == 0
+    assert err == ""  # no progress bar in JSON mode
+
+
+def test_train_shows_a_progress_bar_on_stderr_and_a_summary_on_stdout():
+    code, out, err = cli("train", *SMALL, "--steps", "12", "--probe-every", "3")
+    assert code == 0
+    assert "12/12" in err and "steps/s" in err
+    assert out.startswith("status ") and "final loss" in out
+
+
+def test_train_json_of_a_diverged_run_is_valid_json():
+    code, out, _ = cli(
+        "train",
+        *SMALL,
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "10",
+        "--norm-position",
+        "none",
+        "--steps",
+        "50",
+        "--json",
+    )
+    report = json.loads(out)  # NaN would not be JSON: non-finite values are null
+    assert code == 0 and report["status"] == "diverged" and report["steps_done"] < 50
+    assert report["loss"][-1] is None or report["loss"][-1] > 1e3
+
+
+def test_init_grads_csv_matches_the_library():
+    code, out, _ = cli("init-grads", "--norm-position", "post", *SMALL, "--seeds", "2", "--csv")
+    assert code == 0
+    df = pd.read_csv(io.StringIO(out))
+    assert list(df.columns) == ["seed", "layer", "param", "grad_norm"]
+    assert sorted(df.layer.unique()) == [1, 2] and sorted(df.seed.unique()) == [0, 1]
+    assert set(df.param) == {"attn.q", "attn.k", "attn.v", "attn.o", "ffn.w1", "ffn.w2"}
+    lib, _ = init_grads(
+        RunConfig(norm_position="post", depth=2, d_model=32, heads=2, batch_size=8, seq_len=32),
+        range(2),
+    )
+    assert df.grad_norm.to_numpy() == pytest.approx(lib.grad_norm.to_numpy(), rel=1e-5)
+
+
+def test_init_grads_table_without_csv():
+    code, out, _ = cli("init-grads", *SMALL, "--seeds", "1")
+    assert code == 0 and "ffn.w2" in out and "mean over 1 seeds" in out
+
+
+BAD_FLAGS = [
+    (["train", "--depth", "0"], "depth must be between 1 and 48"),
+    (["train", "--depth", "-2"], "depth must be between 1 and 48"),
+    (["train", "--depth", "49"], "depth must be between 1 and 48"),
+    (["train", "--depth", "six"], "invalid int value"),
+    (["train", "--d-model", "65", "--heads", "4"], "divisible by heads"),
+    (["train", "--lr", "0"], "lr must be greater than 0"),
+    (["train", "--lr", "-1"], "lr must be greater than 0"),
+    (["train", "--lr", "nan"], "finite"),
+    (["train", "--lr", "inf"], "finite"),
+    (["train", "--lr", "11"], "at most 10"),
+    (["train", "--warmup", "500", "--steps", "100"], "longer than the run"),
+    (["train", "--steps", "0"], "steps must be between"),
+    (["train", "--batch-size", "4096", "--seq-len", "4096"], "of memory to train"),
+    (["train", "--norm-position", "middle"], "norm_position must be one of"),
+    (["train", "--schedule", "step"], "schedule must be one of"),
+    (["train", "--optimizer", "lion"], "optimizer must be one of"),
+    (["train", "--corpus", "wiki"], "corpus must be one of"),
+    (["train", "--preset", "fastest"], "unknown preset"),
+    (["train", "--probe-every", "-1"], "probe_every must be between"),
+    (["train", "--threads", "0", "--steps", "1"], "--threads must be at least 1"),
+    (["train", "--text-file", "/no/such/file.txt"], "does not exist"),
+    (["train", "--unknown-flag"], "unrecognized arguments"),
+    (["init-grads", "--seeds", "0"], "--seeds must be between 1 and 100"),
+    (["init-grads", "--depth", "100"], "depth must be between 1 and 48"),
+    (["explode"], "invalid choice"),
+    ([], "required"),
+]
+
+
+@pytest.mark.parametrize("argv,text", BAD_FLAGS, ids=[" ".join(a) or "nothing" for a, _ in BAD_FLAGS])
+def test_bad_flags_exit_2_with_one_error_line(argv, text):
+    code, out, err = cli(*argv)
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert text in err
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    "content,text",
+    [
+        (b"", "empty"),
+        (b"\xff\xfe bad", "not UTF-8"),
+        (b"ab\x00" * 500, "binary"),
+        (b"too short", "needs at least"),
+    ],
+)
+def test_bad_text_files_exit_2(tmp_path, content, text):
+    f = tmp_path / "t.txt"
+    f.write_bytes(content)
+    code, _, err = cli("train", "--text-file", str(f), "--steps", "1")
+    assert code == 2 and text in err and err.count("\n") == 1
+
+
+def test_a_text_file_trains():
+    code, out, err = cli("train", *SMALL, "--text-file", __file__, "--steps", "3", "--json")
+    assert code == 0, err
+    assert json.loads(out)["config"]["corpus"] == "user"
+
+
+def test_the_real_entry_point_prints_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "ln_viz", "train", "--lr", "nan"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "error: lr must be a finite number, got nan.\n"
