@@ -31,16 +31,12 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(
-        self, message: str
-    ) -> NoReturn:  # argparse's own errors: one line, status 2
+    def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, status 2
         raise UsageError(message)
 
 
 def _add_model_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--preset", choices=None, help=f"start from a preset: {', '.join(PRESETS)}"
-    )
+    p.add_argument("--preset", choices=None, help=f"start from a preset: {', '.join(PRESETS)}")
     p.add_argument("--norm-position", help="|".join(NORM_POSITIONS))
     p.add_argument("--norm-type", help="|".join(NORM_TYPES))
     p.add_argument("--depth", type=int, help="number of blocks, 1-48")
@@ -52,9 +48,7 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", help="|".join(CORPORA))
     p.add_argument("--text-file", help="UTF-8 text to train on (sets --corpus user)")
     p.add_argument("--device", help="cpu (default) | cuda")
-    p.add_argument(
-        "--threads", type=int, help="torch threads (default: torch's choice)"
-    )
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
 
 
 def build_parser() -> Parser:
@@ -78,12 +72,8 @@ def build_parser() -> Parser:
     tr.add_argument("--steps", type=int)
     tr.add_argument("--seed", type=int)
     tr.add_argument("--probe-every", type=int, help="probe every N steps (0 = off)")
-    tr.add_argument(
-        "--eval-every", type=int, help="held-out loss every N steps (0 = off)"
-    )
-    tr.add_argument(
-        "--json", action="store_true", help="print one JSON object instead of a summary"
-    )
+    tr.add_argument("--eval-every", type=int, help="held-out loss every N steps (0 = off)")
+    tr.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     tr.set_defaults(func=cmd_train)
 
     ig = sub.add_parser(
@@ -91,12 +81,8 @@ def build_parser() -> Parser:
         help="gradient norm per layer at initialisation (the paper's Figure 3)",
     )
     _add_model_flags(ig)
-    ig.add_argument(
-        "--seeds", type=int, default=5, help="number of seeds (0..N-1), 1-100"
-    )
-    ig.add_argument(
-        "--csv", action="store_true", help="print seed,layer,param,grad_norm rows"
-    )
+    ig.add_argument("--seeds", type=int, default=5, help="number of seeds (0..N-1), 1-100")
+    ig.add_argument("--csv", action="store_true", help="print seed,layer,param,grad_norm rows")
     ig.set_defaults(func=cmd_init_grads)
 
     for register in EXTRA_COMMANDS:
@@ -129,16 +115,12 @@ _CONFIG_FLAGS = (
 )
 
 
-def config_from_args(
-    args: argparse.Namespace, base: RunConfig | None = None
-) -> RunConfig:
+def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) -> RunConfig:
     """RunConfig from the preset (or `base`) with every given flag applied, validated."""
     from ln_viz.corpus import read_user_file, user_text_corpus
 
     cfg = preset(args.preset) if args.preset else (base or RunConfig())
-    changes = {
-        k: getattr(args, k) for k in _CONFIG_FLAGS if getattr(args, k, None) is not None
-    }
+    changes = {k: getattr(args, k) for k in _CONFIG_FLAGS if getattr(args, k, None) is not None}
     if args.text_file:
         raw = read_user_file(args.text_file)
         seq = changes.get("seq_len", cfg.seq_len)
@@ -188,11 +170,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "last_loss": _finite_or_none(data.scalars["loss"][-1]),
         "loss": [_finite_or_none(x) for x in data.scalars["loss"]],
         "lr": data.scalars["lr"],
-        "eval_loss": [
-            [s, e]
-            for s, e in zip(data.scalars["step"], data.scalars["eval_loss"])
-            if math.isfinite(e)
-        ],
+        "eval_loss": [[s, e] for s, e in zip(data.scalars["step"], data.scalars["eval_loss"]) if math.isfinite(e)],
         "unigram_entropy": trainer.info.unigram_entropy,
         "floor": trainer.info.floor,
         "steps_per_sec": data.steps_done / max(data.scalars["elapsed"][-1], 1e-9),
@@ -214,11 +192,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _progress(snap: Any, total: int) -> None:
     width = 30
     done = int(width * snap.step / total)
-    eta = (
-        (total - snap.step) / snap.steps_per_sec
-        if snap.steps_per_sec > 0
-        else float("nan")
-    )
+    eta = (total - snap.step) / snap.steps_per_sec if snap.steps_per_sec > 0 else float("nan")
     sys.stderr.write(
         f"\r[{'#' * done}{'.' * (width - done)}] {snap.step}/{total}  loss {snap.loss:.3f}  "
         f"{snap.steps_per_sec:.1f} steps/s  ETA {eta:.0f}s  {snap.status}   "
@@ -237,15 +211,9 @@ def cmd_init_grads(args: argparse.Namespace) -> int:
     if args.csv:
         sys.stdout.write(grads.to_csv(index=False, float_format="%.6g"))
     else:
-        table = (
-            grads.groupby(["layer", "param"])
-            .grad_norm.agg(["mean", "std"])
-            .unstack("param")
-        )
+        table = grads.groupby(["layer", "param"]).grad_norm.agg(["mean", "std"]).unstack("param")
         means = table["mean"][list(grads.param.unique())]
-        print(
-            f"gradient norm at init, mean over {args.seeds} seeds ({cfg.norm_position}, depth {cfg.depth})"
-        )
+        print(f"gradient norm at init, mean over {args.seeds} seeds ({cfg.norm_position}, depth {cfg.depth})")
         print(means.to_string(float_format=lambda v: f"{v:.4f}"))
     return 0
 

@@ -21,9 +21,7 @@ ADAM_EPS = 1e-8  # torch's default; our probes show grads far larger than this
 MAX_DEPTH = 48
 MAX_LR = 10.0
 MAX_STEPS = 100_000
-MEMORY_LIMIT_BYTES = (
-    8 * 1024**3
-)  # what one training run may take on a 24 GiB, 2-core machine
+MEMORY_LIMIT_BYTES = 8 * 1024**3  # what one training run may take on a 24 GiB, 2-core machine
 
 
 class ConfigError(LocalizedError):
@@ -34,9 +32,7 @@ class ConfigError(LocalizedError):
 class RunConfig:
     """One training run. Field names are the paper's words; the CLI flags are the same with dashes."""
 
-    norm_position: str = (
-        "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none
-    )
+    norm_position: str = "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none
     norm_type: str = "layernorm"  # layernorm | rmsnorm
     depth: int = 6  # number of transformer blocks, L
     d_model: int = 64  # residual stream width, d
@@ -51,9 +47,7 @@ class RunConfig:
     steps: int = 400  # optimizer steps
     seed: int = 0  # one seed: initial weights and batches
     corpus: str = "english"  # english | markov | user
-    user_text: str | None = field(
-        default=None, repr=False
-    )  # the text when corpus == "user"
+    user_text: str | None = field(default=None, repr=False)  # the text when corpus == "user"
     probe_every: int = 10  # probes at step 1, every N steps and the last step; 0 = off
     eval_every: int = 50  # held-out loss every N steps (and at the end); 0 = off
     device: str = "cpu"  # cpu | cuda (only when asked for and present)
@@ -218,16 +212,12 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "deep-pre-ln",
-            _BASE.replace(
-                norm_position="pre", depth=24, d_model=64, steps=200, warmup_steps=0
-            ),
+            _BASE.replace(norm_position="pre", depth=24, d_model=64, steps=200, warmup_steps=0),
             "preset.deep-pre-ln",
         ),
         Preset(
             "deep-post-ln",
-            _BASE.replace(
-                norm_position="post", depth=24, d_model=64, steps=200, warmup_steps=0
-            ),
+            _BASE.replace(norm_position="post", depth=24, d_model=64, steps=200, warmup_steps=0),
             "preset.deep-post-ln",
         ),
         Preset(
@@ -253,7 +243,5 @@ DEFAULT_PRESET = "pre-ln-no-warmup"
 def preset(name: str) -> RunConfig:
     """The RunConfig of a preset; ConfigError names the choices for an unknown name."""
     if name not in PRESETS:
-        raise ConfigError(
-            "err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS)
-        )
+        raise ConfigError("err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS))
     return PRESETS[name].config

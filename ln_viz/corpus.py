@@ -36,12 +36,8 @@ class Corpus:
     vocab: tuple[str, ...]  # index -> character
     train_ids: np.ndarray  # int64 token ids
     val_ids: np.ndarray
-    entropy_rate: float | None = (
-        None  # nats per character, when the source is known exactly
-    )
-    first_order: tuple[float, float] | None = (
-        None  # (H(X1), H(X2|X1)) of the source, nats
-    )
+    entropy_rate: float | None = None  # nats per character, when the source is known exactly
+    first_order: tuple[float, float] | None = None  # (H(X1), H(X2|X1)) of the source, nats
 
     @property
     def vocab_size(self) -> int:
@@ -51,9 +47,7 @@ class Corpus:
     def unigram_entropy(self) -> float:
         """Cross-entropy (nats/char) of the best context-free prediction: the train split's character
         frequencies. A model stuck here has learnt nothing but how often each character occurs."""
-        counts = np.bincount(self.train_ids, minlength=self.vocab_size).astype(
-            np.float64
-        )
+        counts = np.bincount(self.train_ids, minlength=self.vocab_size).astype(np.float64)
         p = counts[counts > 0] / counts.sum()
         return float(-(p * np.log(p)).sum())
 
@@ -76,9 +70,7 @@ class Corpus:
         return "".join(self.vocab[int(i)] for i in ids)
 
 
-def _from_text(
-    name: str, text: str, entropy_rate: float | None = None, first_order=None
-) -> Corpus:
+def _from_text(name: str, text: str, entropy_rate: float | None = None, first_order=None) -> Corpus:
     vocab = tuple(sorted(set(text)))
     index = {c: i for i, c in enumerate(vocab)}
     ids = np.fromiter((index[c] for c in text), dtype=np.int64, count=len(text))
@@ -96,9 +88,7 @@ def english() -> Corpus:
 # --- the synthetic language ----------------------------------------------------------------------
 MARKOV_ALPHABET = "abcdefghij "  # 10 letters and a space
 MARKOV_SEED = 2020  # numpy default_rng seed of the transition table
-MARKOV_CONCENTRATION = (
-    0.3  # Dirichlet concentration: small = peaked, predictable transitions
-)
+MARKOV_CONCENTRATION = 0.3  # Dirichlet concentration: small = peaked, predictable transitions
 MARKOV_TRAIN_CHARS = 200_000
 MARKOV_VAL_CHARS = 20_000
 
@@ -137,9 +127,7 @@ def markov_entropy(P: np.ndarray) -> tuple[float, float, float]:
     return rate, h1, h2
 
 
-def _sample_markov(
-    P: np.ndarray, pi: np.ndarray, n: int, rng: np.random.Generator
-) -> np.ndarray:
+def _sample_markov(P: np.ndarray, pi: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     k = P.shape[0]
     out = np.empty(n, dtype=np.int64)
     first = rng.choice(k * k, p=pi.ravel())
@@ -183,13 +171,9 @@ def user_text_corpus(text: str | bytes, seq_len: int) -> Corpus:
     if "\x00" in text or control > max(2, len(text) // 100):
         raise CorpusError("err.text_binary", "user_text", count=control)
     if len(text) > MAX_USER_CHARS:
-        raise CorpusError(
-            "err.text_too_large", "user_text", have=len(text), limit=MAX_USER_CHARS
-        )
+        raise CorpusError("err.text_too_large", "user_text", have=len(text), limit=MAX_USER_CHARS)
     if len(text) < need:
-        raise CorpusError(
-            "err.text_too_short", "user_text", have=len(text), seq=seq_len, need=need
-        )
+        raise CorpusError("err.text_too_short", "user_text", have=len(text), seq=seq_len, need=need)
     n_vocab = len(set(text))
     if n_vocab > MAX_VOCAB:
         raise CorpusError("err.text_vocab", "user_text", have=n_vocab, limit=MAX_VOCAB)
@@ -213,9 +197,7 @@ def read_user_file(path: str | Path) -> bytes:
     return p.read_bytes()
 
 
-def load_corpus(
-    name: str, user_text: str | bytes | None = None, seq_len: int = 64
-) -> Corpus:
+def load_corpus(name: str, user_text: str | bytes | None = None, seq_len: int = 64) -> Corpus:
     if name == "english":
         return english()
     if name == "markov":
@@ -238,25 +220,19 @@ class Batches:
         device: str = "cpu",
     ):
         if len(ids) < seq_len + 1:
-            raise ValueError(
-                f"corpus part of {len(ids)} tokens is shorter than seq_len + 1 = {seq_len + 1}"
-            )
+            raise ValueError(f"corpus part of {len(ids)} tokens is shorter than seq_len + 1 = {seq_len + 1}")
         self.data = torch.from_numpy(ids)
         self.batch_size, self.seq_len, self.device = batch_size, seq_len, device
         self.gen = torch.Generator().manual_seed(seed)
         self._offsets = torch.arange(seq_len + 1)
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
-        starts = torch.randint(
-            0, len(self.data) - self.seq_len, (self.batch_size,), generator=self.gen
-        )
+        starts = torch.randint(0, len(self.data) - self.seq_len, (self.batch_size,), generator=self.gen)
         win = self.data[starts[:, None] + self._offsets]  # (B, T+1)
         return win[:, :-1].to(self.device), win[:, 1:].to(self.device)
 
 
-def eval_windows(
-    ids: np.ndarray, seq_len: int, max_windows: int = 128
-) -> tuple[torch.Tensor, torch.Tensor]:
+def eval_windows(ids: np.ndarray, seq_len: int, max_windows: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
     """Fixed, evenly spaced held-out windows: every run's held-out loss is measured on the same text."""
     n = len(ids) - seq_len - 1
     count = max(1, min(max_windows, n // max(seq_len, 1) + 1))

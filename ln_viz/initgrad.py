@@ -22,9 +22,7 @@ from ln_viz.probes import grad_norms, watch
 GRAD_COLUMNS = ["seed", "layer", "param", "grad_norm"]
 
 
-def init_grads(
-    cfg: RunConfig, seeds: Iterable[int], corpus: Corpus | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def init_grads(cfg: RunConfig, seeds: Iterable[int], corpus: Corpus | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(gradient norms: seed, layer (1 = input side), param, grad_norm;
     residual stream: seed, layer (0 = embeddings), mean_sq (E||x_l||^2 / d), std)."""
     cfg.validate()
@@ -33,18 +31,14 @@ def init_grads(
     for seed in seeds:
         scfg = cfg.replace(seed=int(seed))
         model = build_model(scfg, corpus.vocab_size)
-        x, y = Batches(
-            corpus.train_ids, cfg.batch_size, cfg.seq_len, int(seed), cfg.device
-        ).next()
+        x, y = Batches(corpus.train_ids, cfg.batch_size, cfg.seq_len, int(seed), cfg.device).next()
         with watch(model) as act:
             logits = model(x)
         F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
         per_param, _ = grad_norms(model)
         for layer in range(cfg.depth):
             for j, name in enumerate(PARAM_NAMES):
-                grad_rows.append(
-                    (int(seed), layer + 1, name, float(per_param[layer, j]))
-                )
+                grad_rows.append((int(seed), layer + 1, name, float(per_param[layer, j])))
         rms = np.concatenate([[act.input_stats[2]], act.resid_stats[:, 2]])
         std = np.concatenate([[act.input_stats[1]], act.resid_stats[:, 1]])
         for layer, (r, s) in enumerate(zip(rms, std)):
@@ -69,14 +63,9 @@ def last_layer_vs_depth(
     rows = []
     for pos in norm_positions:
         for depth in depths:
-            g, _ = init_grads(
-                cfg.replace(norm_position=pos, depth=int(depth)), seeds, corpus
-            )
+            g, _ = init_grads(cfg.replace(norm_position=pos, depth=int(depth)), seeds, corpus)
             last = g[(g.layer == depth) & (g.param == param)]
-            rows += [
-                (pos, int(depth), int(r.seed), float(r.grad_norm))
-                for r in last.itertuples()
-            ]
+            rows += [(pos, int(depth), int(r.seed), float(r.grad_norm)) for r in last.itertuples()]
     return pd.DataFrame(rows, columns=["norm_position", "depth", "seed", "grad_norm"])
 
 

@@ -36,9 +36,7 @@ PARAM_NAMES = (
 
 
 def make_norm(norm_type: str, d: int) -> nn.Module:
-    return (
-        nn.RMSNorm(d, eps=1e-5) if norm_type == "rmsnorm" else nn.LayerNorm(d, eps=1e-5)
-    )
+    return nn.RMSNorm(d, eps=1e-5) if norm_type == "rmsnorm" else nn.LayerNorm(d, eps=1e-5)
 
 
 class CausalSelfAttention(nn.Module):
@@ -52,10 +50,7 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
-        q, k, v = (
-            p(x).view(B, T, self.heads, d // self.heads).transpose(1, 2)
-            for p in (self.q, self.k, self.v)
-        )
+        q, k, v = (p(x).view(B, T, self.heads, d // self.heads).transpose(1, 2) for p in (self.q, self.k, self.v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
         return self.o(y.transpose(1, 2).reshape(B, T, d))
 
@@ -116,11 +111,7 @@ class TinyLM(nn.Module):
         self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.depth))
-        self.ln_f = (
-            make_norm(cfg.norm_type, cfg.d_model)
-            if cfg.norm_position in ("pre", "peri")
-            else None
-        )
+        self.ln_f = make_norm(cfg.norm_type, cfg.d_model) if cfg.norm_position in ("pre", "peri") else None
         self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         self.reset_parameters(cfg.seed)
 
@@ -128,14 +119,8 @@ class TinyLM(nn.Module):
     def reset_parameters(self, seed: int) -> None:
         g = torch.Generator().manual_seed(seed)
         for emb in (self.tok_emb, self.pos_emb):
-            emb.weight.copy_(
-                torch.randn(emb.weight.shape, generator=g) * math.sqrt(0.5)
-            )
-        beta = (
-            (8 * self.cfg.depth) ** -0.25
-            if self.cfg.norm_position == "deepnorm"
-            else 1.0
-        )
+            emb.weight.copy_(torch.randn(emb.weight.shape, generator=g) * math.sqrt(0.5))
+        beta = (8 * self.cfg.depth) ** -0.25 if self.cfg.norm_position == "deepnorm" else 1.0
         for block in self.blocks:
             for name in PARAM_NAMES:
                 w = block.get_submodule(name).weight
@@ -150,9 +135,7 @@ class TinyLM(nn.Module):
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) -> logits (B, T, vocab)."""
         T = idx.shape[1]
-        x = self.tok_emb(idx) + self.pos_emb(
-            torch.arange(T, device=idx.device)
-        )  # (B, T, d)
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))  # (B, T, d)
         for block in self.blocks:
             x = block(x)
         if self.ln_f is not None:

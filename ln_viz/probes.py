@@ -78,9 +78,7 @@ class ActivationProbe:
         self.norm_in_hist = np.zeros((L, n_norm, HIST_BINS), np.float32)
         self.norm_in_stats = np.zeros((L, n_norm, len(STAT_NAMES)), np.float32)
         self.attn_entropy = np.zeros(L, np.float32)
-        self.input_stats = np.zeros(
-            len(STAT_NAMES), np.float32
-        )  # x_0: embeddings into block 1
+        self.input_stats = np.zeros(len(STAT_NAMES), np.float32)  # x_0: embeddings into block 1
         self._q: dict[int, torch.Tensor] = {}
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
 
@@ -90,11 +88,7 @@ class ActivationProbe:
         for i, block in enumerate(blocks):
             self._handles.append(block.register_forward_hook(self._on_block(i)))
             for j, name in enumerate(self.norm_names):
-                self._handles.append(
-                    block.get_submodule(name).register_forward_pre_hook(
-                        self._on_norm(i, j)
-                    )
-                )
+                self._handles.append(block.get_submodule(name).register_forward_pre_hook(self._on_norm(i, j)))
             self._handles.append(block.attn.q.register_forward_hook(self._on_q(i)))
             self._handles.append(block.attn.k.register_forward_hook(self._on_k(i)))
 
@@ -128,9 +122,7 @@ class ActivationProbe:
     def _on_k(self, i: int):
         def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
             with torch.no_grad():
-                self.attn_entropy[i] = attention_entropy(
-                    self._q.pop(i), out.detach(), self.model.cfg.heads
-                )
+                self.attn_entropy[i] = attention_entropy(self._q.pop(i), out.detach(), self.model.cfg.heads)
 
         return hook
 
@@ -154,14 +146,8 @@ def grad_norms(model: TinyLM) -> tuple[np.ndarray, np.ndarray]:
         grads = [block.get_submodule(n).weight.grad for n in PARAM_NAMES]
         per_param.append(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
         all_grads = [p.grad for p in block.parameters() if p.grad is not None]
-        per_block.append(
-            torch.linalg.vector_norm(
-                torch.stack([torch.linalg.vector_norm(g) for g in all_grads])
-            )
-        )
-    return torch.stack(per_param).numpy().astype(np.float32), torch.stack(
-        per_block
-    ).numpy().astype(np.float32)
+        per_block.append(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in all_grads])))
+    return torch.stack(per_param).numpy().astype(np.float32), torch.stack(per_block).numpy().astype(np.float32)
 
 
 class UpdateRatio:
@@ -173,17 +159,13 @@ class UpdateRatio:
 
     @torch.no_grad()
     def before(self) -> None:
-        self._before = [
-            [p.detach().clone() for p in b.parameters()] for b in self.model.blocks
-        ]
+        self._before = [[p.detach().clone() for p in b.parameters()] for b in self.model.blocks]
 
     @torch.no_grad()
     def after(self) -> np.ndarray:
         out = np.zeros(len(self.model.blocks), np.float32)
         for i, (block, old) in enumerate(zip(self.model.blocks, self._before)):
-            delta = sum(
-                float((p - o).square().sum()) for p, o in zip(block.parameters(), old)
-            )
+            delta = sum(float((p - o).square().sum()) for p, o in zip(block.parameters(), old))
             base = sum(float(o.square().sum()) for o in old)
             out[i] = math.sqrt(delta / base) if base > 0 else float("nan")
         self._before = []

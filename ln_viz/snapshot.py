@@ -1,4 +1,5 @@
-"""Snapshot (one step), RunInfo (a run's header) and RunData: one run's measurements gathered from its Snapshots, the shape charts, store and export read.
+"""Snapshot (one step), RunInfo (a run's header) and RunData (a run's measurements gathered from its
+snapshots: the shape that charts, store and export read).
 
 Scalars are columns with one value per step; probe arrays are stacked along a first axis of probe
 steps. Appending a snapshot is cheap (lists), and the stacked views are built on demand.
@@ -26,9 +27,7 @@ class RunInfo:
     vocab_size: int
     n_params: int
     unigram_entropy: float  # nats: the loss of predicting character frequencies only
-    floor: (
-        float | None
-    )  # nats: the lowest loss any model can reach (synthetic corpus only)
+    floor: float | None  # nats: the lowest loss any model can reach (synthetic corpus only)
     norm_names: list[str]
     param_names: tuple[str, ...] = PARAM_NAMES
     stat_names: tuple[str, ...] = STAT_NAMES
@@ -109,13 +108,9 @@ class RunData:
     message: str | None = None  # i18n key of the last status message
     stalled_since: int | None = None  # first step flagged stalled (None when never)
     diverged_at: int | None = None
-    scalars: dict[str, list[float]] = field(
-        default_factory=lambda: {c: [] for c in SCALAR_COLUMNS}
-    )
+    scalars: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in SCALAR_COLUMNS})
     probe_steps: list[int] = field(default_factory=list)
-    probes: dict[str, list[np.ndarray]] = field(
-        default_factory=lambda: {n: [] for n in PROBE_ARRAYS}
-    )
+    probes: dict[str, list[np.ndarray]] = field(default_factory=lambda: {n: [] for n in PROBE_ARRAYS})
 
     # --- building --------------------------------------------------------------------------------
     def append(self, snap: Snapshot) -> None:
@@ -162,9 +157,7 @@ class RunData:
         for name in PROBE_ARRAYS:
             value = arrays.get(name)
             self.probes[name].append(
-                np.full(blank[name], np.nan, np.float32)
-                if value is None
-                else np.asarray(value, np.float32)
+                np.full(blank[name], np.nan, np.float32) if value is None else np.asarray(value, np.float32)
             )
 
     # --- reading ---------------------------------------------------------------------------------
@@ -173,9 +166,9 @@ class RunData:
         return self.scalars["step"][-1] if self.scalars["step"] else 0
 
     def scalars_df(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            {c: np.asarray(v, dtype=np.float64) for c, v in self.scalars.items()}
-        ).astype({"step": np.int64})
+        return pd.DataFrame({c: np.asarray(v, dtype=np.float64) for c, v in self.scalars.items()}).astype(
+            {"step": np.int64}
+        )
 
     def probe(self, name: str) -> np.ndarray:
         """Stacked probe array (P, ...); an empty (0, ...) array before the first probe."""

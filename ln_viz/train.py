@@ -69,14 +69,10 @@ class Trainer:
         cfg.validate()
         self.cfg = cfg
         self.corpus = corpus or load_corpus(cfg.corpus, cfg.user_text, cfg.seq_len)
-        torch.manual_seed(
-            cfg.seed
-        )  # nothing random should be left to the global RNG, but be sure
+        torch.manual_seed(cfg.seed)  # nothing random should be left to the global RNG, but be sure
         self.model: TinyLM = build_model(cfg, self.corpus.vocab_size)
         self.optimizer = make_optimizer(cfg, self.model)
-        self.batches = Batches(
-            self.corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, cfg.device
-        )
+        self.batches = Batches(self.corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, cfg.device)
         self.eval_x, self.eval_y = eval_windows(self.corpus.val_ids, cfg.seq_len)
         self.info = RunInfo(
             config=cfg,
@@ -106,9 +102,7 @@ class Trainer:
                 self.eval_y[i : i + bs].to(self.cfg.device),
             )
             logits = self.model(x)
-            total += float(
-                F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum")
-            )
+            total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum"))
             count += y.numel()
         self.model.train()
         return total / count
@@ -136,11 +130,7 @@ class Trainer:
             probes = None
             if math.isfinite(loss):
                 loss_t.backward()
-                total_grad = float(
-                    torch.linalg.vector_norm(
-                        torch.stack([p.grad.norm() for p in model.parameters()])
-                    )
-                )
+                total_grad = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()])))
             else:
                 total_grad = float("nan")
             if probe_step:
@@ -176,11 +166,7 @@ class Trainer:
             else:
                 opt.step()
             now = time.perf_counter()
-            rate = (
-                1.0 / max(now - last, 1e-9)
-                if step == 1
-                else 0.9 * rate + 0.1 / max(now - last, 1e-9)
-            )
+            rate = 1.0 / max(now - last, 1e-9) if step == 1 else 0.9 * rate + 0.1 / max(now - last, 1e-9)
             last = now
             recent.append(loss)
             del recent[:-STALL_WINDOW]
@@ -209,14 +195,10 @@ class Trainer:
 def make_optimizer(cfg: RunConfig, model: TinyLM) -> torch.optim.Optimizer:
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=cfg.lr)
-    return torch.optim.Adam(
-        model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS
-    )
+    return torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
 
 
-def run(
-    cfg: RunConfig, corpus: Corpus | None = None, keep_probes: bool = True
-) -> RunData:
+def run(cfg: RunConfig, corpus: Corpus | None = None, keep_probes: bool = True) -> RunData:
     """Train to the end and gather every snapshot (for tests, the CLI and scripts)."""
     trainer = Trainer(cfg, corpus)
     data = RunData(trainer.info)
