@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh machine, then run every test (lint, unit, app, browser).
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not e2e"`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian's Chromium drives the browser tests and the PNG/SVG export (never `playwright install`).
+if ! command -v chromium >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+
+.venv/bin/ruff check .
+.venv/bin/python -m pytest "$@"
