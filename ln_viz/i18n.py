@@ -119,6 +119,81 @@ EN: dict[str, str] = {
     "preset.no-norm": (
         "No normalisation at all, as a control: nothing reins in the activations or the gradients."
     ),
+    # --- the app: labels, captions, status -----------------------------------------------------
+    "ui.app_title": "ln-viz: LayerNorm placement, live",
+    "ui.lang_label": "Language",
+    "ui.preset": "Preset",
+    "ui.preset_custom": "(your own settings)",
+    "ui.depth": "Depth (layers)",
+    "ui.norm_position": "LayerNorm position",
+    "ui.lr": "Learning rate (peak)",
+    "ui.warmup": "Warm-up steps",
+    "ui.advanced": "Advanced",
+    "ui.norm_type": "Norm type",
+    "ui.d_model": "d_model (width)",
+    "ui.heads": "Attention heads",
+    "ui.batch_size": "Batch size",
+    "ui.seq_len": "Sequence length",
+    "ui.steps": "Training steps",
+    "ui.seed": "Seed",
+    "ui.optimizer": "Optimizer",
+    "ui.schedule": "Schedule after warm-up",
+    "ui.corpus": "Corpus",
+    "ui.user_text": "Your text (used when the corpus is 'your text')",
+    "ui.user_file": "...or upload a UTF-8 text file",
+    "ui.probe_every": "Probe every N steps",
+    "ui.start": "Start",
+    "ui.stop": "Stop",
+    "ui.not_started": "Pick a preset or your own settings, then press Start.",
+    "ui.status_line": "Step {step}/{steps} | {rate} steps/s | ETA {eta} | {status}",
+    "ui.queued": "Queued: place {pos} in line ({cap} runs train at once on this server). It starts by itself.",
+    "ui.url_ignored": "Ignored '{param}={value}' from the link: {reason} The default is kept.",
+    "ui.invalid_config": "Not started: {reason}",
+    "ui.step_select": "Probe step to show",
+    "ui.time_cap": "The run reached this server's time limit of {seconds} s and was stopped.",
+    "status.queued": "queued",
+    "status.running": "running",
+    "status.completed": "completed",
+    "status.diverged": "diverged",
+    "status.stalled": "stalled",
+    "status.stopped": "stopped",
+    "status.failed": "failed",
+    "status.interrupted": "interrupted",
+    "norm.post": "Post-LN: x = LN(x + F(x))",
+    "norm.pre": "Pre-LN: x = x + F(LN(x))",
+    "norm.peri": "Peri-LN: x = x + LN(F(LN(x)))",
+    "norm.deepnorm": "DeepNorm: x = LN(alpha*x + F(x))",
+    "norm.none": "No normalisation",
+    "normtype.layernorm": "LayerNorm",
+    "normtype.rmsnorm": "RMSNorm",
+    "corpus.english": "English text",
+    "corpus.markov": "Synthetic Markov language (known entropy)",
+    "corpus.user": "Your text",
+    "schedule.constant": "constant",
+    "schedule.inverse_sqrt": "inverse square root",
+    "schedule.cosine": "cosine to zero",
+    "optimizer.adam": "Adam (0.9, 0.98)",
+    "optimizer.sgd": "SGD",
+    "caption.loss": (
+        "Training loss per step (nats per character) and held-out loss; the dashed line is the unigram loss "
+        "(letter frequencies only). A run that stays on it is not learning. Dotted: the learning rate."
+    ),
+    "caption.grad_heatmap": (
+        "Gradient norm of each layer (rows, input at the bottom) over the steps (columns), log colour: "
+        "Post-LN's hot rows sit at the top, next to the output."
+    ),
+    "caption.act_dist": (
+        "How the values in the residual stream are spread, layer by layer, at the chosen step: Post-LN stays "
+        "at unit width; Pre-LN widens with depth."
+    ),
+    "caption.layer_profile": (
+        "Gradient norm per layer at the chosen step (the paper's Figure 3) and the residual stream's standard "
+        "deviation per layer."
+    ),
+    "caption.update_ratio": (
+        "How much each step changes each layer's weights, relative to their size. Around 1e-3 is healthy; far "
+        "above means the learning rate is too large for that layer."
+    ),
 }
 
 KO: dict[str, str] = {
@@ -207,6 +282,77 @@ KO: dict[str, str] = {
     "preset.deepnorm": "DeepNorm(잔차에 가중치를 키우고 초기화를 줄인 Post-LN)은 웜업 없이도 학습됩니다.",
     "preset.peri-ln": "Peri-LN은 각 서브층의 입력과 출력을 정규화합니다. 웜업 없이 학습되고 잔차 스트림이 안정적입니다.",
     "preset.no-norm": "정규화가 전혀 없는 대조군: 활성값과 그래디언트를 잡아 줄 것이 없습니다.",
+    "ui.app_title": "ln-viz: 레이어 정규화 위치, 실시간으로",
+    "ui.lang_label": "언어",
+    "ui.preset": "프리셋",
+    "ui.preset_custom": "(직접 설정)",
+    "ui.depth": "깊이 (층 수)",
+    "ui.norm_position": "LayerNorm 위치",
+    "ui.lr": "학습률 (최대)",
+    "ui.warmup": "웜업 스텝",
+    "ui.advanced": "고급 설정",
+    "ui.norm_type": "정규화 종류",
+    "ui.d_model": "d_model (너비)",
+    "ui.heads": "어텐션 헤드 수",
+    "ui.batch_size": "배치 크기",
+    "ui.seq_len": "시퀀스 길이",
+    "ui.steps": "학습 스텝 수",
+    "ui.seed": "시드",
+    "ui.optimizer": "옵티마이저",
+    "ui.schedule": "웜업 이후 스케줄",
+    "ui.corpus": "말뭉치",
+    "ui.user_text": "직접 넣은 텍스트 (말뭉치가 '직접 넣은 텍스트'일 때 사용)",
+    "ui.user_file": "...또는 UTF-8 텍스트 파일 올리기",
+    "ui.probe_every": "N 스텝마다 측정",
+    "ui.start": "시작",
+    "ui.stop": "정지",
+    "ui.not_started": "프리셋이나 직접 설정을 고른 뒤 시작을 누르세요.",
+    "ui.status_line": "스텝 {step}/{steps} | 초당 {rate} 스텝 | 남은 시간 {eta} | {status}",
+    "ui.queued": "대기 중: {pos}번째 순서입니다 (이 서버에서는 동시에 {cap}개까지 학습합니다). 차례가 되면 자동으로 시작합니다.",
+    "ui.url_ignored": "링크의 '{param}={value}'은(는) 무시했습니다: {reason} 기본값을 유지합니다.",
+    "ui.invalid_config": "시작하지 않았습니다: {reason}",
+    "ui.step_select": "보여 줄 측정 스텝",
+    "ui.time_cap": "이 서버의 시간 제한 {seconds}초에 도달해 학습을 멈췄습니다.",
+    "status.queued": "대기 중",
+    "status.running": "학습 중",
+    "status.completed": "완료",
+    "status.diverged": "발산",
+    "status.stalled": "정체",
+    "status.stopped": "정지됨",
+    "status.failed": "실패",
+    "status.interrupted": "중단됨",
+    "norm.post": "Post-LN: x = LN(x + F(x))",
+    "norm.pre": "Pre-LN: x = x + F(LN(x))",
+    "norm.peri": "Peri-LN: x = x + LN(F(LN(x)))",
+    "norm.deepnorm": "DeepNorm: x = LN(alpha*x + F(x))",
+    "norm.none": "정규화 없음",
+    "normtype.layernorm": "LayerNorm",
+    "normtype.rmsnorm": "RMSNorm",
+    "corpus.english": "영어 텍스트",
+    "corpus.markov": "합성 마르코프 언어 (엔트로피를 정확히 앎)",
+    "corpus.user": "직접 넣은 텍스트",
+    "schedule.constant": "일정",
+    "schedule.inverse_sqrt": "역제곱근 감소",
+    "schedule.cosine": "코사인 감소 (0까지)",
+    "optimizer.adam": "Adam (0.9, 0.98)",
+    "optimizer.sgd": "SGD",
+    "caption.loss": (
+        "스텝별 학습 손실(글자당 nats)과 검증 손실입니다. 점선은 유니그램 손실(글자 빈도만 아는 수준)로, 이 선에 머무는 "
+        "학습은 아무것도 배우지 못하는 중입니다. 점 찍힌 선은 학습률입니다."
+    ),
+    "caption.grad_heatmap": (
+        "층(행, 아래가 입력 쪽)과 스텝(열)별 그래디언트 노름, 로그 색상입니다. Post-LN은 출력 가까운 위쪽 행이 뜨겁습니다."
+    ),
+    "caption.act_dist": (
+        "선택한 스텝에서 층마다 잔차 스트림 값이 퍼진 모양입니다. Post-LN은 폭이 1로 유지되고, Pre-LN은 깊어질수록 넓어집니다."
+    ),
+    "caption.layer_profile": (
+        "선택한 스텝의 층별 그래디언트 노름(논문의 그림 3)과 층별 잔차 스트림 표준편차입니다."
+    ),
+    "caption.update_ratio": (
+        "스텝마다 각 층의 가중치가 자기 크기에 비해 얼마나 바뀌는지입니다. 1e-3 근처가 건강하고, 훨씬 크면 그 층에 "
+        "학습률이 너무 큽니다."
+    ),
 }
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN, "ko": KO}
