@@ -117,7 +117,7 @@ _CONFIG_FLAGS = (
 
 def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) -> RunConfig:
     """RunConfig from the preset (or `base`) with every given flag applied, validated."""
-    from ln_viz.corpus import read_user_file, user_text_corpus
+    from ln_viz.corpus import decode_text, read_user_file, user_text_corpus
 
     cfg = preset(args.preset) if args.preset else (base or RunConfig())
     changes = {k: getattr(args, k) for k in _CONFIG_FLAGS if getattr(args, k, None) is not None}
@@ -126,7 +126,7 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) ->
         seq = changes.get("seq_len", cfg.seq_len)
         user_text_corpus(raw, seq)  # refuses bad text with its sentence
         changes["corpus"] = "user"
-        changes["user_text"] = raw.decode("utf-8")
+        changes["user_text"] = decode_text(raw)
     return cfg.replace(**changes).validate()
 
 

@@ -157,13 +157,18 @@ def min_user_chars(seq_len: int) -> int:
     return (seq_len + 1) * round(1 / HELD_OUT_FRACTION)
 
 
+def decode_text(raw: bytes) -> str:
+    """UTF-8 bytes to text; CorpusError naming the first bad byte otherwise."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorpusError("err.text_not_utf8", "user_text", pos=e.start) from None
+
+
 def user_text_corpus(text: str | bytes, seq_len: int) -> Corpus:
     """A corpus from text the user gave; CorpusError with one clear sentence when it cannot be used."""
     if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise CorpusError("err.text_not_utf8", "user_text", pos=e.start) from None
+        text = decode_text(text)
     need = min_user_chars(seq_len)
     if not text or not text.strip():
         raise CorpusError("err.text_empty", "user_text", need=need)

@@ -1,0 +1,152 @@
+"""The run's settings as widgets: a preset picker, the main knobs, an Advanced expander.
+
+Widget values live in st.session_state under `prefix + field` keys. Choosing a preset writes its values
+into those keys (an on_change callback, before the widgets are drawn), so the widgets show them.
+`read_config` turns the current values into a RunConfig; validation happens on Start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ln_viz.config import (
+    CORPORA,
+    DEFAULT_PRESET,
+    MAX_DEPTH,
+    NORM_POSITIONS,
+    NORM_TYPES,
+    OPTIMIZERS,
+    PRESETS,
+    SCHEDULES,
+    RunConfig,
+)
+from ln_viz.corpus import MAX_USER_FILE_BYTES, decode_text
+from ln_viz.i18n import t
+
+# The learning-rate slider's stops: a log scale from 1e-5 to 1 (three per decade).
+LR_STOPS = [round(m * 10.0**e, 10) for e in range(-5, 0) for m in (1, 2, 5)] + [1.0]
+CUSTOM = "__custom__"
+FORM_FIELDS = (
+    "norm_position",
+    "depth",
+    "lr",
+    "warmup_steps",
+    "norm_type",
+    "d_model",
+    "heads",
+    "batch_size",
+    "seq_len",
+    "steps",
+    "seed",
+    "optimizer",
+    "schedule",
+    "corpus",
+    "probe_every",
+)
+
+
+def nearest_lr(lr: float) -> float:
+    """The slider stop closest to `lr` on a log scale (so any preset or URL value has a stop)."""
+    import math
+
+    return min(LR_STOPS, key=lambda s: abs(math.log(s) - math.log(lr)))
+
+
+def set_form(cfg: RunConfig, prefix: str = "") -> None:
+    """Put a configuration's values into the widgets' session-state keys."""
+    for name in FORM_FIELDS:
+        value = getattr(cfg, name)
+        st.session_state[prefix + name] = nearest_lr(value) if name == "lr" else value
+
+
+def _apply_preset(prefix: str) -> None:
+    name = st.session_state[prefix + "preset"]
+    if name in PRESETS:
+        set_form(PRESETS[name].config, prefix)
+
+
+def ensure_defaults(prefix: str = "", cfg: RunConfig | None = None) -> None:
+    """Fill missing widget keys (first visit, or after another page dropped them)."""
+    base = cfg or PRESETS[DEFAULT_PRESET].config
+    if prefix + "preset" not in st.session_state:
+        st.session_state[prefix + "preset"] = DEFAULT_PRESET if cfg is None else CUSTOM
+    for name in FORM_FIELDS:
+        if prefix + name not in st.session_state:
+            value = getattr(base, name)
+            st.session_state[prefix + name] = nearest_lr(value) if name == "lr" else value
+
+
+def config_form(lang: str, prefix: str = "", container: Any = None, compact: bool = False) -> None:
+    """Draw the settings widgets into `container` (the sidebar by default)."""
+    c = container if container is not None else st.sidebar
+    ensure_defaults(prefix)
+    names = [*PRESETS, CUSTOM]
+    c.selectbox(
+        t("ui.preset", lang),
+        names,
+        key=prefix + "preset",
+        format_func=lambda n: t("ui.preset_custom", lang) if n == CUSTOM else n,
+        on_change=_apply_preset,
+        args=(prefix,),
+    )
+    chosen = st.session_state[prefix + "preset"]
+    if chosen in PRESETS:
+        c.caption(t(PRESETS[chosen].expect_key, lang))
+    c.selectbox(
+        t("ui.norm_position", lang),
+        NORM_POSITIONS,
+        key=prefix + "norm_position",
+        format_func=lambda v: t(f"norm.{v}", lang),
+    )
+    c.slider(t("ui.depth", lang), 1, MAX_DEPTH, key=prefix + "depth")
+    c.select_slider(t("ui.lr", lang), LR_STOPS, key=prefix + "lr", format_func=lambda v: f"{v:g}")
+    c.number_input(t("ui.warmup", lang), min_value=0, max_value=100_000, step=10, key=prefix + "warmup_steps")
+    with c.expander(t("ui.advanced", lang), expanded=False):
+        st.selectbox(
+            t("ui.norm_type", lang),
+            NORM_TYPES,
+            key=prefix + "norm_type",
+            format_func=lambda v: t(f"normtype.{v}", lang),
+        )
+        st.number_input(t("ui.d_model", lang), min_value=4, max_value=1024, step=8, key=prefix + "d_model")
+        st.number_input(t("ui.heads", lang), min_value=1, max_value=64, step=1, key=prefix + "heads")
+        st.number_input(t("ui.batch_size", lang), min_value=1, max_value=4096, step=8, key=prefix + "batch_size")
+        st.number_input(t("ui.seq_len", lang), min_value=2, max_value=4096, step=16, key=prefix + "seq_len")
+        st.number_input(t("ui.steps", lang), min_value=1, max_value=100_000, step=50, key=prefix + "steps")
+        st.number_input(t("ui.seed", lang), min_value=0, max_value=2**31 - 1, step=1, key=prefix + "seed")
+        st.selectbox(
+            t("ui.optimizer", lang),
+            OPTIMIZERS,
+            key=prefix + "optimizer",
+            format_func=lambda v: t(f"optimizer.{v}", lang),
+        )
+        st.selectbox(
+            t("ui.schedule", lang), SCHEDULES, key=prefix + "schedule", format_func=lambda v: t(f"schedule.{v}", lang)
+        )
+        st.number_input(t("ui.probe_every", lang), min_value=0, max_value=10_000, step=1, key=prefix + "probe_every")
+        st.selectbox(t("ui.corpus", lang), CORPORA, key=prefix + "corpus", format_func=lambda v: t(f"corpus.{v}", lang))
+        if not compact and st.session_state[prefix + "corpus"] == "user":
+            st.text_area(t("ui.user_text", lang), key=prefix + "user_text", height=120)
+            st.file_uploader(
+                t("ui.user_file", lang),
+                type=["txt", "md"],
+                key=prefix + "user_file",
+                max_upload_size=MAX_USER_FILE_BYTES // 2**20,
+            )
+
+
+def read_config(prefix: str = "") -> RunConfig:
+    """A RunConfig from the widgets' current values (not validated yet). An uploaded file wins over the
+    text area; CorpusError if its bytes are not UTF-8."""
+    ensure_defaults(prefix)
+    values = {name: st.session_state[prefix + name] for name in FORM_FIELDS}
+    for name in ("depth", "warmup_steps", "d_model", "heads", "batch_size", "seq_len", "steps", "seed", "probe_every"):
+        values[name] = int(values[name])
+    values["lr"] = float(values["lr"])
+    if values["corpus"] == "user":
+        upload = st.session_state.get(prefix + "user_file")
+        text = st.session_state.get(prefix + "user_text") or None
+        values["user_text"] = decode_text(upload.getvalue()) if upload is not None else text
+    return RunConfig(**values)
