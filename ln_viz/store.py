@@ -7,6 +7,7 @@ Layout (schema version in `PRAGMA user_version`, upgraded by MIGRATIONS):
     scalars  one row per (run, step): loss, lr, grad_norm, elapsed, steps_per_sec, eval_loss, stalled
     probes   one row per (run, probe array name, step): the array as raw little-endian float32 bytes
              and its shape ("12,128"); never pickle, so a store file can come from anyone
+    meta     key-value: the fingerprints of bundled demo runs ever loaded (so a deleted demo stays gone)
 
 Writing. `RunWriter.add(snap)` only serialises the snapshot into a buffer; a background thread
 commits the buffer every `flush_every` seconds (0.5 s), so a crash of the training process loses at
@@ -55,9 +56,7 @@ import numpy as np
 
 from ln_viz.i18n import LocalizedError
 
-if (
-    TYPE_CHECKING
-):  # snapshot imports torch (through model.py); listing runs should not have to
+if TYPE_CHECKING:  # snapshot imports torch (through model.py); listing runs should not have to
     from ln_viz.snapshot import RunData, RunInfo, Snapshot
 
 LIVE_STATUSES = ("queued", "running")
@@ -167,7 +166,22 @@ def _migrate_1(db: sqlite3.Connection) -> None:
 
 
 # MIGRATIONS[i] takes a store from version i to i + 1; append, never edit a released one.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1]
+def _migrate_2(db: sqlite3.Connection) -> None:
+    """Version 2: where a run came from (train, import, demo), the fingerprint of an imported file
+    (so importing it again finds the run instead of copying it), and a key-value `meta` table that
+    remembers which bundled demo runs were ever loaded (so a demo the user deleted stays deleted)."""
+    _execute_script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'train';
+        ALTER TABLE runs ADD COLUMN fingerprint TEXT;  -- sha256 of the imported run file's JSON
+        CREATE INDEX runs_fingerprint ON runs(fingerprint);
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -175,9 +189,7 @@ def migrate(db: sqlite3.Connection, path: Path, upto: int = SCHEMA_VERSION) -> i
     """Bring the schema to version `upto`, one transaction per step; refuse a newer store."""
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            "err.store_newer", path=str(path), have=version, know=SCHEMA_VERSION
-        )
+        raise StoreError("err.store_newer", path=str(path), have=version, know=SCHEMA_VERSION)
     while version < upto:
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -299,6 +311,7 @@ class RunSummary:
     corpus: str
     seed: int
     writer_pid: int | None
+    source: str  # train | import | demo
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: times as ISO 8601 UTC strings."""
@@ -354,9 +367,7 @@ class Store:
     only lists and shows runs; anything that trains or imports opens it for writing.
     """
 
-    def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, readonly: bool = False
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, readonly: bool = False) -> None:
         self.path = resolve_store_path(path)
         self.readonly = readonly
         self._lock = threading.RLock()
@@ -432,9 +443,7 @@ class Store:
     def recover(self) -> list[int]:
         """Mark `interrupted` every live-looking run whose writer is gone; return their ids."""
         with self._read() as db:
-            rows = db.execute(
-                f"SELECT id, writer_token FROM runs WHERE status IN {_LIVE_SQL}"
-            ).fetchall()
+            rows = db.execute(f"SELECT id, writer_token FROM runs WHERE status IN {_LIVE_SQL}").fetchall()
         dead = []
         for run_id, token in rows:
             lock = self.lock_dir / f"{token}.lock" if token else None
@@ -464,9 +473,7 @@ class Store:
         """Summaries of the runs matching `filters`, sorted by a SORT_KEYS name ("-" = descending)."""
         key = sort.lstrip("-")
         if key not in SORT_KEYS:
-            raise StoreError(
-                "err.choice", "sort", value=sort, choices=", ".join(SORT_KEYS)
-            )
+            raise StoreError("err.choice", "sort", value=sort, choices=", ".join(SORT_KEYS))
         order = "DESC" if sort.startswith("-") else "ASC"
         where, args = (filters or RunFilter()).sql()
         sql = (
@@ -480,9 +487,7 @@ class Store:
 
     def summary(self, run_id: int) -> RunSummary:
         with self._read() as db:
-            row = db.execute(
-                f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,)
-            ).fetchone()
+            row = db.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise self._not_found(run_id)
         return RunSummary(*row)
@@ -503,18 +508,12 @@ class Store:
                 "has_probes FROM scalars WHERE run_id = ? ORDER BY step",
                 (run_id,),
             ).fetchall()
-            probe_rows = db.execute(
-                "SELECT step, name, shape, data FROM probes WHERE run_id = ?", (run_id,)
-            ).fetchall()
+            probe_rows = db.execute("SELECT step, name, shape, data FROM probes WHERE run_id = ?", (run_id,)).fetchall()
         config, info, status, message, diverged_at = row
-        data = RunData(
-            RunInfo.from_dict({**json.loads(info), "config": json.loads(config)})
-        )
+        data = RunData(RunInfo.from_dict({**json.loads(info), "config": json.loads(config)}))
         by_step: dict[int, dict[str, np.ndarray]] = {}
         for step, name, shape, blob in probe_rows:
-            if (
-                name in PROBE_ARRAYS
-            ):  # a newer writer's extra arrays are not ours to show
+            if name in PROBE_ARRAYS:  # a newer writer's extra arrays are not ours to show
                 by_step.setdefault(step, {})[name] = blob_to_array(shape, blob)
         for (
             step,
@@ -552,22 +551,16 @@ class Store:
         """Set (or with None / "" clear) a run's label."""
         text = (text or "").strip() or None
         if text is not None and len(text) > MAX_LABEL_CHARS:
-            raise StoreError(
-                "err.label_too_long", have=len(text), limit=MAX_LABEL_CHARS
-            )
+            raise StoreError("err.label_too_long", have=len(text), limit=MAX_LABEL_CHARS)
         with self._write() as db:
-            if not db.execute(
-                "UPDATE runs SET label = ? WHERE id = ?", (text, run_id)
-            ).rowcount:
+            if not db.execute("UPDATE runs SET label = ? WHERE id = ?", (text, run_id)).rowcount:
                 raise self._not_found(run_id)
 
     def delete(self, run_id: int) -> None:
         """Delete a run and its data; a run whose writer is alive is refused (stop it first)."""
         self.recover()  # a dead writer's run may be deleted
         with self._write() as db:
-            row = db.execute(
-                "SELECT status, writer_pid FROM runs WHERE id = ?", (run_id,)
-            ).fetchone()
+            row = db.execute("SELECT status, writer_pid FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise self._not_found(run_id)
             if row[0] in LIVE_STATUSES:
@@ -577,24 +570,56 @@ class Store:
                 db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
 
+    def find_fingerprint(self, fingerprint: str) -> int | None:
+        """The id of a run imported from a file with this fingerprint, if it is still here."""
+        with self._read() as db:
+            row = db.execute(
+                "SELECT id FROM runs WHERE fingerprint = ? ORDER BY id LIMIT 1",
+                (fingerprint,),
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def seen(self, fingerprint: str) -> bool:
+        """Whether a run with this fingerprint was ever added with `once=True` (even if deleted since)."""
+        with self._read() as db:
+            return db.execute("SELECT 1 FROM meta WHERE key = ?", (f"seen:{fingerprint}",)).fetchone() is not None
+
     def add_run(
         self,
         data: RunData,
         *,
         label: str | None = None,
         created: float | None = None,
-    ) -> int:
-        """Store a finished RunData in one transaction (imports, tests); returns the new run id."""
+        source: str = "import",
+        fingerprint: str | None = None,
+        once: bool = False,
+    ) -> int | None:
+        """Store a finished RunData in one transaction (imports, demos, tests); return its id.
+
+        With a `fingerprint`, a run already stored from the same file is returned instead of copied.
+        With `once=True`, a fingerprint added before is never added again, even after its run was
+        deleted; then None is returned. A run saved while `running` is stored as `interrupted`:
+        no writer will ever finish it.
+        """
         status = "interrupted" if data.status in LIVE_STATUSES else data.status
         with self._write() as db:
-            run_id = _insert_run(
-                db, data.info, label=label, status=status, created=created
-            )
+            if fingerprint is not None:
+                row = db.execute(
+                    "SELECT id FROM runs WHERE fingerprint = ? ORDER BY id LIMIT 1",
+                    (fingerprint,),
+                ).fetchone()
+                if row is not None:
+                    return row[0]
+                key = f"seen:{fingerprint}"
+                if once and db.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone():
+                    return None
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    (key, str(time.time())),
+                )
+            run_id = _insert_run(db, data.info, label=label, status=status, created=created)
             probe_steps = set(data.probe_steps)
-            rows = [
-                _scalar_row(run_id, data, i, probe_steps)
-                for i in range(len(data.scalars["step"]))
-            ]
+            rows = [_scalar_row(run_id, data, i, probe_steps) for i in range(len(data.scalars["step"]))]
             blobs = []
             for j, step in enumerate(data.probe_steps):
                 for name, values in data.probes.items():
@@ -609,6 +634,8 @@ class Store:
                 message=data.message,
                 stalled_since=data.stalled_since,
                 diverged_at=data.diverged_at,
+                source=source,
+                fingerprint=fingerprint,
             )
         return run_id
 
@@ -625,13 +652,9 @@ def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
                 check_same_thread=False,
             )
         else:
-            db = sqlite3.connect(
-                path, timeout=10, isolation_level=None, check_same_thread=False
-            )
+            db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode = WAL")  # persistent: stored in the file
-        db.execute(
-            "PRAGMA synchronous = NORMAL"
-        )  # in WAL: durable across process crashes
+        db.execute("PRAGMA synchronous = NORMAL")  # in WAL: durable across process crashes
         db.execute("PRAGMA foreign_keys = ON")
         return db
     except sqlite3.DatabaseError as e:
@@ -718,9 +741,7 @@ def _update_summary(db: sqlite3.Connection, run_id: int, **columns: Any) -> int:
     if "final_loss" in columns:
         columns["final_loss"] = _nan_to_none(columns["final_loss"])
     sets = ", ".join(f"{k} = ?" for k in columns)
-    return db.execute(
-        f"UPDATE runs SET {sets} WHERE id = ?", (*columns.values(), run_id)
-    ).rowcount
+    return db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*columns.values(), run_id)).rowcount
 
 
 # --- the writer -------------------------------------------------------------------------------------
@@ -759,9 +780,7 @@ class RunWriter:
         self._diverged_at: int | None = None
         self._written: dict[str, Any] | None = None  # the summary last committed
 
-    def begin(
-        self, info: RunInfo, label: str | None = None, status: str = "running"
-    ) -> int:
+    def begin(self, info: RunInfo, label: str | None = None, status: str = "running") -> int:
         """Create the run's row (locked as live) and start committing; returns the run id."""
         if self.run_id is not None:
             raise RuntimeError("begin() was already called")
@@ -772,18 +791,14 @@ class RunWriter:
         self._status = status
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            self.run_id = _insert_run(
-                self._db, info, label=label, status=status, writer_token=token
-            )
+            self.run_id = _insert_run(self._db, info, label=label, status=status, writer_token=token)
             self._db.execute("COMMIT")
         except BaseException:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self._close()
             raise
-        self._thread = threading.Thread(
-            target=self._loop, name=f"ln-viz-writer-{self.run_id}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._loop, name=f"ln-viz-writer-{self.run_id}", daemon=True)
         self._thread.start()
         return self.run_id
 
@@ -871,7 +886,7 @@ class RunWriter:
                 return
             try:
                 self.flush()
-            except Exception as e:  # noqa: BLE001 - reported by the next add() or finish()
+            except Exception as e:  # reported by the next add() or finish()
                 self._error = e
                 return
 
@@ -889,16 +904,12 @@ class RunWriter:
                 if status is not None:
                     self._status = status
                 elif self._status in LIVE_STATUSES:
-                    self._status = (
-                        "stopped"  # finished without a final snapshot: stopped early
-                    )
+                    self._status = "stopped"  # finished without a final snapshot: stopped early
                 if message is not None:
                     self._message = message
             self.flush()
             with self._io:
-                self._db.execute(
-                    "UPDATE runs SET writer_token = NULL WHERE id = ?", (self.run_id,)
-                )
+                self._db.execute("UPDATE runs SET writer_token = NULL WHERE id = ?", (self.run_id,))
         finally:
             self._close()  # the lock is dropped only after the final commit
         if self._error is not None:
@@ -925,15 +936,11 @@ class RunWriter:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: object, tb: object
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
         if exc_type is None:
             self.finish()
             return
         try:
-            self.finish(
-                "stopped" if issubclass(exc_type, KeyboardInterrupt) else "failed"
-            )
-        except Exception:  # noqa: BLE001, S110 - the exception on its way out says more than ours
+            self.finish("stopped" if issubclass(exc_type, KeyboardInterrupt) else "failed")
+        except Exception:  # the exception on its way out says more than ours
             pass

@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ln_viz import store as store_module
 from ln_viz.config import RunConfig
 from ln_viz.snapshot import PROBE_ARRAYS, RunData, RunInfo, Snapshot
 from ln_viz.store import (
+    MIGRATIONS,
     SCHEMA_VERSION,
     RunFilter,
     RunWriter,
@@ -21,6 +23,7 @@ from ln_viz.store import (
     StoreError,
     WriterLock,
     default_store_path,
+    migrate,
 )
 from ln_viz.train import Trainer
 
@@ -65,9 +68,7 @@ def assert_same_run(a: RunData, b: RunData) -> None:
     )
 
 
-def write_run(
-    store: Store, info: RunInfo, snaps: list[Snapshot], label: str | None = None
-) -> int:
+def write_run(store: Store, info: RunInfo, snaps: list[Snapshot], label: str | None = None) -> int:
     with RunWriter(store) as writer:
         run_id = writer.begin(info, label=label)
         for snap in snaps:
@@ -128,15 +129,11 @@ def test_written_listed_reopened_equal(tmp_path: Path, trained) -> None:
         assert summary.final_loss == measured.final_loss()
         assert summary.writer_pid is not None
         assert_same_run(store.open_run(run_id), measured)
-    with Store(
-        tmp_path / "runs.sqlite", readonly=True
-    ) as store:  # and from a fresh connection
+    with Store(tmp_path / "runs.sqlite", readonly=True) as store:  # and from a fresh connection
         assert_same_run(store.open_run(run_id), measured)
 
 
-def test_non_finite_values_and_missing_probes_come_back(
-    tmp_path: Path, trained
-) -> None:
+def test_non_finite_values_and_missing_probes_come_back(tmp_path: Path, trained) -> None:
     """A diverged step: NaN loss (stored as NULL), inf grad norm, probe arrays missing (NaN blanks)."""
     info, snaps = trained
     last = snaps[9]
@@ -182,13 +179,9 @@ def test_commits_while_running_and_readers_see_it(tmp_path: Path, trained) -> No
             writer.add(snap)
         deadline = time.monotonic() + 5
         with Store(path, readonly=True) as reader:
-            while (
-                reader.summary(run_id).steps_done < 12 and time.monotonic() < deadline
-            ):
+            while reader.summary(run_id).steps_done < 12 and time.monotonic() < deadline:
                 time.sleep(0.02)
-            assert (
-                reader.summary(run_id).steps_done == 12
-            )  # committed by the thread, no finish()
+            assert reader.summary(run_id).steps_done == 12  # committed by the thread, no finish()
             assert len(reader.open_run(run_id).scalars["step"]) == 12
         # another writable opener runs recover(): the live run (its lock is held) is left alone
         with Store(path) as other:
@@ -224,9 +217,7 @@ def test_readers_do_not_block_the_writer(tmp_path: Path, trained) -> None:
         assert store.summary(run_id).steps_done == TINY.steps
 
 
-def test_dead_writer_is_marked_interrupted_with_its_steps(
-    tmp_path: Path, trained
-) -> None:
+def test_dead_writer_is_marked_interrupted_with_its_steps(tmp_path: Path, trained) -> None:
     """In-process stand-in for a killed writer: the lock is dropped without finish()."""
     info, snaps = trained
     path = tmp_path / "runs.sqlite"
@@ -245,9 +236,7 @@ def test_dead_writer_is_marked_interrupted_with_its_steps(
         assert (summary.status, summary.message) == ("interrupted", "msg.interrupted")
         assert summary.steps_done == 7
         data = store.open_run(run_id)
-        assert data.status == "interrupted" and data.scalars["step"] == list(
-            range(1, 8)
-        )
+        assert data.status == "interrupted" and data.scalars["step"] == list(range(1, 8))
         assert store.summary(finished).status == "completed"
     writer._db.close()
 
@@ -284,17 +273,13 @@ def test_finish_without_final_snapshot_is_stopped(tmp_path: Path, trained) -> No
 # --- list, label, delete ----------------------------------------------------------------------------
 def test_list_filters_and_sorts(tmp_path: Path, trained) -> None:
     info, snaps = trained
-    post = RunInfo.from_dict(
-        {**info.to_dict(), "config": {**TINY.to_dict(), "norm_position": "post"}}
-    )
+    post = RunInfo.from_dict({**info.to_dict(), "config": {**TINY.to_dict(), "norm_position": "post"}})
     with Store(tmp_path / "runs.sqlite") as store:
         a = write_run(store, info, snaps, label="Pre run")
         b = write_run(store, post, snaps[:10], label="post run")
         assert [s.id for s in store.list_runs()] == [b, a]  # newest first
         assert [s.id for s in store.list_runs(sort="created")] == [a, b]
-        assert [s.id for s in store.list_runs(RunFilter(norm_position=("post",)))] == [
-            b
-        ]
+        assert [s.id for s in store.list_runs(RunFilter(norm_position=("post",)))] == [b]
         assert [s.id for s in store.list_runs(RunFilter(status=("completed",)))] == [a]
         assert [s.id for s in store.list_runs(RunFilter(label_contains="pre"))] == [a]
         assert [s.id for s in store.list_runs(RunFilter(depth=3))] == []
@@ -316,9 +301,7 @@ def test_label_and_delete(tmp_path: Path, trained) -> None:
         store.delete(gone)
         assert [s.id for s in store.list_runs()] == [keep]
         for table in ("scalars", "probes"):
-            count = store._db.execute(
-                f"SELECT count(*) FROM {table} WHERE run_id = ?", (gone,)
-            ).fetchone()[0]
+            count = store._db.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", (gone,)).fetchone()[0]
             assert count == 0, table
         for call in (store.open_run, store.delete, lambda i: store.label(i, "x")):
             with pytest.raises(StoreError, match=f"there is no run {gone} in"):
@@ -357,6 +340,40 @@ def test_newer_schema_is_refused_with_a_sentence(tmp_path: Path) -> None:
         assert "업그레이드" in err.value.message("ko")
 
 
+def test_a_version_1_store_is_migrated(tmp_path: Path, trained) -> None:
+    """A store written before version 2 (no source, fingerprint, meta) opens, upgraded, data intact."""
+    info, snaps = trained
+    measured = RunData.from_snapshots(info, snaps)
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    assert migrate(db, path, upto=1) == 1
+    # a run stored the way version 1 stored it
+    db.execute("BEGIN")
+    run_id = store_module._insert_run(db, info, label="old", status="completed")
+    rows = [store_module._scalar_row(run_id, measured, i, set(measured.probe_steps)) for i in range(len(snaps))]
+    blobs = [
+        (run_id, step, name, *store_module.array_to_blob(measured.probes[name][j]))
+        for j, step in enumerate(measured.probe_steps)
+        for name in PROBE_ARRAYS
+    ]
+    store_module._write_rows(db, rows, blobs)
+    db.execute(
+        "UPDATE runs SET steps_done = ?, final_loss = ? WHERE id = ?",
+        (measured.steps_done, measured.final_loss(), run_id),
+    )
+    db.execute("COMMIT")
+    assert "source" not in {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+    db.close()
+    assert len(MIGRATIONS) == SCHEMA_VERSION >= 2
+    with Store(path) as store:
+        assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        summary = store.summary(run_id)
+        assert (summary.label, summary.source, summary.steps_done) == ("old", "train", TINY.steps)
+        assert_same_run(store.open_run(run_id), measured)
+        copy = store.add_run(measured, fingerprint="abc")  # the new columns work
+        assert store.find_fingerprint("abc") == copy
+
+
 def test_schema_version_is_set(tmp_path: Path) -> None:
     Store(tmp_path / "runs.sqlite").close()
     db = sqlite3.connect(tmp_path / "runs.sqlite")
@@ -366,12 +383,8 @@ def test_schema_version_is_set(tmp_path: Path) -> None:
 
 
 def test_default_path_follows_env(tmp_path: Path) -> None:
-    assert default_store_path({"LN_VIZ_STORE": str(tmp_path / "a.sqlite")}) == (
-        tmp_path / "a.sqlite"
-    )
-    assert default_store_path({"XDG_DATA_HOME": str(tmp_path)}) == (
-        tmp_path / "ln-viz" / "runs.sqlite"
-    )
+    assert default_store_path({"LN_VIZ_STORE": str(tmp_path / "a.sqlite")}) == (tmp_path / "a.sqlite")
+    assert default_store_path({"XDG_DATA_HOME": str(tmp_path)}) == (tmp_path / "ln-viz" / "runs.sqlite")
     home = default_store_path({"XDG_DATA_HOME": "relative/ignored"})
     assert home == Path.home() / ".local/share/ln-viz/runs.sqlite"
 
@@ -392,8 +405,6 @@ def test_open_time_and_size_of_a_1000_step_depth_12_run(tmp_path: Path) -> None:
             data = store.open_run(run_id)
         times.append(time.perf_counter() - started)
     assert data.probe("norm_in_hist").shape == (101, 12, 2, 128)
-    print(
-        f"\nstore size {size / 1e6:.2f} MB, open_run best of 3 {min(times) * 1e3:.0f} ms"
-    )
+    print(f"\nstore size {size / 1e6:.2f} MB, open_run best of 3 {min(times) * 1e3:.0f} ms")
     assert size < 4e6
     assert min(times) < 1.0
