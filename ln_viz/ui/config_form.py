@@ -20,10 +20,12 @@ from ln_viz.config import (
     OPTIMIZERS,
     PRESETS,
     SCHEDULES,
+    ConfigError,
     RunConfig,
 )
 from ln_viz.corpus import MAX_USER_FILE_BYTES, decode_text
-from ln_viz.i18n import t
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
 
 # The learning-rate slider's stops: a log scale from 1e-5 to 1 (three per decade).
 LR_STOPS = [round(m * 10.0**e, 10) for e in range(-5, 0) for m in (1, 2, 5)] + [1.0]
@@ -150,3 +152,45 @@ def read_config(prefix: str = "") -> RunConfig:
         text = st.session_state.get(prefix + "user_text") or None
         values["user_text"] = decode_text(upload.getvalue()) if upload is not None else text
     return RunConfig(**values)
+
+
+def apply_query(prefix: str, lang: str) -> None:
+    """Set the form from the URL's query parameters (a shared scenario). Each malformed parameter is
+    ignored, its default kept, and a sentence saying so is left in `_url_notices` for the page."""
+    params = st.query_params.to_dict()
+    notices: list[str] = []
+    name = params.get(prefix + "preset")
+    base = PRESETS[DEFAULT_PRESET].config
+    if name is not None and name not in PRESETS:
+        err = ConfigError("err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS))
+        notices.append(t("ui.url_ignored", lang, param=prefix + "preset", value=name, reason=err.message(lang)))
+        name = None
+    if name is not None:
+        base = PRESETS[name].config
+    has_fields = any(k.startswith(prefix) and k[len(prefix) :] in QUERY_FIELDS for k in params)
+    if name is None and not has_fields:
+        st.session_state["_url_notices"] = notices
+        return
+    cfg, bad = config_from_query(params, base, prefix)
+    notices += [t("ui.url_ignored", lang, param=n.param, value=n.value, reason=n.reason.message(lang)) for n in bad]
+    set_form(cfg, prefix)
+    matching = [p for p, pr in PRESETS.items() if pr.config == cfg]
+    st.session_state[prefix + "preset"] = name if name in matching else (matching[0] if matching else CUSTOM)
+    st.session_state["_url_notices"] = notices
+
+
+def write_query(prefix: str) -> None:
+    """Keep the URL in step with the form, so the address bar is always a bookmark of this scenario."""
+    try:
+        cfg = read_config(prefix)
+    except LocalizedError:  # an upload that is not UTF-8: Start will say so
+        return
+    query = config_to_query(cfg, prefix)
+    chosen = st.session_state.get(prefix + "preset")
+    if chosen in PRESETS:
+        query[prefix + "preset"] = chosen
+    elif prefix + "preset" in st.query_params:
+        del st.query_params[prefix + "preset"]
+    for key, value in query.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value

@@ -1,0 +1,83 @@
+"""The live view of one run: status line and the five charts, redrawn about once a second while the
+run trains (a fragment with run_every), animated in the browser once it has ended."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from ln_viz import charts
+from ln_viz.i18n import t
+from ln_viz.runner import RunView
+from ln_viz.snapshot import RunData
+
+REFRESH_S = 1.0
+
+
+def status_line(view: RunView, lang: str, cap: int) -> str:
+    """`Step 120/300 | 12.3 steps/s | ETA 15 s | running` (or the queue place; `cap` runs train at once)."""
+    if view.status == "queued":
+        return t("ui.queued", lang, pos=view.queue_position or 1, cap=cap)
+    data = view.data
+    step = data.steps_done if data else 0
+    rate = data.scalars["steps_per_sec"][-1] if data and data.scalars["steps_per_sec"] else 0.0
+    remaining = view.config.steps - step
+    if view.done:
+        eta = "-"
+    elif rate > 0:
+        eta = f"{math.ceil(remaining / rate)} s"
+    else:
+        eta = "..."
+    return t(
+        "ui.status_line",
+        lang,
+        step=step,
+        steps=view.config.steps,
+        rate=f"{rate:.1f}",
+        eta=eta,
+        status=t(f"status.{view.status}", lang),
+    )
+
+
+def run_message(view: RunView, lang: str) -> None:
+    """The one sentence that explains a run's end (diverged, stalled, stopped by the cap, failed)."""
+    if view.message:
+        text = t(view.message, lang, **view.message_params)
+        if view.status in ("diverged", "failed"):
+            st.error(text)
+        elif view.status == "stalled" or (view.data and view.data.stalled_since):
+            st.warning(text)
+        else:
+            st.info(text)
+
+
+def draw_charts(data: RunData, lang: str, done: bool, presenter: bool = False, key_prefix: str = "") -> None:
+    """Place the five charts with their captions. After the end, the distribution chart animates in
+    the browser (Plotly frames) and a step picker drives the layer profile."""
+    kw = {"lang": lang, "presenter": presenter}
+    st.plotly_chart(charts.loss_chart(data, **kw), key=key_prefix + "loss_chart", width="stretch")
+    st.caption(t("caption.loss", lang))
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(charts.grad_heatmap(data, **kw), key=key_prefix + "grad_heatmap", width="stretch")
+        st.caption(t("caption.grad_heatmap", lang))
+    with right:
+        st.plotly_chart(charts.update_ratio_chart(data, **kw), key=key_prefix + "update_ratio", width="stretch")
+        st.caption(t("caption.update_ratio", lang))
+    step = None
+    if done and len(data.probe_steps) > 1:
+        step = st.select_slider(
+            t("ui.step_select", lang),
+            options=list(data.probe_steps),
+            value=data.probe_steps[-1],
+            key=key_prefix + "probe_step",
+        )
+    left, right = st.columns(2)
+    with left:
+        fig = charts.act_dist(data, step=step, animate=done, **kw)
+        st.plotly_chart(fig, key=key_prefix + "act_dist", width="stretch")
+        st.caption(t("caption.act_dist", lang))
+    with right:
+        st.plotly_chart(charts.layer_profile(data, step=step, **kw), key=key_prefix + "layer_profile", width="stretch")
+        st.caption(t("caption.layer_profile", lang))

@@ -1,0 +1,101 @@
+"""What a page needs from the server and the session: the one Runner, this tab's runs, the language,
+presenter mode, and the configuration in the URL."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from ln_viz.i18n import DEFAULT_LANG, LANGS, t
+from ln_viz.runner import Runner
+
+LANG_NAMES = {"ko": "한국어", "en": "English"}
+MAX_CONCURRENT_ENV = "LN_VIZ_MAX_CONCURRENT"
+MAX_SECONDS_ENV = "LN_VIZ_MAX_SECONDS"
+
+
+def _shutdown(runner: Runner) -> None:
+    runner.shutdown()
+
+
+@st.cache_resource(show_spinner=False, on_release=_shutdown)
+def get_runner() -> Runner:
+    """The server's one Runner: at most LN_VIZ_MAX_CONCURRENT runs train at once (default: the number
+    of cores), each capped at LN_VIZ_MAX_SECONDS seconds (default 600); one worker is kept warm."""
+    from ln_viz.ui.storage import store_hooks
+
+    cap = int(os.environ.get(MAX_CONCURRENT_ENV, "0")) or None
+    max_seconds = float(os.environ.get(MAX_SECONDS_ENV, "600"))
+    return Runner(max_concurrent=cap, warm_workers=1, max_seconds=max_seconds, **store_hooks())
+
+
+@dataclass
+class SessionRuns:
+    """The runs this browser tab started, by role ("live", "compare.a", ...). Released (its runs
+    stopped) when the tab closes."""
+
+    runner: Runner
+    runs: dict[str, str] = field(default_factory=dict)  # role -> run_id
+
+    def stop_all(self) -> None:
+        for run_id in self.runs.values():
+            self.runner.stop(run_id)
+
+
+def _release(session: SessionRuns) -> None:
+    session.stop_all()
+
+
+@st.cache_resource(scope="session", on_release=_release, show_spinner=False)
+def session_runs() -> SessionRuns:
+    return SessionRuns(get_runner())
+
+
+def current_lang() -> str:
+    """The language picked in the sidebar, else the URL's `lang`, else English."""
+    lang = st.session_state.get("lang")
+    if lang not in LANGS:
+        lang = st.query_params.get("lang", DEFAULT_LANG)
+        if lang not in LANGS:
+            lang = DEFAULT_LANG
+        st.session_state["lang"] = lang
+    return lang
+
+
+def lang_switch() -> str:
+    """The language radio at the top of the sidebar; the choice goes into the URL too."""
+    lang = current_lang()
+    st.sidebar.radio(
+        t("ui.lang_label", lang),
+        list(LANG_NAMES),
+        key="lang",
+        format_func=LANG_NAMES.__getitem__,
+        horizontal=True,
+    )
+    lang = st.session_state["lang"]
+    st.query_params["lang"] = lang
+    return lang
+
+
+def presenter_mode_on() -> bool:
+    """`?present=1` in the URL (kept for the session, since page switches drop query parameters)."""
+    if "present" in st.query_params:
+        st.session_state["_present"] = st.query_params.get("present") in ("1", "true", "yes")
+    return bool(st.session_state.get("_present"))
+
+
+def presenter_mode() -> bool:
+    """`?present=1`: no settings sidebar, larger text and charts for a projector."""
+    present = presenter_mode_on()
+    if present:
+        st.markdown(
+            """<style>
+            [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
+            html, body, [data-testid="stMarkdownContainer"] p {font-size: 1.35rem;}
+            [data-testid="stCaptionContainer"] {font-size: 1.15rem;}
+            </style>""",
+            unsafe_allow_html=True,
+        )
+    return present

@@ -1,0 +1,57 @@
+"""The live training page: pick a configuration, press Start, watch the model learn or fail."""
+
+import streamlit as st
+
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.ui import config_form, live, session
+
+lang = session.current_lang()
+present = session.presenter_mode_on()
+runner = session.get_runner()
+runs = session.session_runs()
+
+if not st.session_state.get("_url_applied"):  # a shared link sets the form once per session
+    config_form.apply_query(prefix="", lang=lang)
+    st.session_state["_url_applied"] = True
+for notice in st.session_state.get("_url_notices", []):
+    st.warning(notice)
+
+st.title(t("ui.app_title", lang))
+config_form.config_form(lang)
+buttons = st.container(horizontal=True) if present else st.sidebar.container(horizontal=True)
+start = buttons.button(t("ui.start", lang), key="start", type="primary")
+stop = buttons.button(t("ui.stop", lang), key="stop")
+config_form.write_query(prefix="")
+
+if start:
+    try:
+        cfg = config_form.read_config().validate()
+        old = runs.runs.get("live")
+        if old:
+            runner.stop(old)
+        runs.runs["live"] = runner.start(cfg).run_id
+    except LocalizedError as e:
+        st.error(t("ui.invalid_config", lang, reason=e.message(lang)))
+if stop and runs.runs.get("live"):
+    runner.stop(runs.runs["live"])
+
+run_id = runs.runs.get("live")
+handle = runner.get(run_id) if run_id else None
+active = handle is not None and not handle.done
+
+
+@st.fragment(run_every=live.REFRESH_S if active else None)
+def live_view() -> None:
+    if handle is None:
+        st.info(t("ui.not_started", lang))
+        return
+    view = handle.view()
+    st.markdown(f"**{live.status_line(view, lang, runner.max_concurrent)}**")
+    live.run_message(view, lang)
+    if view.data is not None:
+        live.draw_charts(view.data, lang, done=view.done, presenter=present)
+    if view.done and active:  # it ended while this fragment ticked: a full rerun stops the timer
+        st.rerun(scope="app")
+
+
+live_view()
