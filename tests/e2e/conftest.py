@@ -1,0 +1,156 @@
+"""Browser tests: the real app (`streamlit run app.py`) in headless Chromium (Debian's package).
+
+Fixtures: `server` starts the app on a free loopback port with its own store and checks its log for
+tracebacks at the end; `page` opens a fresh browser context (1280x720, the projector size) that fails
+the test on any page error. Screenshots go to test-artifacts/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.e2e
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / "server.log"
+        self.store = tmp / "runs.sqlite"
+        full_env = os.environ | {"LN_VIZ_STORE": str(self.store), "OMP_NUM_THREADS": "1"} | (env or {})
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(self.port),
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the app exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=1) as r:
+                    if r.read() == b"ok":
+                        return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"the app did not answer /_stcore/health in {timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def children(self) -> list[int]:
+        """Process ids of the server's descendants (its worker processes)."""
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)], capture_output=True, text=True,
+                             check=False).stdout  # fmt: skip
+        return [int(p) for p in out.split()]
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is not installed: run the tests through scripts/test.sh")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[Server]:
+    s = Server(tmp_path_factory.mktemp("app"))
+    yield s
+    code = s.stop()
+    log = s.log_path.read_text()
+    assert "Traceback" not in log, log
+    assert code == 0, log
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-final.png"), full_page=True)
+    except Exception:  # noqa: BLE001 - a failed screenshot must not hide the test's own result
+        pass
+    context.close()
+    assert errors == [], errors
+
+
+def wait_idle(page, timeout: float = 30_000) -> None:
+    """Wait until the script is not running (clicks made mid-run can be lost; browser-testing.md 6.2)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+
+
+def settled_screenshot(page, name: str) -> Path:
+    """A screenshot once no stale element is left and every Plotly chart is visible."""
+    page.mouse.move(0, 0)
+    page.wait_for_function(
+        """() => !document.querySelector('[data-stale="true"]') &&
+                 [...document.querySelectorAll('.js-plotly-plot')].every(
+                     el => getComputedStyle(el).visibility !== 'hidden')""",
+        timeout=15_000,
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def chart(page, key: str):
+    """The live (non-stale) Plotly div of the chart with this key."""
+    return page.locator(f".st-key-{key}[data-stale='false'] .js-plotly-plot").first
