@@ -6,8 +6,10 @@ Every error a user can cause exits with status 2 and one line `error: ...` on st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -74,6 +76,11 @@ def build_parser() -> Parser:
     tr.add_argument("--probe-every", type=int, help="probe every N steps (0 = off)")
     tr.add_argument("--eval-every", type=int, help="held-out loss every N steps (0 = off)")
     tr.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    tr.add_argument(
+        "--store",
+        help="store the run, probes included, in this SQLite file (also: $LN_VIZ_STORE); default: not stored",
+    )
+    tr.add_argument("--label", help="a label for the stored run")
     tr.set_defaults(func=cmd_train)
 
     ig = sub.add_parser(
@@ -85,6 +92,7 @@ def build_parser() -> Parser:
     ig.add_argument("--csv", action="store_true", help="print seed,layer,param,grad_norm rows")
     ig.set_defaults(func=cmd_init_grads)
 
+    _add_runs_commands(sub)
     for register in EXTRA_COMMANDS:
         register(sub)
     return parser
@@ -149,17 +157,24 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     _set_threads(args.threads)
+    writer = _train_writer(args)  # before training: a bad --store fails at once, not after the run
     trainer = Trainer(cfg)
     data = RunData(trainer.info)
+    if writer is not None:
+        writer.begin(trainer.info, label=args.label)
     show_progress = not args.json
     last_draw = 0.0
-    for snap in trainer:
-        snap.probes = None  # the CLI reports scalars; probes cost time only when asked for (store)
-        data.append(snap)
-        now = time.monotonic()
-        if show_progress and (now - last_draw > 0.2 or snap.status != "running"):
-            _progress(snap, cfg.steps)
-            last_draw = now
+    # leaving by an exception marks the stored run failed (stopped on Ctrl-C), never left "running"
+    with writer or contextlib.nullcontext():
+        for snap in trainer:
+            if writer is not None:
+                writer.add(snap)  # probes included: keeping them is what the store is for
+            snap.probes = None  # the report needs scalars only
+            data.append(snap)
+            now = time.monotonic()
+            if show_progress and (now - last_draw > 0.2 or snap.status != "running"):
+                _progress(snap, cfg.steps)
+                last_draw = now
     if show_progress:
         sys.stderr.write("\n")
     report = {
@@ -177,6 +192,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         "n_params": trainer.info.n_params,
         "config": {k: v for k, v in cfg.to_dict().items() if k != "user_text"},
     }
+    if writer is not None:
+        report["run_id"] = writer.run_id
     if args.json:
         print(json.dumps(report))
     else:
@@ -186,7 +203,18 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"status {report['status']}  steps {report['steps_done']}/{cfg.steps}  final loss {final} "
             f"(unigram {trainer.info.unigram_entropy:.3f})  {report['steps_per_sec']:.1f} steps/s"
         )
+        if writer is not None:
+            print(f"stored as run {writer.run_id} in {writer.store.path}")
     return 0
+
+
+def _train_writer(args: argparse.Namespace) -> Any:
+    """A RunWriter when `--store` or $LN_VIZ_STORE says where; None keeps `train` store-free."""
+    if not (args.store or os.environ.get("LN_VIZ_STORE")):
+        return None
+    from ln_viz.store import RunWriter
+
+    return RunWriter(args.store)
 
 
 def _progress(snap: Any, total: int) -> None:
@@ -215,6 +243,141 @@ def cmd_init_grads(args: argparse.Namespace) -> int:
         means = table["mean"][list(grads.param.unique())]
         print(f"gradient norm at init, mean over {args.seeds} seeds ({cfg.norm_position}, depth {cfg.depth})")
         print(means.to_string(float_format=lambda v: f"{v:.4f}"))
+    return 0
+
+
+# --- runs: the run store ------------------------------------------------------------------------------
+_STORE_HELP = "the run store (default: $LN_VIZ_STORE, else $XDG_DATA_HOME/ln-viz/runs.sqlite)"
+
+
+def _add_runs_commands(sub: Any) -> None:
+    runs = sub.add_parser("runs", help="list, export, import, label and delete stored runs")
+    rsub = runs.add_subparsers(dest="runs_command", required=True, parser_class=Parser)
+
+    ls = rsub.add_parser("list", help="the stored runs, newest first")
+    ls.add_argument("--json", action="store_true", help="print a JSON list of run objects")
+    ls.add_argument("--status", action="append", help="only runs with this status (repeatable)")
+    ls.add_argument("--norm-position", action="append", help="only this norm position (repeatable)")
+    ls.add_argument("--sort", default="-created", help="created, id, final_loss, depth... ('-' = descending)")
+    ls.set_defaults(func=cmd_runs_list)
+
+    ex = rsub.add_parser("export", help="write a run as tables (csv, parquet: a folder) or one run file")
+    ex.add_argument("run_id", type=int, metavar="RUN_ID")
+    ex.add_argument("--format", required=True, choices=("csv", "parquet", "run"), dest="fmt")
+    ex.add_argument("--out", required=True, help="a folder (csv, parquet) or a file; .gz compresses a run file")
+    ex.add_argument("--probe-stride", type=int, default=1, help="run file: keep every Nth probe step")
+    ex.set_defaults(func=cmd_runs_export)
+
+    im = rsub.add_parser("import", help="add a run file to the store (refused unless valid)")
+    im.add_argument("file", metavar="FILE")
+    im.add_argument("--json", action="store_true", help='print {"run_id": N, "added": true|false}')
+    im.set_defaults(func=cmd_runs_import)
+
+    de = rsub.add_parser("delete", help="delete a run and its data")
+    de.add_argument("run_id", type=int, metavar="RUN_ID")
+    de.set_defaults(func=cmd_runs_delete)
+
+    la = rsub.add_parser("label", help='label a run ("" clears the label)')
+    la.add_argument("run_id", type=int, metavar="RUN_ID")
+    la.add_argument("text", metavar="TEXT")
+    la.set_defaults(func=cmd_runs_label)
+
+    dm = rsub.add_parser("demo", help="import the bundled demo runs (each once)")
+    dm.set_defaults(func=cmd_runs_demo)
+
+    for p in (ls, ex, im, de, la, dm):
+        p.add_argument("--store", help=_STORE_HELP)
+
+
+def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
+    """The store named by --store (or the environment, or the default); only writes create one."""
+    from ln_viz.store import Store, StoreError, resolve_store_path
+
+    path = resolve_store_path(args.store)
+    if not create and not path.exists():
+        raise StoreError("err.store_missing", path=str(path))
+    return Store(path)
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    from ln_viz.store import RunFilter, resolve_store_path
+
+    path = resolve_store_path(args.store)
+    if not path.exists():  # no store yet is no runs, not an error
+        print("[]" if args.json else f"no runs in {path}")
+        return 0
+    filters = RunFilter(
+        status=tuple(args.status) if args.status else None,
+        norm_position=tuple(args.norm_position) if args.norm_position else None,
+    )
+    with _open_store(args) as store:
+        runs = store.list_runs(filters, sort=args.sort)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in runs], allow_nan=False))
+        return 0
+    if not runs:
+        print(f"no runs in {path}")
+        return 0
+    print(
+        f"{'id':>4}  {'created':16}  {'status':11}  {'norm':8}  {'depth':>5}  {'steps':>11}  {'final loss':>10}  label"
+    )
+    for r in runs:
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created))
+        loss = f"{r.final_loss:.3f}" if r.final_loss is not None else "-"
+        steps = f"{r.steps_done}/{r.steps}"
+        print(
+            f"{r.id:>4}  {created:16}  {r.status:11}  {r.norm_position:8}  {r.depth:>5}  {steps:>11}  "
+            f"{loss:>10}  {r.label or ''}"
+        )
+    return 0
+
+
+def cmd_runs_export(args: argparse.Namespace) -> int:
+    from ln_viz.runfile import export_run
+
+    if args.probe_stride < 1:
+        raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
+    with _open_store(args) as store:
+        for path in export_run(store, args.run_id, args.fmt, args.out, probe_stride=args.probe_stride):
+            print(path)
+    return 0
+
+
+def cmd_runs_import(args: argparse.Namespace) -> int:
+    from ln_viz.runfile import import_run, read_run_file
+
+    read_run_file(args.file)  # refuse a bad file before creating a store for it
+    with _open_store(args, create=True) as store:
+        run_id, added = import_run(store, args.file)
+    if args.json:
+        print(json.dumps({"run_id": run_id, "added": added}))
+    elif added:
+        print(f"imported run {run_id} from {args.file}")
+    else:
+        print(f"{args.file} is already in the store as run {run_id}")
+    return 0
+
+
+def cmd_runs_delete(args: argparse.Namespace) -> int:
+    with _open_store(args) as store:
+        store.delete(args.run_id)
+    print(f"deleted run {args.run_id}")
+    return 0
+
+
+def cmd_runs_label(args: argparse.Namespace) -> int:
+    with _open_store(args) as store:
+        store.label(args.run_id, args.text)
+    print(f"labelled run {args.run_id}")
+    return 0
+
+
+def cmd_runs_demo(args: argparse.Namespace) -> int:
+    from ln_viz.runfile import load_demo_runs
+
+    with _open_store(args, create=True) as store:
+        added = load_demo_runs(store)
+    print(f"imported {len(added)} demo runs" + (f": {', '.join(map(str, added))}" if added else ""))
     return 0
 
 

@@ -6,16 +6,19 @@ from __future__ import annotations
 import base64
 import copy
 import gzip
+import io
 import json
 import math
 import sqlite3
 from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from ln_viz.cli import main
 from ln_viz.config import RunConfig
 from ln_viz.runfile import (
     FORMAT_VERSION,
@@ -405,3 +408,63 @@ def test_load_demo_runs_is_idempotent(tmp_path: Path, store: Store, measured: Ru
     assert load_demo_runs(store, demos) == []
     assert [s.id for s in store.list_runs()] == [first[1]]
     assert load_demo_runs(store, tmp_path / "no such folder") == []
+
+
+# --- the CLI ------------------------------------------------------------------------------------------
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_export_and_import(tmp_path: Path, store: Store, measured: RunData) -> None:
+    run_id = store.add_run(measured, label="to share")
+    src = str(store.path)
+    code, out, err = cli(
+        "runs", "export", str(run_id), "--format", "run", "--out", str(tmp_path / "r.json.gz"), "--store", src
+    )
+    assert (code, err) == (0, "") and out.strip() == str(tmp_path / "r.json.gz")
+    for fmt in ("csv", "parquet"):
+        code, out, err = cli(
+            "runs", "export", str(run_id), "--format", fmt, "--out", str(tmp_path / fmt), "--store", src
+        )
+        assert code == 0, err
+        assert len(out.strip().splitlines()) == 6  # five tables and info.json
+    other = tmp_path / "other.sqlite"
+    code, out, err = cli("runs", "import", str(tmp_path / "r.json.gz"), "--store", str(other), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["added"] is True
+    with Store(other) as imported:
+        assert_same_run(imported.open_run(result["run_id"]), measured)
+        assert imported.summary(result["run_id"]).label == "to share"
+    code, out, _ = cli("runs", "import", str(tmp_path / "r.json.gz"), "--store", str(other))
+    assert code == 0 and "already in the store" in out
+
+
+def test_cli_refuses_bad_files_with_one_line(tmp_path: Path, store: Store, measured: RunData) -> None:
+    run_id = store.add_run(measured)
+    src = str(store.path)
+    truncated = tmp_path / "cut.json.gz"
+    write_run_file(measured, truncated)
+    truncated.write_bytes(truncated.read_bytes()[:500])
+    (tmp_path / "afile").write_text("x")
+    before = _state(store)
+    cases = {
+        ("runs", "import", str(truncated), "--store", src): "is not a valid gzip file",
+        ("runs", "import", str(tmp_path / "missing.json"), "--store", src): "does not exist",
+        ("runs", "import", str(truncated), "--store", str(tmp_path / "new.sqlite")): "is not a valid gzip file",
+        ("runs", "export", str(run_id), "--format", "csv", "--out", str(tmp_path / "afile"), "--store", src): (
+            "is a file; csv and parquet exports write a folder"
+        ),
+        ("runs", "export", str(run_id), "--format", "run", "--out", "x.json", "--probe-stride", "0", "--store", src): (
+            "--probe-stride must be at least 1"
+        ),
+    }
+    for argv, expected in cases.items():
+        code, out, err = cli(*argv)
+        assert code == 2, argv
+        assert err.startswith("error: ") and expected in err and err.count("\n") == 1, err
+    assert _state(store) == before
+    assert not (tmp_path / "new.sqlite").exists()  # a refused file does not create a store

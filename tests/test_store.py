@@ -3,15 +3,23 @@ and the store refuses files it cannot read with one sentence."""
 
 from __future__ import annotations
 
+import io
+import json
 import math
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ln_viz import store as store_module
+from ln_viz.cli import main
 from ln_viz.config import RunConfig
 from ln_viz.snapshot import PROBE_ARRAYS, RunData, RunInfo, Snapshot
 from ln_viz.store import (
@@ -408,3 +416,140 @@ def test_open_time_and_size_of_a_1000_step_depth_12_run(tmp_path: Path) -> None:
     print(f"\nstore size {size / 1e6:.2f} MB, open_run best of 3 {min(times) * 1e3:.0f} ms")
     assert size < 4e6
     assert min(times) < 1.0
+
+
+# --- a writer killed for real ------------------------------------------------------------------------
+TRAIN_FLAGS = [
+    "--depth",
+    "2",
+    "--d-model",
+    "16",
+    "--heads",
+    "2",
+    "--seq-len",
+    "16",
+    "--batch-size",
+    "4",
+    "--probe-every",
+    "10",
+    "--eval-every",
+    "0",
+    "--threads",
+    "1",
+]
+
+
+def test_sigkill_of_a_training_process_leaves_a_good_store(tmp_path: Path, trained) -> None:
+    """`python -m ln_viz train --store` killed with SIGKILL mid-run: the store opens, the earlier run
+    is intact, the killed run is `interrupted` with every step committed up to the last second."""
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        earlier = write_run(store, info, snaps, label="earlier")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ln_viz", "train", *TRAIN_FLAGS, "--steps", "100000", "--store", str(path), "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    try:
+        reader = sqlite3.connect(path, isolation_level=None)
+        deadline = time.monotonic() + 120
+        seen = 0
+        while seen < 60 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            row = reader.execute("SELECT max(steps_done) FROM runs WHERE id != ?", (earlier,)).fetchone()
+            seen = row[0] or 0
+        assert seen >= 60, proc.stderr.read().decode() if proc.poll() is not None else "too slow"
+        time.sleep(0.3)  # land between two commits
+        seen = reader.execute("SELECT max(steps_done) FROM runs WHERE id != ?", (earlier,)).fetchone()[0]
+        reader.close()
+        proc.send_signal(signal.SIGKILL)
+        killed_at = time.time()
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
+    with Store(path) as store:
+        [killed] = [s for s in store.list_runs() if s.id != earlier]
+        assert (killed.status, killed.message) == ("interrupted", "msg.interrupted")
+        assert killed.steps_done >= seen
+        lag = killed_at - killed.updated
+        print(f"\nkilled at step >= {seen}; stored {killed.steps_done} steps, last commit {lag:.2f} s before the kill")
+        assert lag < 1.0  # its last commit was within the last second
+        data = store.open_run(killed.id)
+        assert data.scalars["step"] == list(range(1, killed.steps_done + 1))
+        assert data.probe_steps == [1, *range(10, killed.steps_done + 1, 10)]
+        assert data.probe("resid_hist").shape[1:] == (2, 128)
+        assert_same_run(store.open_run(earlier), RunData.from_snapshots(info, snaps))
+        assert not any(store.lock_dir.iterdir())  # the dead writer's lock file was cleaned up
+
+
+# --- the CLI ------------------------------------------------------------------------------------------
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_train_store_and_runs_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "runs.sqlite"
+    code, out, err = cli("train", *TRAIN_FLAGS, "--steps", "20", "--store", str(path), "--label", "cli", "--json")
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    monkeypatch.setenv("LN_VIZ_STORE", str(path))  # the environment names the store too
+    code, out, err = cli("train", *TRAIN_FLAGS, "--norm-position", "post", "--steps", "10", "--json")
+    assert code == 0, err
+    second = json.loads(out)["run_id"]
+    monkeypatch.delenv("LN_VIZ_STORE")
+    code, out, err = cli("runs", "list", "--json", "--store", str(path))
+    assert code == 0 and err == ""
+    listed = json.loads(out)
+    assert [r["id"] for r in listed] == [second, run_id]
+    for r in listed:
+        assert {"id", "status", "norm_position", "depth", "final_loss", "created"} <= r.keys()
+        assert "user_text" not in json.dumps(r)
+    assert listed[1]["label"] == "cli" and listed[1]["status"] == "completed"
+    assert listed[0]["norm_position"] == "post"
+    with Store(path) as store:
+        data = store.open_run(run_id)
+    assert data.probe_steps == [1, 10, 20]  # the stored run keeps its probes
+    code, out, _ = cli("runs", "list", "--store", str(path), "--norm-position", "post")
+    assert code == 0 and len(out.strip().splitlines()) == 2  # header and one run
+    code, out, _ = cli("runs", "list", "--json", "--store", str(tmp_path / "none.sqlite"))
+    assert (code, out.strip()) == (0, "[]")
+
+
+def test_cli_label_delete_and_bad_ids(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        run_id = write_run(store, info, snaps)
+    assert cli("runs", "label", str(run_id), "good one", "--store", str(path))[0] == 0
+    with Store(path) as store:
+        assert store.summary(run_id).label == "good one"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n" * 50)
+    bad = {
+        ("runs", "delete", "99", "--store", str(path)): "there is no run 99 in",
+        ("runs", "label", "99", "x", "--store", str(path)): "there is no run 99 in",
+        ("runs", "export", "99", "--format", "run", "--out", str(tmp_path / "x.json"), "--store", str(path)): (
+            "there is no run 99"
+        ),
+        ("runs", "delete", "one", "--store", str(path)): "invalid int value: 'one'",
+        ("runs", "list", "--store", str(notes)): "is not an ln-viz run store",
+        ("runs", "delete", "1", "--store", str(tmp_path / "none.sqlite")): "there is no run store at",
+        ("runs", "list", "--sort", "colour", "--store", str(path)): "sort must be one of",
+        ("train", *TRAIN_FLAGS, "--steps", "5", "--store", str(notes)): "is not an ln-viz run store",
+    }
+    for argv, expected in bad.items():
+        code, out, err = cli(*argv)
+        assert code == 2, argv
+        assert out == ""
+        assert err.startswith("error: ") and expected in err, err
+        assert err.count("\n") == 1, err
+    assert not (tmp_path / "none.sqlite").exists()
+    assert cli("runs", "delete", str(run_id), "--store", str(path))[0] == 0
+    with Store(path) as store:
+        assert store.list_runs() == []
