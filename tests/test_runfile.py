@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import gzip
+import importlib.util
 import io
 import json
 import math
@@ -36,6 +37,7 @@ from ln_viz.snapshot import PROBE_ARRAYS, RunData
 from ln_viz.store import Store
 from ln_viz.train import run
 
+ROOT = Path(__file__).resolve().parents[1]
 TINY = RunConfig(
     depth=2,
     d_model=16,
@@ -468,3 +470,22 @@ def test_cli_refuses_bad_files_with_one_line(tmp_path: Path, store: Store, measu
         assert err.startswith("error: ") and expected in err and err.count("\n") == 1, err
     assert _state(store) == before
     assert not (tmp_path / "new.sqlite").exists()  # a refused file does not create a store
+
+
+def test_make_demo_runs_script_on_tiny_presets(tmp_path: Path, store: Store) -> None:
+    """The bundled-demo script, shrunk (--tiny): thinned probes, readable files, imported once."""
+    spec = importlib.util.spec_from_file_location("make_demo_runs", ROOT / "scripts" / "make_demo_runs.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "demo_runs"
+    names = ["post-ln-no-warmup", "pre-ln-no-warmup"]
+    argv = ["--tiny", "--out", str(out), "--probe-spacing", "4", *(a for n in names for a in ("--preset", n))]
+    assert script.main(argv) == 0
+    assert sorted(p.name for p in out.iterdir()) == [f"{n}.json.gz" for n in names]
+    loaded = read_run_file(out / "pre-ln-no-warmup.json.gz")
+    assert loaded.label == "pre-ln-no-warmup" and loaded.data.info.config.norm_position == "pre"
+    assert loaded.data.scalars["step"] == list(range(1, 21))  # every step's scalars
+    assert loaded.data.probe_steps == [1, 4, 8, 12, 16, 20]  # of 1, 2, 4, ... 20: every other one
+    added = load_demo_runs(store, out)
+    assert sorted(store.summary(i).label for i in added) == sorted(names)
+    assert load_demo_runs(store, out) == []
