@@ -344,11 +344,11 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_import(args: argparse.Namespace) -> int:
-    from ln_viz.runfile import import_run, read_run_file
+    from ln_viz.runfile import add_loaded_run, read_run_file
 
-    read_run_file(args.file)  # refuse a bad file before creating a store for it
+    loaded = read_run_file(args.file)  # refuse a bad file before creating a store for it
     with _open_store(args, create=True) as store:
-        run_id, added = import_run(store, args.file)
+        run_id, added = add_loaded_run(store, loaded)
     if args.json:
         print(json.dumps({"run_id": run_id, "added": added}))
     elif added:

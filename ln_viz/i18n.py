@@ -81,6 +81,8 @@ EN: dict[str, str] = {
         "run {run_id} would make a run file of {have} bytes, above the {limit} bytes an import accepts; keep fewer "
         "probe steps with --probe-stride."
     ),
+    "err.export_is_dir": "--out {path} is a folder; a run file needs a file name, such as run.json.gz.",
+    "err.write_failed": "cannot write {path} ({reason}); check that its folder exists, is writable and has space.",
     # --- run messages ---------------------------------------------------------------------------
     "msg.diverged": "The loss or a gradient became infinite or NaN at this step: the run diverged.",
     "msg.stalled": (
@@ -270,6 +272,8 @@ KO: dict[str, str] = {
         "실행 {run_id}을(를) 내보내면 {have}바이트가 되어, 가져오기 한도 {limit}바이트를 넘습니다. "
         "--probe-stride로 프로브 스텝을 줄이세요."
     ),
+    "err.export_is_dir": "--out {path}은(는) 폴더입니다. 실행 파일에는 run.json.gz 같은 파일 이름이 필요합니다.",
+    "err.write_failed": "{path}에 쓸 수 없습니다 ({reason}). 폴더가 있는지, 쓰기 권한과 여유 공간이 있는지 확인하세요.",
     "msg.diverged": "이 스텝에서 손실이나 그래디언트가 무한대 또는 NaN이 되었습니다: 학습이 발산했습니다.",
     "msg.stalled": "손실이 유니그램 손실(글자 빈도만 맞히는 수준) 아래로 내려가지 않습니다: 모델이 배우지 못하고 있습니다.",
     "msg.interrupted": "이 실행을 학습하던 프로세스가 실행보다 먼저 끝났습니다 (닫힘, 충돌, 강제 종료). 그때까지 저장된 스텝은 남아 있습니다.",

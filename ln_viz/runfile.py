@@ -244,18 +244,22 @@ def export_tables(data: RunData, out_dir: str | Path, fmt: str = "csv", *, heade
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise LocalizedError("err.export_not_dir", path=str(out))
-    out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, df in tables(data).items():
-        path = out / f"{name}.{fmt}"
-        if fmt == "csv":
-            df.to_csv(path, index=False)  # shortest round-trip repr: values come back exactly
-        else:
-            df.to_parquet(path, index=False)
-        written.append(path)
-    info = {**(header or {}), "info": data.info.to_dict()}
-    path = out / "info.json"
-    path.write_text(json.dumps(info, indent=1, allow_nan=False), encoding="utf-8")
+    path = out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, df in tables(data).items():
+            path = out / f"{name}.{fmt}"
+            if fmt == "csv":
+                df.to_csv(path, index=False)  # shortest round-trip repr: values come back exactly
+            else:
+                df.to_parquet(path, index=False)
+            written.append(path)
+        info = {**(header or {}), "info": data.info.to_dict()}
+        path = out / "info.json"
+        path.write_text(json.dumps(info, indent=1, allow_nan=False), encoding="utf-8")
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(path), reason=e.strerror) from e
     return [*written, path]
 
 
@@ -354,10 +358,16 @@ def write_run_file(
             have=len(blob),
             limit=MAX_FILE_BYTES,
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise LocalizedError("err.export_is_dir", path=str(path))
     tmp = path.with_name(path.name + ".part")
-    tmp.write_bytes(blob)
-    tmp.replace(path)  # never leave half a file under the real name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(blob)
+        tmp.replace(path)  # never leave half a file under the real name
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise LocalizedError("err.write_failed", path=str(path), reason=e.strerror) from e
     return path
 
 
@@ -704,7 +714,11 @@ def import_run(store: Store, path: str | Path, *, source: str = "import") -> tup
     """Validate and store a run file; (run id, True) when added, (id, False) when it was already there.
 
     Nothing is written unless the whole file is valid."""
-    loaded = read_run_file(path)
+    return add_loaded_run(store, read_run_file(path), source=source)
+
+
+def add_loaded_run(store: Store, loaded: LoadedRun, *, source: str = "import") -> tuple[int, bool]:
+    """Store an already validated run file; (run id, added) as `import_run`."""
     existing = store.find_fingerprint(loaded.fingerprint)
     if existing is not None:
         return existing, False

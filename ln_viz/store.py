@@ -431,13 +431,16 @@ class Store:
         if self.readonly:
             raise StoreError("err.store_readonly", path=str(self.path))
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
+                self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as e:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(e, sqlite3.Error):
+                    raise _write_error(self.path, e) from e
                 raise
-            self._db.execute("COMMIT")
 
     # --- recovery ---------------------------------------------------------------------------------
     def recover(self) -> list[int]:
@@ -668,6 +671,10 @@ def _store_error(path: Path, e: sqlite3.DatabaseError) -> StoreError:
     return StoreError("err.store_open", path=str(path), reason=text)
 
 
+def _write_error(path: Path, e: sqlite3.Error) -> StoreError:
+    return StoreError("err.write_failed", path=str(path), reason=str(e))
+
+
 def _insert_run(
     db: sqlite3.Connection,
     info: RunInfo,
@@ -786,17 +793,22 @@ class RunWriter:
             raise RuntimeError("begin() was already called")
         token = uuid.uuid4().hex
         # lock before the row exists: a row that names a token always has a held lock or a dead writer
-        self._lock = WriterLock(self.store.lock_dir / f"{token}.lock")
+        try:
+            self._lock = WriterLock(self.store.lock_dir / f"{token}.lock")
+        except OSError as e:
+            raise StoreError("err.write_failed", path=str(self.store.lock_dir), reason=e.strerror) from e
         self._db = connect(self.store.path)
         self._status = status
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self.run_id = _insert_run(self._db, info, label=label, status=status, writer_token=token)
             self._db.execute("COMMIT")
-        except BaseException:
+        except BaseException as e:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self._close()
+            if isinstance(e, sqlite3.Error):
+                raise _write_error(self.store.path, e) from e
             raise
         self._thread = threading.Thread(target=self._loop, name=f"ln-viz-writer-{self.run_id}", daemon=True)
         self._thread.start()
@@ -850,8 +862,8 @@ class RunWriter:
             if self._db is None or (not pending and summary == self._written):
                 return  # nothing new: no write, so an idle writer leaves the file alone
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 _write_rows(
                     db,
                     [row for row, _ in pending],
@@ -860,10 +872,13 @@ class RunWriter:
                 _update_summary(db, self.run_id, **summary)
                 db.execute("COMMIT")
                 self._written = summary
-            except BaseException:
-                db.execute("ROLLBACK")
+            except BaseException as e:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 with self._cond:  # keep them for the next try
                     self._pending[:0] = pending
+                if isinstance(e, sqlite3.Error):  # disk full, file removed...: a sentence, not a traceback
+                    raise _write_error(self.store.path, e) from e
                 raise
 
     def _summary(self) -> dict[str, Any]:

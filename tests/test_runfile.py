@@ -463,6 +463,9 @@ def test_cli_refuses_bad_files_with_one_line(tmp_path: Path, store: Store, measu
         ("runs", "export", str(run_id), "--format", "run", "--out", "x.json", "--probe-stride", "0", "--store", src): (
             "--probe-stride must be at least 1"
         ),
+        ("runs", "export", str(run_id), "--format", "run", "--out", str(tmp_path), "--store", src): (
+            "is a folder; a run file needs a file name"
+        ),
     }
     for argv, expected in cases.items():
         code, out, err = cli(*argv)

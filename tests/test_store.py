@@ -268,6 +268,33 @@ def test_exception_in_writer_block_finishes_as_failed(tmp_path: Path, trained) -
         assert store.summary(run_id).steps_done == 1
 
 
+def test_a_failing_disk_is_one_sentence_and_the_run_is_recovered(
+    tmp_path: Path, trained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        writer = RunWriter(store, flush_every=0.02)
+        run_id = writer.begin(info)
+        writer.add(snaps[0])
+        writer.flush()
+
+        def disk_full(*args: object) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(store_module, "_write_rows", disk_full)
+        with pytest.raises(StoreError, match="cannot write .*database or disk is full"):
+            for snap in snaps[1:]:
+                writer.add(snap)  # the thread's error surfaces here, at the next step
+                time.sleep(0.01)
+        with pytest.raises(StoreError, match="disk is full"):
+            writer.finish()
+        monkeypatch.undo()
+    with Store(path) as store:  # the lock went with the writer: the run is recovered
+        summary = store.summary(run_id)
+        assert (summary.status, summary.steps_done) == ("interrupted", 1)
+
+
 def test_finish_without_final_snapshot_is_stopped(tmp_path: Path, trained) -> None:
     info, snaps = trained
     with Store(tmp_path / "runs.sqlite") as store:
