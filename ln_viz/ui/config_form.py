@@ -27,8 +27,9 @@ from ln_viz.corpus import MAX_USER_FILE_BYTES, decode_text
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
 
-# The learning-rate slider's stops: a log scale from 1e-5 to 1 (three per decade).
-LR_STOPS = [round(m * 10.0**e, 10) for e in range(-5, 0) for m in (1, 2, 5)] + [1.0]
+# The learning-rate slider's stops: a log scale from 1e-5 to 1 (four per decade). A value from a preset
+# or a link that is not a stop is added as one, never rounded to a neighbour.
+LR_STOPS = [round(m * 10.0**e, 10) for e in range(-5, 0) for m in (1, 2, 3, 5)] + [1.0]
 CUSTOM = "__custom__"
 FORM_FIELDS = (
     "norm_position",
@@ -49,18 +50,15 @@ FORM_FIELDS = (
 )
 
 
-def nearest_lr(lr: float) -> float:
-    """The slider stop closest to `lr` on a log scale (so any preset or URL value has a stop)."""
-    import math
-
-    return min(LR_STOPS, key=lambda s: abs(math.log(s) - math.log(lr)))
+def lr_stops(current: float) -> list[float]:
+    return sorted({*LR_STOPS, float(current)})
 
 
 def set_form(cfg: RunConfig, prefix: str = "") -> None:
     """Put a configuration's values into the widgets' session-state keys."""
     for name in FORM_FIELDS:
         value = getattr(cfg, name)
-        st.session_state[prefix + name] = nearest_lr(value) if name == "lr" else value
+        st.session_state[prefix + name] = value
 
 
 def _apply_preset(prefix: str) -> None:
@@ -77,7 +75,7 @@ def ensure_defaults(prefix: str = "", cfg: RunConfig | None = None) -> None:
     for name in FORM_FIELDS:
         if prefix + name not in st.session_state:
             value = getattr(base, name)
-            st.session_state[prefix + name] = nearest_lr(value) if name == "lr" else value
+            st.session_state[prefix + name] = value
 
 
 def config_form(lang: str, prefix: str = "", container: Any = None, compact: bool = False) -> None:
@@ -103,7 +101,9 @@ def config_form(lang: str, prefix: str = "", container: Any = None, compact: boo
         format_func=lambda v: t(f"norm.{v}", lang),
     )
     c.slider(t("ui.depth", lang), 1, MAX_DEPTH, key=prefix + "depth")
-    c.select_slider(t("ui.lr", lang), LR_STOPS, key=prefix + "lr", format_func=lambda v: f"{v:g}")
+    c.select_slider(
+        t("ui.lr", lang), lr_stops(st.session_state[prefix + "lr"]), key=prefix + "lr", format_func=lambda v: f"{v:g}"
+    )
     c.number_input(t("ui.warmup", lang), min_value=0, max_value=100_000, step=10, key=prefix + "warmup_steps")
     with c.expander(t("ui.advanced", lang), expanded=False):
         st.selectbox(
