@@ -24,15 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ln_viz.config import RunConfig
-
-PARAM_NAMES = (
-    "attn.q",
-    "attn.k",
-    "attn.v",
-    "attn.o",
-    "ffn.w1",
-    "ffn.w2",
-)  # per block, in init order
+from ln_viz.names import PARAM_NAMES, norm_names
 
 
 def make_norm(norm_type: str, d: int) -> nn.Module:
@@ -144,12 +136,7 @@ class TinyLM(nn.Module):
 
     def norm_names(self) -> list[str]:
         """Names of the norm modules inside each block, in forward order."""
-        return {
-            "post": ["ln1", "ln2"],
-            "pre": ["ln1", "ln2"],
-            "deepnorm": ["ln1", "ln2"],
-            "none": [],
-        }.get(self.cfg.norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"])
+        return norm_names(self.cfg.norm_position)
 
 
 def build_model(cfg: RunConfig, vocab_size: int) -> TinyLM:

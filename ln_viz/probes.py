@@ -24,13 +24,7 @@ import torch
 from torch import nn
 
 from ln_viz.model import PARAM_NAMES, TinyLM
-
-# Fixed bin edges, shared by every layer, step and run, so frames can be compared. Values beyond them
-# are counted in the `frac_below` / `frac_above` stats, never dropped silently.
-HIST_LIMIT = 16.0
-HIST_BINS = 128
-HIST_EDGES = np.linspace(-HIST_LIMIT, HIST_LIMIT, HIST_BINS + 1)
-STAT_NAMES = ("mean", "std", "rms", "max_abs", "frac_below", "frac_above")
+from ln_viz.names import HIST_BINS, HIST_EDGES, HIST_LIMIT, STAT_NAMES  # noqa: F401 - re-exported
 
 
 def tensor_summary(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ln_viz.config import RunConfig
-from ln_viz.model import PARAM_NAMES
-from ln_viz.probes import HIST_EDGES, STAT_NAMES
+from ln_viz.names import HIST_EDGES, PARAM_NAMES, STAT_NAMES
 
 
 @dataclass

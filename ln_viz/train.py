@@ -11,27 +11,15 @@ import math
 import time
 from collections.abc import Iterator
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
+from ln_viz.names import STATUSES, TERMINAL, lr_at, lr_schedule  # noqa: F401 - re-exported
 from ln_viz.probes import UpdateRatio, grad_norms, watch
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
-
-STATUSES = (
-    "queued",
-    "running",
-    "completed",
-    "diverged",
-    "stalled",
-    "stopped",
-    "failed",
-    "interrupted",
-)
-TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupted")
 
 # A run is "stalled" when the mean loss of its last STALL_WINDOW steps has not got below the unigram
 # entropy by STALL_MARGIN of it (5 %): it has learnt the character frequencies and nothing more.
@@ -41,25 +29,6 @@ TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupte
 STALL_MARGIN = 0.05
 STALL_WINDOW = 20  # steps averaged
 STALL_MIN_STEPS = 60  # no verdict before this many steps after warm-up
-
-
-def lr_at(cfg: RunConfig, step: int) -> float:
-    """Learning rate of update `step` (1-based): linear warm-up from 0 (the paper's t/T * lr_max), then
-    the schedule."""
-    w = cfg.warmup_steps
-    if w and step <= w:
-        return cfg.lr * step / w
-    if cfg.schedule == "inverse_sqrt":
-        return cfg.lr * math.sqrt(max(w, 1) / step)
-    if cfg.schedule == "cosine":
-        span = max(cfg.steps - w, 1)
-        return cfg.lr * 0.5 * (1 + math.cos(math.pi * min(step - w, span) / span))
-    return cfg.lr
-
-
-def lr_schedule(cfg: RunConfig) -> np.ndarray:
-    """lr(t) for t = 1..steps."""
-    return np.array([lr_at(cfg, t) for t in range(1, cfg.steps + 1)])
 
 
 class Trainer:

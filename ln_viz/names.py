@@ -1,0 +1,48 @@
+"""The names and fixed constants every layer of ln-viz shares, in a module that imports no torch, so
+the server, the charts and the store load fast and light (torch stays in the worker processes)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ln_viz.config import RunConfig
+
+PARAM_NAMES = ("attn.q", "attn.k", "attn.v", "attn.o", "ffn.w1", "ffn.w2")  # per block, in init order
+
+# Fixed histogram bin edges, shared by every layer, step and run, so frames can be compared. Values
+# beyond them are counted in the `frac_below` / `frac_above` stats, never dropped silently.
+HIST_LIMIT = 16.0
+HIST_BINS = 128
+HIST_EDGES = np.linspace(-HIST_LIMIT, HIST_LIMIT, HIST_BINS + 1)
+STAT_NAMES = ("mean", "std", "rms", "max_abs", "frac_below", "frac_above")
+
+STATUSES = ("queued", "running", "completed", "diverged", "stalled", "stopped", "failed", "interrupted")
+TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupted")
+
+
+def norm_names(norm_position: str) -> list[str]:
+    """Names of the norm modules inside each block, in forward order."""
+    return {"post": ["ln1", "ln2"], "pre": ["ln1", "ln2"], "deepnorm": ["ln1", "ln2"], "none": []}.get(
+        norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"]
+    )
+
+
+def lr_at(cfg: RunConfig, step: int) -> float:
+    """Learning rate of update `step` (1-based): linear warm-up from 0 (the paper's t/T * lr_max), then
+    the schedule."""
+    w = cfg.warmup_steps
+    if w and step <= w:
+        return cfg.lr * step / w
+    if cfg.schedule == "inverse_sqrt":
+        return cfg.lr * math.sqrt(max(w, 1) / step)
+    if cfg.schedule == "cosine":
+        span = max(cfg.steps - w, 1)
+        return cfg.lr * 0.5 * (1 + math.cos(math.pi * min(step - w, span) / span))
+    return cfg.lr
+
+
+def lr_schedule(cfg: RunConfig) -> np.ndarray:
+    """lr(t) for t = 1..steps."""
+    return np.array([lr_at(cfg, t) for t in range(1, cfg.steps + 1)])
