@@ -261,10 +261,15 @@ def _add_runs_commands(sub: Any) -> None:
     ls.add_argument("--sort", default="-created", help="created, id, final_loss, depth... ('-' = descending)")
     ls.set_defaults(func=cmd_runs_list)
 
-    ex = rsub.add_parser("export", help="write a run as tables (csv, parquet: a folder) or one run file")
+    ex = rsub.add_parser(
+        "export", help="write a run as tables (csv, parquet), chart files (png, svg, html: a folder) or one run file"
+    )
     ex.add_argument("run_id", type=int, metavar="RUN_ID")
-    ex.add_argument("--format", required=True, choices=("csv", "parquet", "run"), dest="fmt")
-    ex.add_argument("--out", required=True, help="a folder (csv, parquet) or a file; .gz compresses a run file")
+    ex.add_argument("--format", required=True, choices=("csv", "parquet", "run", "png", "svg", "html"), dest="fmt")
+    ex.add_argument(
+        "--out", required=True, help="a folder (csv, parquet, png, svg, html) or a file; .gz compresses a run file"
+    )
+    ex.add_argument("--lang", default="en", choices=("en", "ko"), help="png, svg, html: the charts' language")
     ex.add_argument("--probe-stride", type=int, default=1, help="run file: keep every Nth probe step")
     ex.set_defaults(func=cmd_runs_export)
 
@@ -338,8 +343,14 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     if args.probe_stride < 1:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
     with _open_store(args) as store:
-        for path in export_run(store, args.run_id, args.fmt, args.out, probe_stride=args.probe_stride):
-            print(path)
+        if args.fmt in ("png", "svg", "html"):  # the run's five charts, one file each (ln_viz/export.py)
+            from ln_viz.export import export_charts
+
+            paths = export_charts(store.open_run(args.run_id), args.out, formats=(args.fmt,), lang=args.lang)
+        else:
+            paths = export_run(store, args.run_id, args.fmt, args.out, probe_stride=args.probe_stride)
+    for path in paths:
+        print(path)
     return 0
 
 

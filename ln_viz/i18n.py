@@ -272,6 +272,83 @@ EN: dict[str, str] = {
     "chart.mean_sq_axis": "E‖x_l‖² / d (mean square per coordinate)",
     "chart.pre_band": "Pre-LN theory: 1 + l/2 to 1 + 3l/2",
     "chart.post_ref": "Post-LN theory: 3/2 (the sum entering each LN)",
+    # --- the Runs page (pages/runs.py, ln_viz/ui/runs_view.py) and chart export (ln_viz/export.py) ---
+    "runs.title": "Stored runs",
+    "runs.intro": (
+        "Every run trained on this server is kept with its measurements. Click a row to see its charts again "
+        "without retraining; select two rows to compare them."
+    ),
+    "runs.no_store": "The run store cannot be opened, so this server keeps no runs; its log says why.",
+    "runs.empty": (
+        "No runs are stored yet. Load the bundled demo runs to show the effect at once (no training needed), "
+        "train one on the live page, or import a run file below."
+    ),
+    "runs.load_demos": "Load the demo runs",
+    "runs.loading_demos": "Loading the demo runs…",
+    "runs.demos_loaded": "{count} demo runs loaded.",
+    "runs.any": "any",
+    "runs.filter_label": "Label contains",
+    "runs.sort": "Sort by",
+    "runs.sort.newest": "newest first",
+    "runs.sort.oldest": "oldest first",
+    "runs.sort.loss_low": "lowest final loss",
+    "runs.sort.loss_high": "highest final loss",
+    "runs.none_match": "No stored run matches these filters.",
+    "runs.col.id": "Run",
+    "runs.col.label": "Label",
+    "runs.col.norm": "Norm",
+    "runs.col.depth": "Depth",
+    "runs.col.status": "Status",
+    "runs.col.steps": "Steps",
+    "runs.col.final_loss": "Final loss",
+    "runs.col.created": "Started",
+    "runs.col.source": "From",
+    "runs.source.train": "trained here",
+    "runs.source.import": "imported",
+    "runs.source.demo": "demo",
+    "runs.compare": "Compare these two",
+    "runs.compare_pick_two": "Select exactly two runs in the table to compare them.",
+    "runs.compare_missing": "The Compare page is not part of this version of ln-viz yet.",
+    "runs.shown": "Run to show",
+    "runs.pick": "Click a row in the table to open that run.",
+    "runs.heading": "Run {id}: {label}",
+    "runs.unlabelled": "no label",
+    "runs.summary": (
+        "{norm}, {depth} layers, lr {lr}, warm-up {warmup} steps · {status} after {done}/{steps} steps · "
+        "final loss {loss}"
+    ),
+    "runs.live_note": "This run is still training; its charts show the steps stored so far.",
+    "runs.manage": "Label, download or delete this run",
+    "runs.label": "Label",
+    "runs.label_save": "Save label",
+    "runs.label_saved": "Label of run {id} saved.",
+    "runs.delete": "Delete this run",
+    "runs.delete_confirm": "Delete run {id} ({label}) and everything measured in it? This cannot be undone.",
+    "runs.delete_yes": "Yes, delete it",
+    "runs.delete_cancel": "Cancel",
+    "runs.deleted": "Run {id} was deleted.",
+    "runs.dl_csv": "Tables (CSV)",
+    "runs.dl_parquet": "Tables (Parquet)",
+    "runs.dl_run": "Run file",
+    "runs.dl_charts_prepare": "Prepare chart files",
+    "runs.dl_charts": "Charts (PNG, SVG, HTML)",
+    "runs.dl_charts_wait": "Drawing the charts as PNG, SVG and HTML files…",
+    "runs.dl_help": (
+        "Tables and chart files come as zip archives. The run file (.json.gz) can be imported into any ln-viz; "
+        "the HTML charts open offline and the distribution chart still plays."
+    ),
+    "runs.import": "Import a run file",
+    "runs.import_help": (
+        "A .json.gz or .json run file exported from ln-viz (this page or `python -m ln_viz runs export`)."
+    ),
+    "runs.imported": "Imported {name} as run {id}.",
+    "runs.import_exists": "{name} is already stored as run {id}.",
+    "runs.import_refused": "Not imported: {reason}",
+    "err.export_charts_not_dir": "--out {path} is a file; chart exports write one file per chart, so give a folder.",
+    "err.export_browser": (
+        "PNG and SVG export needs Chromium or Google Chrome, and none was found; install the chromium package "
+        "or set BROWSER_PATH to the browser, or export html instead."
+    ),
 }
 
 KO: dict[str, str] = {
@@ -508,6 +585,84 @@ KO: dict[str, str] = {
     "chart.mean_sq_axis": "E‖x_l‖² / d (좌표당 평균 제곱)",
     "chart.pre_band": "Pre-LN 이론: 1 + l/2 ~ 1 + 3l/2",
     "chart.post_ref": "Post-LN 이론: 3/2 (각 LN에 들어가는 합)",
+    # --- 저장된 실행 페이지와 차트 내보내기 ---
+    "runs.title": "저장된 실행",
+    "runs.intro": (
+        "이 서버에서 학습한 실행은 측정값과 함께 모두 저장됩니다. 행을 클릭하면 다시 학습하지 않고 차트를 볼 수 "
+        "있고, 두 행을 고르면 서로 비교할 수 있습니다."
+    ),
+    "runs.no_store": "실행 저장소를 열 수 없어 이 서버는 실행을 저장하지 않습니다. 이유는 서버 로그에 있습니다.",
+    "runs.empty": (
+        "아직 저장된 실행이 없습니다. 함께 제공되는 데모 실행을 불러오면 학습 없이 바로 효과를 보여 줄 수 있습니다. "
+        "실시간 학습 페이지에서 직접 학습하거나 아래에서 실행 파일을 가져올 수도 있습니다."
+    ),
+    "runs.load_demos": "데모 실행 불러오기",
+    "runs.loading_demos": "데모 실행을 불러오는 중…",
+    "runs.demos_loaded": "데모 실행 {count}개를 불러왔습니다.",
+    "runs.any": "전체",
+    "runs.filter_label": "레이블 검색",
+    "runs.sort": "정렬",
+    "runs.sort.newest": "최신순",
+    "runs.sort.oldest": "오래된 순",
+    "runs.sort.loss_low": "최종 손실 낮은 순",
+    "runs.sort.loss_high": "최종 손실 높은 순",
+    "runs.none_match": "이 조건에 맞는 저장된 실행이 없습니다.",
+    "runs.col.id": "실행",
+    "runs.col.label": "레이블",
+    "runs.col.norm": "정규화",
+    "runs.col.depth": "깊이",
+    "runs.col.status": "상태",
+    "runs.col.steps": "스텝",
+    "runs.col.final_loss": "최종 손실",
+    "runs.col.created": "시작 시각",
+    "runs.col.source": "출처",
+    "runs.source.train": "이 서버에서 학습",
+    "runs.source.import": "가져옴",
+    "runs.source.demo": "데모",
+    "runs.compare": "두 실행 비교하기",
+    "runs.compare_pick_two": "비교하려면 표에서 실행을 정확히 두 개 고르세요.",
+    "runs.compare_missing": "이 버전의 ln-viz에는 아직 비교 페이지가 없습니다.",
+    "runs.shown": "표시할 실행",
+    "runs.pick": "표에서 행을 클릭하면 그 실행을 엽니다.",
+    "runs.heading": "실행 {id}: {label}",
+    "runs.unlabelled": "레이블 없음",
+    "runs.summary": (
+        "{norm}, {depth}층, 학습률 {lr}, 웜업 {warmup} 스텝 · {done}/{steps} 스텝에서 {status} · 최종 손실 {loss}"
+    ),
+    "runs.live_note": "아직 학습 중인 실행입니다. 차트에는 지금까지 저장된 스텝만 나옵니다.",
+    "runs.manage": "이 실행의 레이블 수정, 다운로드, 삭제",
+    "runs.label": "레이블",
+    "runs.label_save": "레이블 저장",
+    "runs.label_saved": "실행 {id}의 레이블을 저장했습니다.",
+    "runs.delete": "이 실행 삭제",
+    "runs.delete_confirm": "실행 {id}({label})과 그 측정값을 모두 삭제할까요? 되돌릴 수 없습니다.",
+    "runs.delete_yes": "네, 삭제합니다",
+    "runs.delete_cancel": "취소",
+    "runs.deleted": "실행 {id}을(를) 삭제했습니다.",
+    "runs.dl_csv": "표 (CSV)",
+    "runs.dl_parquet": "표 (Parquet)",
+    "runs.dl_run": "실행 파일",
+    "runs.dl_charts_prepare": "차트 파일 만들기",
+    "runs.dl_charts": "차트 (PNG, SVG, HTML)",
+    "runs.dl_charts_wait": "차트를 PNG, SVG, HTML 파일로 그리는 중…",
+    "runs.dl_help": (
+        "표와 차트 파일은 zip으로 묶어 받습니다. 실행 파일(.json.gz)은 다른 ln-viz에서도 가져올 수 있고, "
+        "HTML 차트는 인터넷 없이 열리며 분포 차트의 애니메이션도 그대로 재생됩니다."
+    ),
+    "runs.import": "실행 파일 가져오기",
+    "runs.import_help": (
+        "ln-viz에서 내보낸 .json.gz 또는 .json 실행 파일 (이 페이지나 `python -m ln_viz runs export`로 내보낸 것)."
+    ),
+    "runs.imported": "{name}을(를) 실행 {id}(으)로 가져왔습니다.",
+    "runs.import_exists": "{name}은(는) 이미 실행 {id}(으)로 저장되어 있습니다.",
+    "runs.import_refused": "가져오지 않았습니다: {reason}",
+    "err.export_charts_not_dir": (
+        "--out {path}은(는) 파일입니다. 차트 내보내기는 차트마다 파일을 하나씩 쓰므로 폴더를 지정하세요."
+    ),
+    "err.export_browser": (
+        "PNG와 SVG로 내보내려면 Chromium이나 Google Chrome이 필요한데 찾지 못했습니다. chromium 패키지를 "
+        "설치하거나 BROWSER_PATH에 브라우저 경로를 지정하세요. html로 내보낼 수도 있습니다."
+    ),
 }
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN, "ko": KO}

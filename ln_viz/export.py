@@ -1,0 +1,170 @@
+"""A run's charts as files: PNG and SVG (kaleido, with the system's Chromium, offline) and standalone
+interactive HTML (plotly.js embedded, so it opens without a network; the distribution chart keeps its
+frames, step slider and Play button). Plus zip archives of charts, tables and the run file, the bytes
+behind the Runs page's download buttons.
+
+    export_charts(data, "out/", formats=("png", "svg", "html"), lang="en")
+    -> out/loss.png, out/loss.svg, out/loss.html, out/grad_heatmap.png, ...
+
+Static images draw the distribution chart and the layer profile at the last probe step, without the
+slider and Play button (they do nothing on paper); the HTML files animate. Every PNG and SVG of one
+call comes from one Chromium start (`plotly.io.write_images`), about 3-4 s on 2 cores.
+No streamlit here: the page, the CLI and tests share this module.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from ln_viz import charts
+from ln_viz.i18n import LocalizedError
+
+if TYPE_CHECKING:
+    from ln_viz.snapshot import RunData
+
+CHART_FORMATS = ("png", "svg", "html")
+IMAGE_FORMATS = ("png", "svg")
+PNG_SCALE = 2  # device pixels per CSS pixel: sharp on slides and in print
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """One chart of a run: its file name, how to build it, and its size in CSS pixels as an image."""
+
+    name: str
+    build: Callable[[RunData, str, bool], go.Figure]  # (data, lang, animate) -> figure
+    width: int
+    height: int
+
+
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("loss", lambda d, lang, _: charts.loss_chart(d, lang=lang), 1200, 600),
+    ChartSpec("grad_heatmap", lambda d, lang, _: charts.grad_heatmap(d, lang=lang), 1000, 650),
+    ChartSpec("update_ratio", lambda d, lang, _: charts.update_ratio_chart(d, lang=lang), 1000, 650),
+    ChartSpec("act_dist", lambda d, lang, anim: charts.act_dist(d, lang=lang, animate=anim), 1000, 700),
+    ChartSpec("layer_profile", lambda d, lang, _: charts.layer_profile(d, lang=lang), 1200, 600),
+)
+
+
+@contextmanager
+def _plain_template() -> Iterator[None]:
+    """No default template while figures are built and written: `import streamlit` sets it to
+    "streamlit", and an export must look the same from the app and from the CLI."""
+    old = pio.templates.default
+    pio.templates.default = "none"  # the charts bring their own small template (charts._TEMPLATE)
+    try:
+        yield
+    finally:
+        pio.templates.default = old
+
+
+def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:
+    formats = tuple(dict.fromkeys(formats))  # keep order, drop repeats
+    bad = [f for f in formats if f not in CHART_FORMATS]
+    if bad or not formats:
+        raise LocalizedError("err.choice", "--format", value=bad[0] if bad else "", choices=", ".join(CHART_FORMATS))
+    return formats
+
+
+def export_charts(
+    data: RunData,
+    out_dir: str | Path,
+    formats: Sequence[str] = CHART_FORMATS,
+    lang: str = "en",
+) -> list[Path]:
+    """Write each chart of `data` into `out_dir` as `<chart>.<format>`; the paths written, in order.
+
+    A bad format or an unwritable folder is a LocalizedError (one sentence)."""
+    formats = _check_formats(formats)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise LocalizedError("err.export_charts_not_dir", path=str(out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(out), reason=e.strerror) from e
+    written: list[Path] = []
+    images: list[tuple[go.Figure, Path, ChartSpec]] = []
+    with _plain_template():
+        for spec in CHARTS:
+            if any(f in IMAGE_FORMATS for f in formats):
+                static = spec.build(data, lang, False)
+                images += [(static, out / f"{spec.name}.{f}", spec) for f in formats if f in IMAGE_FORMATS]
+            if "html" in formats:
+                path = out / f"{spec.name}.html"
+                _write_html(spec.build(data, lang, True), path)
+                written.append(path)
+        if images:
+            _write_images(images)
+    written += [path for _, path, _ in images]
+    order = {(spec.name, f): i for i, (spec, f) in enumerate((s, f) for s in CHARTS for f in formats)}
+    return sorted(written, key=lambda p: order[(p.stem, p.suffix[1:])])
+
+
+def _write_html(fig: go.Figure, path: Path) -> None:
+    """A standalone page: plotly.js inside (no CDN), no MathJax, the animation waiting for Play."""
+    try:
+        fig.write_html(path, include_plotlyjs=True, include_mathjax=False, full_html=True, auto_play=False)
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(path), reason=e.strerror) from e
+
+
+def _write_images(images: list[tuple[go.Figure, Path, ChartSpec]]) -> None:
+    """Every PNG and SVG in one kaleido batch: one Chromium start instead of one per file."""
+    figs, paths, specs = zip(*images)
+    try:
+        pio.write_images(
+            list(figs),
+            list(paths),
+            format=[p.suffix[1:] for p in paths],
+            width=[s.width for s in specs],
+            height=[s.height for s in specs],
+            scale=[PNG_SCALE if p.suffix == ".png" else 1 for p in paths],
+        )
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(paths[0].parent), reason=e.strerror) from e
+    except RuntimeError as e:  # kaleido says "Kaleido requires Google Chrome..." when it finds no browser
+        if "Chrome" in str(e) or "Chromium" in str(e):
+            raise LocalizedError("err.export_browser") from e
+        raise
+
+
+# --- zip archives for download buttons ------------------------------------------------------------------
+def zip_files(paths: Sequence[Path], root: Path | None = None) -> bytes:
+    """A zip archive (deflated) of `paths`, named relative to `root` (default: their file names)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        for path in paths:
+            zf.write(path, arcname=str(path.relative_to(root)) if root else path.name)
+    return buf.getvalue()
+
+
+def charts_zip(data: RunData, formats: Sequence[str] = CHART_FORMATS, lang: str = "en") -> bytes:
+    """`export_charts` into a temporary folder, returned as one zip archive's bytes."""
+    with tempfile.TemporaryDirectory(prefix="ln-viz-charts-") as tmp:
+        return zip_files(export_charts(data, tmp, formats, lang))
+
+
+def tables_zip(data: RunData, fmt: str = "csv", header: dict | None = None) -> bytes:
+    """The run's tidy tables (runfile.export_tables: csv or parquet, plus info.json) as a zip archive."""
+    from ln_viz.runfile import export_tables
+
+    with tempfile.TemporaryDirectory(prefix="ln-viz-tables-") as tmp:
+        return zip_files(export_tables(data, tmp, fmt, header=header))
+
+
+def run_file_bytes(data: RunData, label: str | None = None, created: float | None = None) -> bytes:
+    """The run file (runfile.py's format), gzip-compressed: what `runs export --format run` writes."""
+    from ln_viz.runfile import encode_run, run_document
+
+    return encode_run(run_document(data, label=label, created=created), compress=True)

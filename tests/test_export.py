@@ -1,0 +1,126 @@
+"""Chart export: real PNG and SVG files from kaleido (one Chromium start for the whole module), standalone
+HTML that animates offline, zip archives for the Runs page, and `runs export --format png|svg|html`."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+import zipfile
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import plotly.io as pio
+import pytest
+import streamlit  # noqa: F401 - sets plotly's default template to "streamlit", as in the app's process
+
+from ln_viz import export
+from ln_viz.cli import main
+from ln_viz.config import RunConfig
+from ln_viz.export import CHARTS, charts_zip, export_charts, run_file_bytes, tables_zip
+from ln_viz.i18n import t
+from ln_viz.runfile import parse_run
+from ln_viz.snapshot import RunData
+from ln_viz.store import Store
+from ln_viz.train import run
+
+TINY = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=20, probe_every=4, eval_every=10)
+NAMES = [spec.name for spec in CHARTS]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+STREAMLIT_PLACEHOLDER = "#000011"  # a colour streamlit's template leaves for its frontend to replace
+
+
+@pytest.fixture(scope="module")
+def measured() -> RunData:
+    return run(TINY)
+
+
+@pytest.fixture(scope="module")
+def exported(measured: RunData, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """Every chart in every format, in Korean: the module's one kaleido (Chromium) start."""
+    out = tmp_path_factory.mktemp("charts")
+    assert pio.templates.default == "streamlit"
+    paths = export_charts(measured, out, lang="ko")
+    assert pio.templates.default == "streamlit"  # restored for the app's own charts
+    return out, paths
+
+
+def test_every_chart_is_written_in_every_format(exported: tuple[Path, list[Path]]) -> None:
+    out, paths = exported
+    assert [p.name for p in paths] == [f"{n}.{f}" for n in NAMES for f in ("png", "svg", "html")]
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in paths)
+
+
+def test_png_files_are_real_images(exported: tuple[Path, list[Path]]) -> None:
+    for path in exported[1]:
+        if path.suffix == ".png":
+            blob = path.read_bytes()
+            assert blob[:8] == PNG_MAGIC, path.name
+            assert len(blob) > 10_000, (path.name, len(blob))
+            width, height = int.from_bytes(blob[16:20], "big"), int.from_bytes(blob[20:24], "big")
+            spec = next(s for s in CHARTS if s.name == path.stem)
+            assert (width, height) == (2 * spec.width, 2 * spec.height)  # scale 2: sharp on slides
+
+
+def test_svg_files_parse_and_carry_the_chosen_language(exported: tuple[Path, list[Path]]) -> None:
+    out, paths = exported
+    for path in paths:
+        if path.suffix == ".svg":
+            root = ET.parse(path).getroot()
+            assert root.tag == "{http://www.w3.org/2000/svg}svg", path.name
+    text = (out / "act_dist.svg").read_text(encoding="utf-8")
+    assert t("chart.value_axis", "ko") in text
+    assert "updatemenu" not in text  # a static image has no Play button
+    assert STREAMLIT_PLACEHOLDER not in text
+
+
+def test_html_is_standalone_and_keeps_the_animation(exported: tuple[Path, list[Path]], measured: RunData) -> None:
+    html = (exported[0] / "act_dist.html").read_text(encoding="utf-8")
+    assert not re.search(r"<script[^>]*\bsrc=", html), "plotly.js must be embedded, not fetched"
+    assert "Plotly.addFrames" in html
+    for step in measured.probe_steps:  # one frame per probe step, named by its step
+        assert f'"name":"{step}"' in html
+    play = t("chart.play", "ko")
+    assert play in html or json.dumps(play)[1:-1] in html  # the Korean labels, maybe JSON-escaped
+    assert STREAMLIT_PLACEHOLDER not in html
+    assert len(html) > 1_000_000  # plotly.js itself is inside
+
+
+def test_zip_helpers_hold_what_the_page_offers(
+    measured: RunData, exported: tuple[Path, list[Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # charts_zip zips what export_charts writes; reuse the module's files rather than draw them again
+    monkeypatch.setattr(export, "export_charts", lambda data, out, formats, lang: exported[1])
+    with zipfile.ZipFile(io.BytesIO(charts_zip(measured, lang="ko"))) as zf:
+        assert sorted(zf.namelist()) == sorted(p.name for p in exported[1])
+        assert zf.read("act_dist.png")[:8] == PNG_MAGIC
+    for fmt in ("csv", "parquet"):
+        with zipfile.ZipFile(io.BytesIO(tables_zip(measured, fmt, header={"run_id": 1}))) as zf:
+            names = set(zf.namelist())
+            assert {f"scalars.{fmt}", f"layer_stats.{fmt}", "info.json"} <= names
+            assert json.loads(zf.read("info.json"))["run_id"] == 1
+    loaded = parse_run(gzip.decompress(run_file_bytes(measured, label="shared")), "x")
+    assert loaded.label == "shared" and loaded.data.scalars["step"] == measured.scalars["step"]
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_exports_charts_and_refuses_bad_flags(tmp_path: Path, measured: RunData) -> None:
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_id = store.add_run(measured, label="cli")
+    store_flag = ("--store", str(tmp_path / "runs.sqlite"))
+    code, out, err = cli("runs", "export", str(run_id), "--format", "html", "--out", str(tmp_path / "h"), *store_flag)
+    assert (code, err) == (0, "")
+    assert out.split() == [str(tmp_path / "h" / f"{n}.html") for n in NAMES]
+    (tmp_path / "afile").write_text("x")
+    code, _, err = cli("runs", "export", str(run_id), "--format", "png", "--out", str(tmp_path / "afile"), *store_flag)
+    assert code == 2 and "is a file; chart exports write one file per chart" in err and err.count("\n") == 1
+    code, _, err = cli("runs", "export", str(run_id), "--format", "gif", "--out", str(tmp_path), *store_flag)
+    assert code == 2 and "invalid choice" in err
