@@ -1,0 +1,300 @@
+"""The runner: runs in worker processes, streamed back, stopped, queued, capped, and always reaped.
+
+Every test ends by checking that no worker process is left: not in `multiprocessing.active_children()`
+and not in /proc (a child of this process running `spawn_main`, zombies included).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ln_viz.config import ConfigError, RunConfig
+from ln_viz.i18n import LocalizedError
+from ln_viz.runner import (
+    MSG_STOPPED,
+    MSG_TIME_CAP,
+    MSG_WORKER_DIED,
+    RunHandle,
+    Runner,
+    default_threads,
+)
+from ln_viz.train import run as train_directly
+
+# Tiny: a step takes milliseconds, so the time in these tests is process start-up.
+TINY = RunConfig(
+    depth=2,
+    d_model=32,
+    heads=2,
+    seq_len=32,
+    batch_size=8,
+    steps=40,
+    probe_every=10,
+    eval_every=20,
+)
+LONG = TINY.replace(steps=200, batch_size=64, seq_len=64, probe_every=5)  # seconds, not ms
+
+
+def worker_children() -> list[int]:
+    """Pids of this process's children that are multiprocessing spawn workers (any state)."""
+    me, pids = os.getpid(), []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue  # exited while we looked
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == me and b"spawn_main" in cmdline:
+            pids.append(int(proc.name))
+        elif ppid == me and stat.rsplit(")", 1)[1].split()[0] == "Z":
+            pids.append(int(proc.name))  # a zombie's cmdline is empty: any unreaped child counts
+    return pids
+
+
+def assert_no_workers_left() -> None:
+    assert [p for p in multiprocessing.active_children() if p.name == "ln-viz-worker"] == []
+    assert worker_children() == []
+
+
+@pytest.fixture
+def make_runner() -> Iterator[Callable[..., Runner]]:
+    """Runners that are shut down after the test, which then checks nothing is left behind."""
+    runners: list[Runner] = []
+
+    def make(**kwargs: object) -> Runner:
+        kwargs.setdefault("warm_workers", 0)  # each warm worker costs ~2 s of CPU at start-up
+        kwargs.setdefault("threads_per_run", 1)
+        runner = Runner(**kwargs)  # type: ignore[arg-type]
+        runners.append(runner)
+        return runner
+
+    yield make
+    for runner in runners:
+        runner.shutdown()
+    assert_no_workers_left()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def wait_steps(h: RunHandle, n: int, timeout: float = 30.0) -> None:
+    wait_for(lambda: h.view().steps_done >= n or h.done, timeout)
+    assert h.view().steps_done >= n, h.view()
+
+
+# --- the stream ------------------------------------------------------------------------------------
+def test_stream_matches_a_direct_trainer_run(make_runner: Callable[..., Runner]) -> None:
+    events: list[tuple[str, object]] = []
+    runner = make_runner(
+        on_start=lambda rid, info: events.append(("start", info)),
+        on_snapshot=lambda rid, snap: events.append(("snap", snap.step)),
+        on_finish=lambda rid, view: events.append(("finish", view.status)),
+    )
+    h = runner.start(TINY)
+    # Same config, same thread count (conftest: 1): the same numbers, to the bit.
+    direct = train_directly(TINY)  # here, while the worker starts up
+    assert h.wait(60)
+    view = h.view()
+    assert view.status == "completed" and view.done
+    assert view.queue_position is None and view.error is None
+    assert runner.get(h.run_id) is h
+    got = view.data
+    assert got is not None
+    assert got.scalars["step"] == list(range(1, TINY.steps + 1))
+    np.testing.assert_array_equal(got.scalars["loss"], direct.scalars["loss"])
+    np.testing.assert_array_equal(got.scalars["grad_norm"], direct.scalars["grad_norm"])
+    assert got.probe_steps == direct.probe_steps
+    np.testing.assert_array_equal(got.probe("resid_stats"), direct.probe("resid_stats"))
+    assert got.info.n_params == direct.info.n_params
+
+    # Hooks: start, then every step in order, then finish once.
+    assert events[0][0] == "start"
+    assert [e[1] for e in events[1:-1]] == list(range(1, TINY.steps + 1))
+    assert events[-1] == ("finish", "completed")
+
+    # A view is the reader's own: the same object while nothing changes, lists it may not share.
+    assert h.view() is view
+    got.scalars["loss"].clear()
+    got.probes["resid_hist"].clear()
+    fresh = runner.get(h.run_id)._data  # type: ignore[union-attr]
+    assert len(fresh.scalars["loss"]) == TINY.steps
+    assert len(fresh.probes["resid_hist"]) == len(got.probe_steps)
+
+
+# --- stopping --------------------------------------------------------------------------------------
+def test_stop_ends_the_run_within_a_second_and_keeps_the_steps(
+    make_runner: Callable[..., Runner],
+) -> None:
+    runner = make_runner()
+    h = runner.start(LONG)
+    wait_steps(h, 3)
+    t0 = time.monotonic()
+    h.stop()
+    assert h.wait(5)
+    took = time.monotonic() - t0
+    view = h.view()
+    assert took < 1.5, took
+    assert view.status == "stopped" and view.message == MSG_STOPPED
+    assert 3 <= view.steps_done < LONG.steps
+    assert view.data is not None and view.data.status == "stopped"
+    assert len(view.data.scalars["loss"]) == view.steps_done
+    assert_no_workers_left()
+
+
+def test_stop_kills_a_worker_busy_in_a_long_step(make_runner: Callable[..., Runner]) -> None:
+    # One step here takes seconds: the worker cannot look at the stop request in time.
+    slow = RunConfig(depth=4, d_model=256, heads=4, seq_len=256, batch_size=64, steps=5)
+    runner = make_runner()
+    h = runner.start(slow)
+    wait_for(lambda: h.view().data is not None)  # model built, first step under way
+    t0 = time.monotonic()
+    h.stop()
+    assert h.wait(5)
+    took = time.monotonic() - t0
+    assert took < 1.5, took
+    assert h.view().status == "stopped"
+    assert_no_workers_left()
+
+
+def test_time_cap_stops_the_run_with_its_message(make_runner: Callable[..., Runner]) -> None:
+    runner = make_runner(max_seconds=1.0)
+    h = runner.start(LONG.replace(steps=2000))
+    assert h.wait(15)
+    view = h.view()
+    assert view.status == "stopped"
+    assert view.message == MSG_TIME_CAP and view.message_params == {"seconds": 1}
+    assert view.data is None or view.data.message == MSG_TIME_CAP
+
+
+# --- queueing ----------------------------------------------------------------------------------------
+def test_queue_with_cap_one(make_runner: Callable[..., Runner]) -> None:
+    runner = make_runner(max_concurrent=1, warm_workers=1)  # second starts at once when its turn comes
+    first = runner.start(LONG)
+    second = runner.start(TINY)
+    third = runner.start(TINY)
+    assert first.status == "running" and first.queue_position is None
+    assert second.status == "queued" and second.queue_position == 1
+    assert third.queue_position == 2 and third.view().queue_position == 2
+    wait_steps(first, 1)
+    assert second.status == "queued"  # still waiting while the first trains
+
+    third.stop()  # a queued run leaves the queue at once
+    assert third.done and third.status == "stopped" and third.view().data is None
+    assert second.queue_position == 1
+
+    first.stop()
+    assert first.wait(5)
+    assert second.wait(60)
+    assert second.view().status == "completed"
+    assert second.view().queue_position is None
+
+
+# --- failures ----------------------------------------------------------------------------------------
+def test_sigkilled_worker_is_marked_failed_and_the_runner_carries_on(
+    make_runner: Callable[..., Runner],
+) -> None:
+    runner = make_runner(warm_workers=1)  # the pool warms up while the first run starts
+    h = runner.start(LONG)
+    wait_steps(h, 2)
+    pid = h.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    assert h.wait(5)
+    view = h.view()
+    assert view.status == "failed" and view.message == MSG_WORKER_DIED
+    assert view.error is not None and "SIGKILL" in view.error
+    assert view.steps_done >= 2  # what was measured before is kept
+    assert not Path(f"/proc/{pid}").exists()  # reaped, not a zombie (the pool's worker stays)
+    assert pid not in worker_children()
+
+    again = runner.start(TINY)
+    assert again.wait(60) and again.status == "completed"
+
+
+def test_worker_exception_is_reported_as_failed(
+    make_runner: Callable[..., Runner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Let a bad config past the server's check: the worker's Trainer raises, as a bug would.
+    monkeypatch.setattr(RunConfig, "validate", lambda self: self)
+    runner = make_runner()
+    h = runner.start(TINY.replace(norm_position="sideways"))
+    assert h.wait(60)
+    view = h.view()
+    assert view.status == "failed"
+    assert view.error is not None and view.error.startswith("ConfigError: norm_position")
+    assert view.message == "err.choice"  # a LocalizedError keeps its key for the page
+    assert view.message_params["value"] == "sideways"
+
+
+def test_config_errors_are_raised_by_start_before_any_spawn(
+    make_runner: Callable[..., Runner],
+) -> None:
+    runner = make_runner(max_steps=100)
+    with pytest.raises(ConfigError) as err:
+        runner.start(TINY.replace(heads=3))
+    assert err.value.field == "d_model"
+    with pytest.raises(ConfigError) as err:
+        runner.start(TINY.replace(steps=101))
+    assert err.value.field == "steps" and err.value.key == "err.range"
+    with pytest.raises(LocalizedError) as err:  # a CorpusError: unusable user text
+        runner.start(TINY.replace(corpus="user", user_text="too short"))
+    assert err.value.key == "err.text_too_short"
+    assert runner.handles() == []
+    assert worker_children() == []
+
+
+# --- shutdown and the warm pool ------------------------------------------------------------------------
+def test_shutdown_stops_everything_and_leaves_no_process(
+    make_runner: Callable[..., Runner],
+) -> None:
+    finished: list[str] = []
+    runner = make_runner(
+        max_concurrent=1,
+        warm_workers=1,
+        on_finish=lambda rid, view: finished.append(view.status),
+    )
+    running = runner.start(LONG)
+    queued = runner.start(LONG)
+    wait_steps(running, 1)
+    t0 = time.monotonic()
+    runner.shutdown()
+    assert time.monotonic() - t0 < 3
+    assert running.status == "stopped" and queued.status == "stopped"
+    assert sorted(finished) == ["stopped", "stopped"]
+    assert_no_workers_left()
+    with pytest.raises(RuntimeError):
+        runner.start(TINY)
+    runner.shutdown()  # twice is fine
+
+
+def test_warm_worker_gives_a_first_snapshot_within_two_seconds(
+    make_runner: Callable[..., Runner],
+) -> None:
+    runner = make_runner(warm_workers=1)
+    assert runner.wait_warm(60)
+    h = runner.start(TINY)
+    wait_steps(h, 1)
+    assert h.warm_start is True
+    assert h.first_snapshot_s is not None and h.first_snapshot_s < 2.0
+    assert h.wait(60) and h.status == "completed"
+
+
+def test_default_threads_share_the_cores() -> None:
+    assert default_threads(1, cpus=2) == 2
+    assert default_threads(2, cpus=2) == 1
+    assert default_threads(3, cpus=2) == 1
+    assert default_threads(0, cpus=8) == 8
