@@ -1,0 +1,389 @@
+"""Figure builders (ln_viz/charts.py): traces and axes on real small runs, empty and diverged runs, the
+animation frames, the live page's payload at depth 24, Korean labels, and downsampling."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from ln_viz import charts
+from ln_viz.config import RunConfig
+from ln_viz.i18n import EN, KO
+from ln_viz.initgrad import init_grads, last_layer_vs_depth
+from ln_viz.model import PARAM_NAMES
+from ln_viz.probes import HIST_BINS, HIST_EDGES, STAT_NAMES
+from ln_viz.snapshot import RunData, RunInfo, Snapshot
+from ln_viz.train import run
+
+TINY = RunConfig(
+    depth=3, d_model=16, heads=2, seq_len=16, batch_size=4, steps=30, probe_every=5, eval_every=10, lr=3e-3
+)
+
+
+@pytest.fixture(scope="module")
+def post_run() -> RunData:
+    return run(TINY.replace(norm_position="post"))
+
+
+@pytest.fixture(scope="module")
+def pre_run() -> RunData:
+    return run(TINY.replace(norm_position="pre", depth=2, warmup_steps=10))
+
+
+@pytest.fixture(scope="module")
+def empty_run(post_run: RunData) -> RunData:
+    return RunData(post_run.info)
+
+
+@pytest.fixture(scope="module")
+def diverged_run(post_run: RunData) -> RunData:
+    """The real run's first 20 steps, then a step as the trainer reports a divergence: NaN loss and
+    gradient, activation probes but no gradient probes."""
+    data = RunData(post_run.info)
+    n = post_run.scalars["step"].index(20) + 1
+    probes = {s: i for i, s in enumerate(post_run.probe_steps)}
+    for k in range(n):
+        step = post_run.scalars["step"][k]
+        arrays = None
+        if step in probes:
+            arrays = {name: post_run.probes[name][probes[step]] for name in post_run.probes}
+        data.append(
+            Snapshot(step, post_run.scalars["loss"][k], post_run.scalars["lr"][k], 1.0, 0.1 * step, 10.0, probes=arrays)
+        )
+    acts = {name: post_run.probes[name][-1] for name in ("resid_hist", "resid_stats", "attn_entropy", "input_stats")}
+    data.append(
+        Snapshot(21, math.nan, 3e-3, math.nan, 2.1, 10.0, status="diverged", message="msg.diverged", probes=acts)
+    )
+    return data
+
+
+def synthetic_run(depth: int = 24, steps: int = 2000, probe_every: int = 10, seed: int = 0) -> RunData:
+    """A RunData with realistic shapes and values, built from fabricated Snapshots (training it would
+    take minutes): a noisy decaying loss, held-out loss every 50 steps, probes every `probe_every`."""
+    rng = np.random.default_rng(seed)
+    cfg = RunConfig(norm_position="pre", depth=depth, steps=steps, probe_every=probe_every, eval_every=50)
+    info = RunInfo(cfg, vocab_size=64, n_params=1_200_000, unigram_entropy=3.05, floor=None, norm_names=["ln1", "ln2"])
+    data = RunData(info)
+    centers = (HIST_EDGES[:-1] + HIST_EDGES[1:]) / 2
+    for step in range(1, steps + 1):
+        loss = 1.4 + 2.8 * math.exp(-step / 300) + 0.05 * rng.standard_normal()
+        probes = None
+        if step == 1 or step % probe_every == 0 or step == steps:
+            width = 1 + 0.3 * np.arange(1, depth + 1)[:, None]
+            hist = np.exp(-0.5 * (centers[None, :] / width) ** 2)
+            hist /= hist.sum(1, keepdims=True)
+            stats = np.zeros((depth, len(STAT_NAMES)))
+            stats[:, 1] = stats[:, 2] = width[:, 0]
+            stats[:, 3] = 4 * width[:, 0]
+            stats[-3:, 5] = 1e-3
+            grads = np.exp(rng.normal(-2, 1, (depth, len(PARAM_NAMES))))
+            probes = {
+                "resid_hist": hist,
+                "resid_stats": stats,
+                "norm_in_hist": np.repeat(hist[:, None], 2, 1),
+                "norm_in_stats": np.repeat(stats[:, None], 2, 1),
+                "attn_entropy": rng.uniform(1, 3, depth),
+                "input_stats": stats[0],
+                "grad_norm": grads,
+                "block_grad_norm": np.sqrt((grads**2).sum(1)),
+                "update_ratio": np.exp(rng.normal(np.log(1e-3), 0.5, depth)),
+            }
+        eval_loss = loss + 0.05 if step % 50 == 0 else None
+        data.append(Snapshot(step, loss, 3e-3, 1.0, step * 0.01, 100.0, eval_loss=eval_loss, probes=probes))
+    return data
+
+
+def live_figures(data: RunData, lang: str = "en") -> dict[str, go.Figure]:
+    return {
+        "loss": charts.loss_chart(data, lang),
+        "grad": charts.grad_heatmap(data, lang),
+        "act": charts.act_dist(data, lang),
+        "profile": charts.layer_profile(data, lang),
+        "ratio": charts.update_ratio_chart(data, lang),
+    }
+
+
+def names(fig: go.Figure) -> list[str]:
+    return [tr.name for tr in fig.data if tr.name]
+
+
+# --- each builder on real small runs -------------------------------------------------------------
+def test_loss_chart_traces_and_fixed_axes(post_run: RunData) -> None:
+    fig = charts.loss_chart(post_run)
+    assert {EN["chart.train_loss"], EN["chart.eval_loss"], EN["chart.unigram"], EN["chart.lr"]} <= set(names(fig))
+    train = next(tr for tr in fig.data if tr.name == EN["chart.train_loss"])
+    assert len(train.x) == TINY.steps
+    evals = next(tr for tr in fig.data if tr.name == EN["chart.eval_loss"])
+    assert list(evals.x) == [10, 20, 30]
+    assert tuple(fig.layout.xaxis.range) == (0, TINY.steps)
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > post_run.info.unigram_entropy
+    assert fig.layout.yaxis2.overlaying == "y"
+    assert fig.layout.uirevision
+
+
+def test_loss_chart_shows_full_lr_schedule_and_floor(pre_run: RunData) -> None:
+    fig = charts.loss_chart(pre_run)
+    lr = next(tr for tr in fig.data if tr.name == EN["chart.lr"])
+    assert lr.x[0] == 1 and lr.x[-1] == pre_run.info.config.steps
+    assert lr.y[0] == pytest.approx(3e-4, rel=1e-3)  # warm-up ramp from t/T * lr
+    info = RunInfo(pre_run.info.config, 30, 100, 3.0, floor=2.2, norm_names=["ln1"])
+    floored = charts.loss_chart(RunData(info))
+    assert EN["chart.floor"] in names(floored)
+    assert EN["chart.floor"] not in names(fig)
+
+
+def test_grad_heatmap(post_run: RunData) -> None:
+    fig = charts.grad_heatmap(post_run)
+    (heat,) = [tr for tr in fig.data if tr.type == "heatmap"]
+    assert np.asarray(heat.z).shape == (3, len(post_run.probe_steps))
+    assert heat.zmin < heat.zmax
+    ticks = heat.colorbar.ticktext
+    assert all(not s.startswith("-") for s in ticks)  # real units, not log10 values
+    assert tuple(fig.layout.yaxis.range) == (0.5, 3.5)
+
+
+def test_grad_heatmap_shared_zrange(post_run: RunData, pre_run: RunData) -> None:
+    z = charts.shared_zrange([post_run, pre_run])
+    assert z is not None and z[0] < z[1]
+    a, b = charts.grad_heatmap(post_run, zrange=z), charts.grad_heatmap(pre_run, zrange=z)
+    assert (a.data[0].zmin, a.data[0].zmax) == (b.data[0].zmin, b.data[0].zmax)
+    assert charts.shared_zrange([RunData(post_run.info)]) is None
+
+
+def test_act_dist_static(post_run: RunData) -> None:
+    fig = charts.act_dist(post_run, step=12)
+    heat = fig.data[0]
+    assert heat.type == "heatmap" and np.asarray(heat.z).shape[0] == 3
+    assert np.asarray(heat.z).dtype == np.uint8  # colour codes: small frames
+    assert str(10) in fig.layout.title.text  # nearest probe step to 12
+    assert not fig.frames
+    # The value axis is narrowed to 4, 8 or 16 only where nothing is left out.
+    lo, hi = fig.layout.xaxis.range
+    assert lo == -hi and hi in (4, 8, 16)
+    assert np.asarray(heat.x).min() > lo and np.asarray(heat.x).max() < hi
+    shown = np.asarray(heat.customdata, dtype=float).sum(1) / 100
+    np.testing.assert_allclose(shown, post_run.probes["resid_hist"][2].sum(1), rtol=1e-4)
+
+
+def test_act_dist_frames(post_run: RunData) -> None:
+    fig = charts.act_dist(post_run, animate=True, step=post_run.probe_steps[2])
+    assert len(fig.frames) == len(post_run.probe_steps)
+    (slider,) = fig.layout.sliders
+    assert len(slider.steps) == len(post_run.probe_steps) and slider.active == 2
+    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
+    assert any(EN["chart.play"] in s for s in labels) and any(EN["chart.pause"] in s for s in labels)
+
+
+def test_act_dist_shows_overflow(post_run: RunData) -> None:
+    data = RunData(post_run.info)
+    stats = post_run.probes["resid_stats"][0].copy()
+    stats[1, STAT_NAMES.index("frac_above")] = 0.25
+    arrays = {name: post_run.probes[name][0] for name in post_run.probes}
+    data.add_probe(1, {**arrays, "resid_stats": stats})
+    fig = charts.act_dist(data)
+    overflow = fig.data[2]
+    assert list(overflow.text) == ["25%"] and list(overflow.y) == [2] and overflow.x[0] > 16
+    assert fig.layout.xaxis.range[1] > overflow.x[0]  # the labels are inside the drawn area
+    assert np.asarray(fig.data[0].z).shape == (3, HIST_BINS)  # overflow: the whole histogram
+
+
+def test_layer_profile(post_run: RunData) -> None:
+    fig = charts.layer_profile(post_run)
+    assert set(PARAM_NAMES) <= set(names(fig))
+    w2 = next(tr for tr in fig.data if tr.name == "ffn.w2")
+    assert w2.line.width > max(tr.line.width for tr in fig.data if tr.name in PARAM_NAMES[:-1])
+    assert fig.layout.yaxis.type == "log"
+    std = fig.data[-1]
+    assert std.xaxis == "x2" and len(std.y) == 4  # layers 0 (embeddings) .. 3
+
+
+def test_update_ratio_chart(post_run: RunData) -> None:
+    fig = charts.update_ratio_chart(post_run)
+    assert len(fig.data) == 3 + 1  # three layers and the 1e-3 reference
+    assert fig.layout.yaxis.type == "log"
+    deep = charts.update_ratio_chart(synthetic_run(depth=24, steps=100))
+    assert len(deep.data) <= 12
+
+
+def test_compare_builders(post_run: RunData, pre_run: RunData) -> None:
+    labels = ["post", "pre"]
+    fig = charts.compare_loss([post_run, pre_run], labels)
+    assert {"post", "pre"} <= set(names(fig))
+    colors = {tr.name: tr.line.color for tr in fig.data}
+    assert colors["post"] == charts.NORM_COLORS["post"] and colors["pre"] == charts.NORM_COLORS["pre"]
+    prof = charts.compare_layer_profile([post_run, pre_run], labels, step=15)
+    assert len(prof.data) == 4
+    assert "15" in prof.layout.title.text
+
+
+def test_init_lab_builders() -> None:
+    cfg = RunConfig(depth=3, d_model=16, heads=2, seq_len=16, batch_size=4)
+    grads, resid = {}, {}
+    for pos in ("post", "pre"):
+        grads[pos], resid[pos] = init_grads(cfg.replace(norm_position=pos), seeds=[0, 1])
+    fig = charts.init_grad_profile(grads)
+    assert sum(tr.fill == "toself" for tr in fig.data) == 2 and fig.layout.yaxis.type == "log"
+    depth_df = last_layer_vs_depth(cfg, depths=[1, 2, 4], seeds=[0, 1])
+    fig = charts.last_layer_vs_depth_chart(depth_df)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    ref = next(tr for tr in fig.data if tr.name == EN["chart.ref_inv_sqrt"])
+    pre = next(tr for tr in fig.data if tr.name == EN["chart.norm.pre"])
+    assert ref.y[0] == pytest.approx(pre.y[0]) and ref.y[-1] == pytest.approx(pre.y[0] / 2, rel=1e-5)
+    fig = charts.resid_growth_chart(resid)
+    band = next(tr for tr in fig.data if tr.name == EN["chart.pre_band"])
+    assert max(band.y) == pytest.approx(1 + 1.5 * 3)
+    assert EN["chart.post_ref"] in names(fig)
+
+
+# --- empty and diverged runs ---------------------------------------------------------------------
+def test_empty_run_draws_empty_axes(empty_run: RunData) -> None:
+    for name, fig in live_figures(empty_run).items():
+        assert isinstance(fig, go.Figure), name
+        fig.to_json()
+    loss = charts.loss_chart(empty_run)
+    assert tuple(loss.layout.xaxis.range) == (0, TINY.steps)
+    assert any(EN["chart.waiting"] in a.text for a in loss.layout.annotations)
+    assert charts.act_dist(empty_run, animate=True).frames == ()
+    charts.compare_loss([empty_run, empty_run], ["a", "b"]).to_json()
+    charts.compare_layer_profile([empty_run], ["a"]).to_json()
+    charts.init_grad_profile({}).to_json()
+
+
+def test_diverged_run(diverged_run: RunData) -> None:
+    figs = live_figures(diverged_run)
+    text = EN["chart.diverged_at"].format(step=21)
+    assert text in names(figs["loss"])
+    marker = next(tr for tr in figs["loss"].data if tr.name == text)
+    assert list(marker.x) == [21] and np.isfinite(marker.y[0])
+    heat = figs["grad"].data[0]
+    assert np.isnan(np.asarray(heat.z, dtype=float)[:, -1]).all()  # no gradients at the diverged step
+    assert len(charts.act_dist(diverged_run, animate=True).frames) == len(diverged_run.probe_steps)
+    for fig in figs.values():
+        fig.to_json()
+    assert text in names(charts.compare_loss([diverged_run], ["x"]))
+
+
+def test_stalled_band(post_run: RunData) -> None:
+    data = RunData(post_run.info)
+    for k in range(10):
+        data.append(Snapshot(k + 1, 3.0, 1e-3, 1.0, 0.1, 10.0, stalled=k >= 4))
+    fig = charts.loss_chart(data)
+    assert any(s.type == "rect" and s.x0 == 5 and s.x1 == 10 for s in fig.layout.shapes)
+
+
+def test_huge_losses_are_clipped_and_said(post_run: RunData) -> None:
+    data = RunData(post_run.info)
+    for k, loss in enumerate([4.0, 1e6, 3.0]):
+        data.append(Snapshot(k + 1, loss, 1e-3, 1.0, 0.1, 10.0))
+    fig = charts.loss_chart(data)
+    top = fig.layout.yaxis.range[1]
+    assert max(fig.data[0].y) <= top * 1.05
+    assert any("1 " in a.text and f"{top:g}" in a.text for a in fig.layout.annotations)
+
+
+# --- payload, presenter, language ----------------------------------------------------------------
+def test_live_payload_depth24_2000_steps() -> None:
+    data = synthetic_run()
+    assert len(data.probe_steps) == 201
+    sizes = {name: len(fig.to_json()) for name, fig in live_figures(data).items()}
+    assert sum(sizes.values()) < 300_000, sizes
+    loss = charts.loss_chart(data)
+    assert len(loss.data[0].x) <= charts.MAX_LOSS_POINTS
+    assert sum(len(fig.data) for fig in live_figures(data).values()) <= 30
+
+
+def test_presenter_fonts_are_bigger(post_run: RunData) -> None:
+    for build in (charts.loss_chart, charts.grad_heatmap, charts.act_dist, charts.layer_profile):
+        normal, big = build(post_run), build(post_run, presenter=True)
+        assert normal.layout.font.size >= 14
+        assert big.layout.font.size >= 1.3 * normal.layout.font.size
+
+
+ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "LN", *PARAM_NAMES]
+
+
+def visible_texts(fig: go.Figure) -> list[str]:
+    """Titles, axis and colorbar titles, legend names, annotations, buttons and hover texts."""
+    lay = fig.layout
+    out = [lay.title.text or ""]
+    for ax in [k for k in lay if k.startswith(("xaxis", "yaxis"))]:
+        out.append(lay[ax].title.text or "")
+    out += [a.text or "" for a in lay.annotations]
+    out += [b.label for m in lay.updatemenus for b in m.buttons]
+    out += [s.currentvalue.prefix or "" for s in lay.sliders]
+    for tr in fig.data:
+        if tr.showlegend is not False and tr.name:
+            out.append(tr.name)
+        out.append(getattr(tr, "hovertemplate", None) or "")
+        colorbar = getattr(tr, "colorbar", None)
+        if colorbar is not None and colorbar.title.text:
+            out.append(colorbar.title.text)
+    return out
+
+
+def english_left(text: str) -> list[str]:
+    text = re.sub(r"%\{[^}]*\}|\{[^}]*\}|<[^>]*>", " ", text)  # hover and format placeholders, HTML tags
+    for token in sorted(ALLOWED_LATIN, key=len, reverse=True):
+        text = text.replace(token, " ")
+    return re.findall(r"[A-Za-z]{2,}", text)
+
+
+def test_korean_labels(post_run: RunData, pre_run: RunData) -> None:
+    cfg = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4)
+    g, r = init_grads(cfg, seeds=[0, 1])
+    depth_df = last_layer_vs_depth(cfg, depths=[1, 2], seeds=[0])
+    figs = [
+        *live_figures(post_run, "ko").values(),
+        charts.act_dist(post_run, "ko", animate=True),
+        charts.compare_loss([post_run, pre_run], ["Post-LN", "Pre-LN"], "ko"),
+        charts.compare_layer_profile([post_run, pre_run], ["Post-LN", "Pre-LN"], "ko"),
+        charts.init_grad_profile({"pre": g}, "ko"),
+        charts.last_layer_vs_depth_chart(depth_df, "ko"),
+        charts.resid_growth_chart({"pre": r}, "ko"),
+    ]
+    for fig in figs:
+        texts = visible_texts(fig)
+        assert re.search("[가-힣]", fig.layout.title.text), fig.layout.title.text
+        for text in texts:
+            assert not english_left(text), (text, english_left(text))
+
+
+def test_chart_catalog_is_translated() -> None:
+    keys = [k for k in EN if k.startswith("chart.")]
+    assert keys and all(k in KO for k in keys)
+    for k in keys:
+        if not english_left(KO[k]):
+            continue
+        raise AssertionError(f"{k}: {KO[k]!r}")
+
+
+# --- downsampling --------------------------------------------------------------------------------
+def test_downsample_keeps_ends_and_extremes() -> None:
+    rng = np.random.default_rng(1)
+    y = np.cumsum(rng.standard_normal(10_000))
+    y[1234] = 1e3
+    y[4321] = -1e3
+    x = np.arange(10_000)
+    xs, ys = charts.downsample(x, y, 500)
+    assert len(xs) <= 500
+    assert xs[0] == 0 and xs[-1] == 9_999
+    assert 1234 in xs and 4321 in xs
+    assert ys.max() == y.max() and ys.min() == y.min()
+    assert np.all(np.diff(xs) > 0)
+    np.testing.assert_array_equal(xs[-250:], x[-250:])  # the recent half at full resolution
+
+
+def test_downsample_short_and_nan() -> None:
+    x = np.arange(10)
+    xs, ys = charts.downsample(x, x * 2.0, 50)
+    np.testing.assert_array_equal(xs, x)
+    y = np.full(1000, np.nan)
+    y[10] = 5.0
+    xs, ys = charts.downsample(np.arange(1000), y, 100)
+    assert len(xs) <= 100 and 10 in xs and xs[0] == 0 and xs[-1] == 999
+    with pytest.raises(ValueError):
+        charts.downsample(x, x, 2)
