@@ -349,6 +349,214 @@ EN: dict[str, str] = {
         "PNG and SVG export needs Chromium or Google Chrome, and none was found; install the chromium package "
         "or set BROWSER_PATH to the browser, or export html instead."
     ),
+    # --- the Theory page (pages/theory.py; structure in ln_viz/theory.py) ---------------------------
+    "theory.page_title": "Theory: why the place of LayerNorm matters",
+    "theory.intro": (
+        "This page explains what the app shows: what a transformer block is, where its LayerNorm can sit, why one "
+        "placement needs a learning-rate warm-up and the other does not (Xiong et al. 2020), what ln-viz's small "
+        "model shows and where it differs from the paper, how to read each chart, and the variants the app offers. "
+        "The papers are listed at the end."
+    ),
+    "theory.contents": "Contents",
+    "theory.block.title": "A transformer block, and what LayerNorm does",
+    "theory.block.residual": (
+        "A transformer is a stack of L layers of the same shape. Each layer has two **sub-layers**: self-attention, "
+        "which mixes information between positions (here: each character looks at the ones before it), and a "
+        "feed-forward network (FFN), which transforms each position on its own. Each sub-layer F is wrapped in a "
+        "**residual connection**: its output is added to its input, so the sub-layer only has to learn a correction "
+        "to what it receives, not the whole vector anew."
+    ),
+    "theory.block.stream": (
+        "What these additions build up, one vector of width $d$ per character, is the **residual stream**. It runs "
+        "from the embeddings at the bottom to the output layer at the top."
+    ),
+    "theory.block.ln": (
+        "**LayerNorm** (Ba et al. 2016) takes one such vector, subtracts the mean of its $d$ features and divides by "
+        "their standard deviation, then applies a learnt scale γ and shift β (1 and 0 at initialisation). Whatever "
+        "size came in, what comes out has mean 0 and variance 1 across its features: LayerNorm keeps the pattern of "
+        "a vector and resets its size."
+    ),
+    "theory.block.where": (
+        "The question this app asks is only *where* that normalisation sits relative to the residual sum."
+    ),
+    "theory.placement.title": "Post-LN and Pre-LN",
+    "theory.placement.post": (
+        "**Post-LN**, the original Transformer's choice (Vaswani et al. 2017), kept by BERT (Devlin et al. 2019), "
+        "normalises *after* the residual sum. The whole output of each sub-layer, residual stream included, goes "
+        "through a LayerNorm, so the stream's size is reset to 1 after every sub-layer."
+    ),
+    "theory.placement.pre": (
+        "**Pre-LN**, used by GPT-2 (Radford et al. 2019) and by most large language models since, normalises only "
+        "the *input of the sub-layer*, on the branch. The residual path itself is never normalised; one final "
+        "LayerNorm sits before the output layer."
+    ),
+    "theory.placement.same": (
+        "In both, one layer is two such steps: attention, then the FFN. The weights and the data are the same; only "
+        "the place of the normalisation differs (Pre-LN has one extra LayerNorm at the end). That is why ln-viz can "
+        "start every placement from the same initial weights and the same batches, so a comparison shows the effect "
+        "of the placement and nothing else."
+    ),
+    "theory.warmup.title": "Why Post-LN needs a learning-rate warm-up",
+    "theory.warmup.problem": (
+        "Post-LN transformers are usually trained with a **learning-rate warm-up**: the learning rate starts near 0 "
+        "and rises linearly to its peak over the first steps (4,000 of them in the original Transformer), then "
+        "follows a schedule. Started at the same peak learning rate without warm-up, training can fail; with it, it "
+        "works. Warm-up costs training time and is one more setting to tune."
+    ),
+    "theory.warmup.result": (
+        "Xiong et al. 2020 explained why, with a mean-field analysis of the gradients at initialisation. For "
+        "Post-LN, the bound on the gradient of the last layer's weights (below: the FFN's second matrix in layer L) "
+        "**does not shrink as the model gets deeper**. For Pre-LN the same bound **shrinks like $1/\\sqrt L$**:"
+    ),
+    "theory.warmup.why": (
+        "Their measurements agree: in Post-LN the gradient norm grows from the input layers toward the output (their "
+        "Figure 3), while in Pre-LN it stays about the same across layers. So at the first step Post-LN's largest "
+        "gradients sit right next to the output. Applying the full learning rate to them at once makes the updates "
+        "there too large, and training becomes unstable before it has properly started. Warm-up keeps the first "
+        "updates small while the model moves away from this starting point."
+    ),
+    "theory.warmup.setup": (
+        "Their setting, which ln-viz follows: weights drawn with Xavier initialisation (the analysis assumes it) "
+        "and, in the translation experiments, Adam with β₁ = 0.9, β₂ = 0.98. The practical result: **Pre-LN trains "
+        "without any warm-up**, at learning rates where Post-LN without warm-up fails, and reaches comparable "
+        "results in less training time."
+    ),
+    "theory.preln.title": "What Pre-LN changes, and what it costs",
+    "theory.preln.identity": (
+        "In Pre-LN the residual path is a clean identity from the embeddings to the final LayerNorm: the top of the "
+        "stream is the input plus the outputs of all the sub-layers. A gradient arriving at the top has a direct "
+        "path down to every layer that passes through no normalisation at all."
+    ),
+    "theory.preln.growth": (
+        "The price of never normalising the stream is that it grows: every sub-layer adds a vector of roughly unit "
+        "size per feature. Lemma 1 of Xiong et al. bounds this growth at initialisation, for the stream after $l$ "
+        "layers:"
+    ),
+    "theory.preln.final": (
+        "So the final LayerNorm receives a vector whose size grows like $\\sqrt L$ and divides it back to size 1. A "
+        "gradient flowing back through it is divided by the same factor: that is the $1/\\sqrt L$ of the Pre-LN "
+        "bound. The layers next to the output therefore do not get outsized gradients, and a large learning rate is "
+        "safe from the first step."
+    ),
+    "theory.preln.cost": (
+        "The cost, as later work describes it (Liu et al. 2020; Xie et al. 2023; Kim et al. 2025), and hedged "
+        "accordingly: because the stream keeps growing, each later layer adds an ever smaller share to it. The "
+        "representations of deep layers then change little from one layer to the next (sometimes called "
+        "*representation collapse*), and the last layers may contribute less than their size suggests; very large "
+        "activations in deep Pre-LN models have been reported too. Liu et al. find that when Post-LN does train, it "
+        "can end up somewhat better. These are findings on large models: ln-viz shows the growing stream (the "
+        "activation chart), but its models are too small to show the effect on quality."
+    ),
+    "theory.small.title": "What ln-viz's small model shows, honestly",
+    "theory.small.scale": (
+        "ln-viz's models are tiny: character-level, width $d$ = 64, 6 to 24 layers, a few hundred steps on a CPU. "
+        "The paper's bounds are statements for large widths. What still holds at this size, checked by the tests on "
+        "every change (`tests/test_paper_claims.py`), averaged over a few seeds:"
+    ),
+    "theory.small.holds": (
+        "- At initialisation the last layer's gradient is larger in Post-LN than in Pre-LN, and the gap widens with "
+        "depth, at about the $\\sqrt L$ rate the two bounds predict (a little faster).\n- Pre-LN's last-layer "
+        "gradient shrinks like $1/\\sqrt L$; its residual stream grows within Lemma 1's bounds; Post-LN's stays at "
+        "size 1.\n- In Post-LN the gradient rises toward the output, the largest next to it.\n- With Adam at "
+        "learning rate 3e-3, a 6-layer Post-LN without warm-up stays on the unigram line, while Pre-LN and Post-LN "
+        "with warm-up learn, from the same seed and the same batches."
+    ),
+    "theory.small.differs": (
+        "What differs: in the paper's Figure 3, Pre-LN's gradient norm is nearly flat across layers. In ln-viz's "
+        "small models it is not: at initialisation it **decreases toward the output**. With 12 layers, the FFN's "
+        "second matrix gets a gradient about 2.5 times larger in the first layer than in the last; the Init lab "
+        "shows it. So it is not the flat profile of the paper, but it points the other way from Post-LN's: Pre-LN's "
+        "largest gradients sit at the input end, Post-LN's at the output end, where the paper locates the trouble. "
+        "Our guess for the difference is the small width, far from the large-$d$ regime of the analysis."
+    ),
+    "theory.small.presets": (
+        "The presets' learning rates and warm-up lengths were chosen by measurement on the machine ln-viz was "
+        "developed on (for example: 6 layers of width 64, Adam at 3e-3, where Post-LN needs about 100 warm-up "
+        "steps), not taken from the paper. Where training tips from 'learns' to 'stalls' depends on the seed, the "
+        "depth, the width, the batch and the text, so a run near that edge can land on the other side. If Post-LN "
+        "without warm-up happens to learn for you, raise the learning rate or the depth. In our measurements a "
+        "failing Post-LN run usually **stalls** on the unigram line rather than blowing up to NaN."
+    ),
+    "theory.charts.title": "How to read each chart",
+    "theory.charts.loss": (
+        "**Loss.** The training loss at each step, in nats per character (the cross-entropy; e to the power of the "
+        "loss, the perplexity, is roughly how many characters the model is still choosing between), and the held-out "
+        "loss. The **unigram line** is the loss of predicting the letter frequencies only, without context (2.96 for "
+        "the English text): a stalled run sits on it. For the synthetic Markov language a second line marks the "
+        "**entropy floor**, the lowest loss any model can reach (1.50 nats per character, a little more over a short "
+        "window because its first characters have less context): a good run approaches it, none can go below it. The "
+        "learning-rate schedule is drawn on a second axis, so you can see where warm-up ends."
+    ),
+    "theory.charts.heatmap": (
+        "**Gradient heatmap.** One row per layer (the input at the bottom), one column per measured step; the colour "
+        "is the gradient norm of the layer's weights on a log scale, so a factor of 10 is always the same change of "
+        "colour. In Post-LN without warm-up the hot rows are at the top, next to the output; in Pre-LN the warmer "
+        "rows are at the bottom."
+    ),
+    "theory.charts.activations": (
+        "**Activation distribution.** For each layer, a histogram of the values in the residual stream at the chosen "
+        "step. Every layer and every step uses the same fixed bins (from −16 to 16), so widths can be compared "
+        "directly: Post-LN's stay at width 1, Pre-LN's widen with depth, and without normalisation they can drift. "
+        "Values beyond the bins are not dropped: they are counted and reported as overflow."
+    ),
+    "theory.charts.profile": (
+        "**Gradient profile per layer.** The gradient norm of each layer at the chosen step, layers along the "
+        "horizontal axis: the paper's Figure 3, from your own run. At the first measured step it is close to the "
+        "picture at initialisation that the theory is about; later steps show how training changes it. The residual "
+        "stream's standard deviation per layer is drawn with it."
+    ),
+    "theory.charts.update": (
+        "**Update-to-weight ratio.** How much one step changes each layer's weights relative to their size, ‖Δw‖ / "
+        "‖w‖. A rule of thumb from practice, not from the paper: around 1e-3 (0.1 % per step) is healthy; far above, "
+        "the learning rate is too large for that layer; far below, the layer is hardly learning."
+    ),
+    "theory.charts.compare": (
+        "**Compare page.** Runs side by side. Runs with the same seed start from the same weights and see the same "
+        "batches, so any difference comes from the setting you changed. Classic pairs: Post-LN without and with "
+        "warm-up; Post-LN against Pre-LN at the same learning rate."
+    ),
+    "theory.charts.initlab": (
+        "**Init lab.** No training: the gradient of every layer after one forward and backward pass at "
+        "initialisation, repeated over several seeds and shown as a mean with its spread, because one seed is noisy. "
+        "A $1/\\sqrt L$ reference line shows how Pre-LN's last-layer gradient should shrink with depth, and a band "
+        "shows Lemma 1's bounds on the growth of the residual stream."
+    ),
+    "theory.variants.title": "The variants, and what they predict",
+    "theory.variants.intro": (
+        "Besides Post-LN and Pre-LN, the app offers three more placements and a second kind of norm. One or two "
+        "lines on each:"
+    ),
+    "theory.variants.peri": (
+        "**Peri-LN**, the “sandwich”: normalise both the input and the output of every sub-layer, plus the final "
+        "LayerNorm. Ding et al. 2021 introduced this sandwich-LN in CogView to keep the values in deep layers from "
+        "blowing up; Kim et al. 2025 analyse it under the name Peri-LN and report steadier growth of the variance "
+        "and steadier gradients than Pre-LN. Prediction: trains without warm-up; the stream still grows with depth, "
+        "but each addition has a size set by the output norm, not by the weights."
+    ),
+    "theory.variants.deepnorm": (
+        "**DeepNorm** (Wang et al. 2022, DeepNet): keep Post-LN's normalisation of the sum, but weight the residual "
+        "by α > 1 and scale down the initial weights of the value and output projections and of the FFN by β < 1. "
+        "The sub-layers then start as small corrections to a strong identity path, which bounds how far one update "
+        "can move the model; DeepNet trained models of up to 1,000 layers this way. Prediction: Post-LN's normalised "
+        "stream with Pre-LN's stability; the preset trains without warm-up. The constants are DeepNet's for "
+        "decoder-only models:"
+    ),
+    "theory.variants.rmsnorm": (
+        "**RMSNorm** (Zhang & Sennrich 2019) is another norm, not another place: it divides by the root mean square "
+        "of the features, without subtracting the mean and without a shift, which makes it cheaper. Its authors "
+        "found that the re-scaling alone keeps most of LayerNorm's benefit, and many recent large models use it "
+        "(LLaMA among them, Touvron et al. 2023). Prediction: curves close to LayerNorm's in the same placement. "
+        "Choose it under Advanced, Norm type."
+    ),
+    "theory.variants.none": (
+        "**No normalisation**, as a control: the residual sum with nothing to bound it. The size of the stream and "
+        "of the gradients then depends only on the initialisation and on what training does to the weights. "
+        "Prediction: the stream grows with depth and nothing pulls it back. In the preset (lr 3e-3) the first steps "
+        "overshoot, the loss jumping far above where it started, before the model learns; at higher learning rates "
+        "expect the activations to drift and the loss to stall or diverge."
+    ),
+    "theory.references.title": "References",
+    "theory.references.intro": "The papers this page cites, oldest first, with their arXiv identifiers.",
 }
 
 KO: dict[str, str] = {
@@ -662,6 +870,208 @@ KO: dict[str, str] = {
     "err.export_browser": (
         "PNG와 SVG로 내보내려면 Chromium이나 Google Chrome이 필요한데 찾지 못했습니다. chromium 패키지를 "
         "설치하거나 BROWSER_PATH에 브라우저 경로를 지정하세요. html로 내보낼 수도 있습니다."
+    ),
+    "theory.page_title": "이론: LayerNorm의 위치가 왜 중요한가",
+    "theory.intro": (
+        "이 페이지는 앱이 보여 주는 현상의 배경을 설명합니다. 트랜스포머 블록이 무엇인지, 레이어 정규화(LayerNorm)를 "
+        "어디에 둘 수 있는지, 왜 한쪽 방식은 학습률 웜업이 꼭 필요하고 다른 쪽은 그렇지 않은지(Xiong et al. 2020)를 "
+        "먼저 살펴봅니다. 이어서 ln-viz의 작은 모델에서 무엇이 논문대로 보이고 무엇이 다른지, 차트를 어떻게 읽는지, "
+        "앱에서 고를 수 있는 변형들이 무엇인지 다룹니다. 인용한 논문은 맨 끝에 모아 두었습니다."
+    ),
+    "theory.contents": "목차",
+    "theory.block.title": "트랜스포머 블록과 레이어 정규화",
+    "theory.block.residual": (
+        "트랜스포머는 같은 모양의 층 L개를 쌓아 올린 모델입니다. 층마다 **서브층**이 두 개 있습니다. 하나는 위치와 "
+        "위치 사이에서 정보를 섞는 셀프 어텐션이고(여기서는 각 글자가 자기보다 앞에 있는 글자들을 참고합니다), 다른 "
+        "하나는 위치마다 따로 벡터를 변환하는 피드포워드 네트워크(FFN)입니다. 각 서브층 F는 **잔차 연결**로 감싸여 "
+        "있어서 출력이 입력에 그대로 더해집니다. 덕분에 서브층은 벡터 전체를 새로 만들 필요 없이, 들어온 값을 얼마나 "
+        "고칠지만 배우면 됩니다."
+    ),
+    "theory.block.stream": (
+        "이렇게 더해지며 쌓이는 값, 곧 글자마다 하나씩 있는 폭 $d$의 벡터를 **잔차 스트림**이라고 부릅니다. 맨 아래 "
+        "임베딩에서 시작해 맨 위 출력층까지 이어지는 흐름입니다."
+    ),
+    "theory.block.ln": (
+        "**레이어 정규화**(LayerNorm, Ba et al. 2016)는 이런 벡터 하나를 받아 $d$개 성분의 평균을 빼고 표준편차로 "
+        "나눈 다음, 학습되는 배율 γ와 이동 β를 적용합니다(초깃값은 각각 1과 0). 들어온 값의 크기가 어떻든 나가는 "
+        "값은 성분들의 평균이 0, 분산이 1이 됩니다. 즉 LayerNorm은 벡터의 생김새는 그대로 두고 크기만 다시 맞춥니다."
+    ),
+    "theory.block.where": (
+        "이 앱이 묻는 것은 하나뿐입니다. 이 정규화를 잔차 덧셈의 **앞**에 두느냐, **뒤**에 두느냐입니다."
+    ),
+    "theory.placement.title": "Post-LN과 Pre-LN",
+    "theory.placement.post": (
+        "**Post-LN**은 원래 트랜스포머(Vaswani et al. 2017)가 택하고 BERT(Devlin et al. 2019)가 이어받은 방식으로, "
+        "잔차 덧셈을 **마친 뒤에** 정규화합니다. 잔차 스트림까지 포함해 서브층의 출력 전체가 LayerNorm을 통과하므로, "
+        "서브층을 하나 지날 때마다 스트림의 크기가 1로 다시 맞춰집니다."
+    ),
+    "theory.placement.pre": (
+        "**Pre-LN**은 GPT-2(Radford et al. 2019) 이후 대부분의 대형 언어 모델이 쓰는 방식으로, 곁가지에 있는 "
+        "**서브층의 입력만** 정규화합니다. 잔차 경로 자체는 한 번도 정규화되지 않고, 출력층 바로 앞에 마지막 "
+        "LayerNorm이 하나 놓입니다."
+    ),
+    "theory.placement.same": (
+        "두 방식 모두 한 층은 이런 단계 두 번, 즉 어텐션 다음 FFN으로 이루어집니다. 가중치도 데이터도 같고 정규화의 "
+        "위치만 다릅니다(Pre-LN에는 마지막 LayerNorm이 하나 더 있을 뿐입니다). 그래서 ln-viz는 모든 정규화 위치를 "
+        "같은 초기 가중치와 같은 미니배치로 시작할 수 있고, 비교했을 때 보이는 차이는 오로지 위치 때문입니다."
+    ),
+    "theory.warmup.title": "Post-LN에 학습률 웜업이 필요한 이유",
+    "theory.warmup.problem": (
+        "Post-LN 트랜스포머는 보통 **학습률 웜업**을 두고 학습합니다. 학습률을 0 가까이에서 시작해 처음 몇 스텝(원래 "
+        "트랜스포머에서는 4,000스텝) 동안 최댓값까지 선형으로 올린 뒤, 정해 둔 스케줄을 따릅니다. 웜업 없이 같은 "
+        "최대 학습률로 바로 시작하면 학습이 실패할 수 있고, 웜업을 두면 잘 됩니다. 대신 웜업은 학습 시간을 잡아먹고, "
+        "조정해야 할 하이퍼파라미터를 하나 더 늘립니다."
+    ),
+    "theory.warmup.result": (
+        "Xiong et al. 2020은 초기화 시점의 그래디언트를 평균장(mean-field) 이론으로 분석해 그 이유를 밝혔습니다. "
+        "Post-LN에서 마지막 층 가중치(아래 식에서는 L번째 층 FFN의 두 번째 행렬)의 그래디언트 상한은 **모델이 "
+        "깊어져도 줄지 않습니다**. 반면 Pre-LN에서는 같은 상한이 **$1/\\sqrt L$에 비례해 줄어듭니다**."
+    ),
+    "theory.warmup.why": (
+        "측정 결과도 같은 이야기를 합니다. Post-LN의 그래디언트 노름은 입력 쪽 층에서 출력 쪽 층으로 갈수록 "
+        "커지고(논문의 그림 3), Pre-LN에서는 층마다 거의 비슷합니다. 다시 말해 첫 스텝에서 Post-LN의 가장 큰 "
+        "그래디언트는 출력 바로 옆에 몰려 있습니다. 여기에 처음부터 최대 학습률을 적용하면 그 층들의 업데이트가 "
+        "지나치게 커져, 학습이 제대로 시작되기도 전에 불안정해집니다. 웜업은 모델이 이 출발점을 벗어나는 동안 처음 "
+        "업데이트들을 작게 묶어 둡니다."
+    ),
+    "theory.warmup.setup": (
+        "ln-viz도 따르는 논문의 설정은 이렇습니다. 가중치는 Xavier 초기화로 뽑고(분석이 이를 가정합니다), 번역 "
+        "실험에서는 Adam을 β₁ = 0.9, β₂ = 0.98로 썼습니다. 실용적인 결론은 **Pre-LN은 웜업 없이도 학습된다**는 "
+        "것입니다. 웜업 없는 Post-LN이 실패하는 학습률에서도 잘 학습되고, 더 짧은 학습 시간에 비슷한 성능에 "
+        "도달합니다."
+    ),
+    "theory.preln.title": "Pre-LN이 바꾸는 것, 그리고 그 대가",
+    "theory.preln.identity": (
+        "Pre-LN에서 잔차 경로는 임베딩에서 마지막 LayerNorm까지 아무것도 거치지 않는 깨끗한 항등 경로입니다. "
+        "스트림의 맨 위는 입력에 모든 서브층의 출력을 더한 값일 뿐입니다. 그래서 맨 위로 들어온 그래디언트에게는 "
+        "정규화를 한 번도 거치지 않고 모든 층까지 곧장 내려가는 길이 있습니다."
+    ),
+    "theory.preln.growth": (
+        "스트림을 정규화하지 않는 대가로 스트림은 점점 커집니다. 서브층마다 성분당 대략 1 정도 크기의 벡터를 하나씩 "
+        "더하기 때문입니다. Xiong et al.의 보조정리 1(Lemma 1)은 초기화 시점에 $l$개 층을 지난 스트림이 얼마나 "
+        "커지는지 위아래로 묶어 줍니다."
+    ),
+    "theory.preln.final": (
+        "따라서 마지막 LayerNorm은 크기가 $\\sqrt L$에 비례해 커진 벡터를 받아 다시 크기 1로 나눕니다. 이 "
+        "LayerNorm을 거꾸로 지나는 그래디언트도 같은 값으로 나뉘는데, 이것이 Pre-LN 상한에 나오는 $1/\\sqrt "
+        "L$입니다. 그 결과 출력 가까운 층이 유독 큰 그래디언트를 받는 일이 없어서, 첫 스텝부터 큰 학습률을 써도 "
+        "안전합니다."
+    ),
+    "theory.preln.cost": (
+        "대가도 있습니다. 이후 연구(Liu et al. 2020; Xie et al. 2023; Kim et al. 2025)의 설명을 조심스럽게 옮기면 "
+        "이렇습니다. 스트림이 계속 커지므로 뒤쪽 층이 보태는 몫은 점점 작아집니다. 그러면 깊은 층의 표현이 층을 "
+        "지나도 별로 바뀌지 않고('표현 붕괴', representation collapse라고도 부릅니다), 마지막 층들이 덩치에 비해 "
+        "기여를 덜 할 수 있습니다. 깊은 Pre-LN 모델에서 활성값이 매우 커진다는 보고도 있습니다. Liu et al.은 "
+        "Post-LN이 일단 학습에 성공하면 결과가 조금 더 좋을 수 있다고 봅니다. 다만 이는 큰 모델에서 나온 결과입니다. "
+        "ln-viz에서도 커지는 스트림은 볼 수 있지만(활성값 분포 차트), 모델이 작아서 성능에 미치는 영향까지는 "
+        "드러나지 않습니다."
+    ),
+    "theory.small.title": "ln-viz의 작은 모델이 보여 주는 것 (솔직하게)",
+    "theory.small.scale": (
+        "ln-viz의 모델은 아주 작습니다. 글자 단위이고, 폭 $d$ = 64, 층은 6~24개이며, CPU에서 수백 스텝 학습합니다. "
+        "논문의 상한은 폭이 큰 경우에 대한 결과입니다. 이 크기에서도 성립하는 것들을 아래에 적었습니다. 모두 시드 몇 "
+        "개의 평균으로, 코드가 바뀔 때마다 테스트(`tests/test_paper_claims.py`)가 확인합니다."
+    ),
+    "theory.small.holds": (
+        "- 초기화 시점에 마지막 층의 그래디언트는 Post-LN이 Pre-LN보다 크고, 그 차이는 깊어질수록 벌어집니다. "
+        "벌어지는 속도는 두 상한이 예측하는 $\\sqrt L$ 정도입니다(실제로는 조금 더 빠릅니다).\n- Pre-LN의 마지막 층 "
+        "그래디언트는 $1/\\sqrt L$에 비례해 줄어듭니다. Pre-LN의 잔차 스트림은 보조정리 1의 범위 안에서 커지고, "
+        "Post-LN의 스트림은 크기 1을 유지합니다.\n- Post-LN에서는 그래디언트가 출력 쪽으로 갈수록 커지고, 출력 바로 "
+        "옆에서 가장 큽니다.\n- Adam, 학습률 3e-3에서 웜업 없는 6층 Post-LN은 유니그램 선에 머무는 반면, Pre-LN과 "
+        "웜업을 둔 Post-LN은 같은 시드, 같은 미니배치로 잘 학습됩니다."
+    ),
+    "theory.small.differs": (
+        "다른 점도 있습니다. 논문의 그림 3에서 Pre-LN의 그래디언트 노름은 층마다 거의 평평합니다. ln-viz의 작은 "
+        "모델에서는 그렇지 않고, 초기화 시점에 **출력 쪽으로 갈수록 작아집니다**. 12층 모델에서 FFN의 두 번째 행렬이 "
+        "받는 그래디언트는 첫 층이 마지막 층보다 약 2.5배 큽니다. 초기화 실험실에서 직접 볼 수 있습니다. 논문처럼 "
+        "평평하지는 않지만 방향이 Post-LN과 반대라는 점이 중요합니다. Pre-LN의 가장 큰 그래디언트는 입력 쪽에, "
+        "Post-LN의 가장 큰 그래디언트는 논문이 문제의 근원으로 지목한 출력 쪽에 있습니다. 차이가 나는 이유는 폭이 "
+        "작아서, 분석이 가정하는 큰 $d$와 거리가 멀기 때문이라고 추측합니다."
+    ),
+    "theory.small.presets": (
+        "프리셋의 학습률과 웜업 길이는 논문에서 가져온 값이 아니라, ln-viz를 개발한 컴퓨터에서 직접 측정해 고른 "
+        "값입니다(예: 폭 64인 6층 모델, Adam 3e-3에서 Post-LN에는 웜업이 100스텝쯤 필요합니다). '학습된다'와 "
+        "'정체된다'의 경계는 시드, 깊이, 폭, 배치, 텍스트에 따라 움직이므로, 경계 근처의 실행은 반대편으로 넘어갈 수 "
+        "있습니다. 웜업 없는 Post-LN이 어쩌다 학습된다면 학습률이나 깊이를 올려 보세요. 저희가 측정한 범위에서 "
+        "실패하는 Post-LN은 대개 NaN으로 터지기보다 유니그램 선에 **정체**했습니다."
+    ),
+    "theory.charts.title": "차트 읽는 법",
+    "theory.charts.loss": (
+        "**손실.** 스텝마다의 학습 손실(글자당 nats, 곧 교차 엔트로피)과 검증 손실입니다. e를 손실만큼 거듭제곱한 "
+        "값(퍼플렉서티)은 모델이 아직 대략 몇 글자 사이에서 망설이고 있는지를 나타냅니다. **유니그램 선**은 문맥 "
+        "없이 글자 빈도만으로 예측할 때의 손실로(영어 텍스트에서 2.96), 정체된 실행은 이 선 위에 머뭅니다. 합성 "
+        "마르코프 언어에서는 선이 하나 더 있는데, 어떤 모델도 이보다 낮출 수 없는 **엔트로피 하한**입니다(글자당 "
+        "1.50 nats, 창이 짧으면 앞쪽 글자들의 문맥이 짧아서 조금 더 높습니다). 잘 되는 실행은 이 선에 다가가지만 "
+        "아래로 내려갈 수는 없습니다. 학습률 스케줄은 보조 축에 그려서 웜업이 어디서 끝나는지 보이게 했습니다."
+    ),
+    "theory.charts.heatmap": (
+        "**그래디언트 히트맵.** 행은 층(아래가 입력 쪽), 열은 측정한 스텝이고, 색은 그 층 가중치의 그래디언트 노름을 "
+        "로그 눈금으로 나타냅니다. 그래서 10배 차이는 언제나 같은 만큼의 색 변화로 보입니다. 웜업 없는 Post-LN에서는 "
+        "출력에 가까운 위쪽 행이 뜨겁고, Pre-LN에서는 아래쪽 행이 더 따뜻합니다."
+    ),
+    "theory.charts.activations": (
+        "**활성값 분포.** 선택한 스텝에서 층마다 잔차 스트림 값의 히스토그램입니다. 모든 층과 모든 스텝이 같은 고정 "
+        "구간(−16에서 16까지)을 쓰므로 폭을 그대로 비교할 수 있습니다. Post-LN은 폭 1을 유지하고, Pre-LN은 "
+        "깊어질수록 넓어지며, 정규화가 없으면 값이 떠내려갈 수 있습니다. 구간을 벗어난 값은 버리지 않고 따로 세어 "
+        "범위 초과로 표시합니다."
+    ),
+    "theory.charts.profile": (
+        "**층별 그래디언트와 잔차 크기.** 선택한 스텝에서 층마다의 그래디언트 노름을 가로축에 층을 두고 그린 것으로, "
+        "여러분의 실행으로 그린 논문의 그림 3입니다. 첫 측정 스텝에서는 이론이 다루는 초기화 시점의 모습에 가깝고, "
+        "뒤의 스텝은 학습이 그 모습을 어떻게 바꾸는지 보여 줍니다. 층별 잔차 스트림의 표준편차도 함께 그립니다."
+    ),
+    "theory.charts.update": (
+        "**가중치 대비 갱신 크기.** 한 스텝이 각 층의 가중치를 자기 크기에 비해 얼마나 바꾸는지, 곧 ‖Δw‖ / "
+        "‖w‖입니다. 논문이 아니라 실무에서 쓰는 경험칙으로, 1e-3(스텝당 0.1 %) 근처면 건강합니다. 이보다 훨씬 크면 "
+        "그 층에 학습률이 너무 크고, 훨씬 작으면 그 층은 거의 배우지 못하고 있습니다."
+    ),
+    "theory.charts.compare": (
+        "**비교 페이지.** 여러 실행을 나란히 놓고 봅니다. 시드가 같은 실행은 같은 가중치에서 출발해 같은 미니배치를 "
+        "보므로, 차이는 모두 여러분이 바꾼 설정에서 나옵니다. 대표적인 짝은 웜업이 없는 Post-LN과 있는 Post-LN, "
+        "그리고 같은 학습률의 Post-LN과 Pre-LN입니다."
+    ),
+    "theory.charts.initlab": (
+        "**초기화 실험실.** 학습은 하지 않습니다. 초기화 시점에 순전파와 역전파를 한 번 해서 층마다 그래디언트를 "
+        "재고, 시드 하나로는 잡음이 크므로 여러 시드에서 반복해 평균과 퍼짐을 보여 줍니다. $1/\\sqrt L$ 기준선은 "
+        "Pre-LN의 마지막 층 그래디언트가 깊이에 따라 어떻게 줄어야 하는지를, 띠는 잔차 스트림의 성장에 대한 보조정리 "
+        "1의 범위를 나타냅니다."
+    ),
+    "theory.variants.title": "변형들과 그 예측",
+    "theory.variants.intro": (
+        "Post-LN과 Pre-LN 말고도 앱에는 정규화 위치 세 가지와 다른 종류의 정규화 하나가 더 있습니다. 각각 한두 줄씩 "
+        "소개합니다."
+    ),
+    "theory.variants.peri": (
+        "**Peri-LN**('샌드위치'): 서브층의 입력과 출력을 모두 정규화하고, 마지막 LayerNorm도 둡니다. Ding et al. "
+        "2021이 CogView에서 깊은 층의 값이 폭주하지 않도록 이 sandwich-LN을 도입했고, Kim et al. 2025는 이를 "
+        "Peri-LN이라는 이름으로 분석해 Pre-LN보다 분산이 고르게 커지고 그래디언트도 안정적이라고 보고했습니다. 예측: "
+        "웜업 없이 학습됩니다. 스트림은 여전히 깊이에 따라 커지지만, 한 번에 더해지는 크기를 가중치가 아니라 출력 쪽 "
+        "정규화가 정합니다."
+    ),
+    "theory.variants.deepnorm": (
+        "**DeepNorm**(Wang et al. 2022, DeepNet): Post-LN처럼 덧셈 결과를 정규화하되, 잔차에 α > 1의 가중치를 주고 "
+        "value·output 프로젝션과 FFN의 초기 가중치를 β < 1배로 줄입니다. 그러면 서브층은 강한 항등 경로 위의 작은 "
+        "보정으로 출발하고, 업데이트 한 번에 모델이 움직이는 폭이 제한됩니다. DeepNet은 이 방법으로 1,000층까지 "
+        "학습했습니다. 예측: 정규화된 스트림은 Post-LN 그대로이면서 안정성은 Pre-LN에 가깝고, 프리셋도 웜업 없이 "
+        "학습됩니다. 아래 상수는 디코더 전용 모델에 대한 DeepNet의 값입니다."
+    ),
+    "theory.variants.rmsnorm": (
+        "**RMSNorm**(Zhang & Sennrich 2019)은 위치가 아니라 정규화의 종류가 다릅니다. 평균을 빼지 않고 이동(bias)도 "
+        "없이, 성분들의 제곱평균제곱근(RMS)으로만 나누기 때문에 계산이 더 가볍습니다. 저자들은 크기 조정만으로도 "
+        "LayerNorm의 이점 대부분이 유지된다고 보고했고, 최근의 많은 대형 모델이 이를 씁니다(LLaMA도 그중 하나입니다, "
+        "Touvron et al. 2023). 예측: 같은 위치라면 LayerNorm과 거의 같은 곡선이 나옵니다. 고급 설정의 정규화 "
+        "종류에서 고를 수 있습니다."
+    ),
+    "theory.variants.none": (
+        "**정규화 없음**은 대조군입니다. 잔차 덧셈만 있고 크기를 잡아 줄 것이 전혀 없어서, 스트림과 그래디언트의 "
+        "크기는 오로지 초기화, 그리고 학습이 가중치를 어떻게 바꾸는지에 달려 있습니다. 예측: 스트림은 깊이에 따라 "
+        "커지고 아무것도 이를 되돌리지 않습니다. 프리셋(학습률 3e-3)에서는 처음 몇 스텝에서 손실이 시작점보다 훨씬 "
+        "높이 튀었다가 배우기 시작합니다. 학습률을 더 높이면 활성값이 떠내려가고 손실이 정체하거나 발산할 것으로 "
+        "예상합니다."
+    ),
+    "theory.references.title": "참고 문헌",
+    "theory.references.intro": (
+        "이 페이지에서 인용한 논문을 오래된 순서로, arXiv 번호와 함께 적었습니다. 제목은 원문 그대로 두었습니다."
     ),
 }
 
