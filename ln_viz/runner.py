@@ -323,6 +323,11 @@ class RunHandle:
     def first_snapshot_s(self) -> float | None:
         return self._first_snapshot_s
 
+    @property
+    def threads(self) -> int:
+        """torch threads its worker was last told to use (0 while queued)."""
+        return self._threads
+
     def view(self) -> RunView:
         """A consistent copy for readers. Cheap: O(steps) list copies under the lock (about 0.1 ms
         at 2,000 steps, depth 24), and the same object again while nothing has changed."""
