@@ -84,30 +84,39 @@ def make_runner() -> Iterator[Callable[..., Runner]]:
     assert_no_workers_left()
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+# Timeouts are generous: a worker's start-up (importing torch) takes 2 s on an idle 2-core machine
+# and 10 s or more when other jobs share it. They bound a hang; the speed checks are separate.
+def wait_for(predicate: Callable[[], bool], timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
 
 
-def wait_steps(h: RunHandle, n: int, timeout: float = 30.0) -> None:
+def wait_steps(h: RunHandle, n: int, timeout: float = 90.0) -> None:
     wait_for(lambda: h.view().steps_done >= n or h.done, timeout)
     assert h.view().steps_done >= n, h.view()
 
 
 # --- the stream ------------------------------------------------------------------------------------
-def test_stream_matches_a_direct_trainer_run(make_runner: Callable[..., Runner]) -> None:
+def test_stream_from_a_warm_worker_matches_a_direct_trainer_run(
+    make_runner: Callable[..., Runner],
+) -> None:
     events: list[tuple[str, object]] = []
     runner = make_runner(
+        warm_workers=1,
         on_start=lambda rid, info: events.append(("start", info)),
         on_snapshot=lambda rid, snap: events.append(("snap", snap.step)),
         on_finish=lambda rid, view: events.append(("finish", view.status)),
     )
-    h = runner.start(TINY)
     # Same config, same thread count (conftest: 1): the same numbers, to the bit.
-    direct = train_directly(TINY)  # here, while the worker starts up
-    assert h.wait(60)
+    direct = train_directly(TINY)  # here, while the pool's worker warms up
+    assert runner.wait_warm(90)
+    h = runner.start(TINY)
+    wait_steps(h, 1)
+    assert h.warm_start is True
+    assert h.first_snapshot_s is not None and h.first_snapshot_s < 2.0
+    assert h.wait(90)
     view = h.view()
     assert view.status == "completed" and view.done
     assert view.queue_position is None and view.error is None
@@ -155,18 +164,17 @@ def test_stop_ends_the_run_within_a_second_and_keeps_the_steps(
     assert_no_workers_left()
 
 
-def test_stop_kills_a_worker_busy_in_a_long_step(make_runner: Callable[..., Runner]) -> None:
-    # One step here takes seconds: the worker cannot look at the stop request in time.
-    slow = RunConfig(depth=4, d_model=256, heads=4, seq_len=256, batch_size=64, steps=5)
+def test_stop_ends_a_worker_that_cannot_listen_in_time(make_runner: Callable[..., Runner]) -> None:
+    # Stopped at once, the worker is still importing torch (seconds) and cannot read the request,
+    # as in a long step: the runner ends it by signal after its grace period.
     runner = make_runner()
-    h = runner.start(slow)
-    wait_for(lambda: h.view().data is not None)  # model built, first step under way
+    h = runner.start(LONG)
     t0 = time.monotonic()
     h.stop()
     assert h.wait(5)
     took = time.monotonic() - t0
-    assert took < 1.5, took
-    assert h.view().status == "stopped"
+    assert runner.stop_grace_s <= took < 1.5, took
+    assert h.view().status == "stopped" and h.view().data is None
     assert_no_workers_left()
 
 
@@ -198,7 +206,7 @@ def test_queue_with_cap_one(make_runner: Callable[..., Runner]) -> None:
 
     first.stop()
     assert first.wait(5)
-    assert second.wait(60)
+    assert second.wait(90)
     assert second.view().status == "completed"
     assert second.view().queue_position is None
 
@@ -222,7 +230,7 @@ def test_sigkilled_worker_is_marked_failed_and_the_runner_carries_on(
     assert pid not in worker_children()
 
     again = runner.start(TINY)
-    assert again.wait(60) and again.status == "completed"
+    assert again.wait(90) and again.status == "completed"
 
 
 def test_worker_exception_is_reported_as_failed(
@@ -232,7 +240,7 @@ def test_worker_exception_is_reported_as_failed(
     monkeypatch.setattr(RunConfig, "validate", lambda self: self)
     runner = make_runner()
     h = runner.start(TINY.replace(norm_position="sideways"))
-    assert h.wait(60)
+    assert h.wait(90)
     view = h.view()
     assert view.status == "failed"
     assert view.error is not None and view.error.startswith("ConfigError: norm_position")
@@ -257,40 +265,32 @@ def test_config_errors_are_raised_by_start_before_any_spawn(
     assert worker_children() == []
 
 
-# --- shutdown and the warm pool ------------------------------------------------------------------------
+# --- shutdown ------------------------------------------------------------------------------------------
 def test_shutdown_stops_everything_and_leaves_no_process(
     make_runner: Callable[..., Runner],
 ) -> None:
     finished: list[str] = []
     runner = make_runner(
-        max_concurrent=1,
+        max_concurrent=2,
         warm_workers=1,
+        threads_per_run=None,  # shared: each of two running runs gets half the cores
         on_finish=lambda rid, view: finished.append(view.status),
     )
-    running = runner.start(LONG)
+    running = [runner.start(LONG), runner.start(LONG.replace(seed=1))]
     queued = runner.start(LONG)
-    wait_steps(running, 1)
+    for h in running:
+        wait_steps(h, 1)
+    assert [h.threads for h in running] == [default_threads(2)] * 2
+    assert queued.queue_position == 1 and queued.threads == 0
     t0 = time.monotonic()
     runner.shutdown()
     assert time.monotonic() - t0 < 3
-    assert running.status == "stopped" and queued.status == "stopped"
-    assert sorted(finished) == ["stopped", "stopped"]
+    assert [h.status for h in [*running, queued]] == ["stopped"] * 3
+    assert sorted(finished) == ["stopped"] * 3
     assert_no_workers_left()
     with pytest.raises(RuntimeError):
         runner.start(TINY)
     runner.shutdown()  # twice is fine
-
-
-def test_warm_worker_gives_a_first_snapshot_within_two_seconds(
-    make_runner: Callable[..., Runner],
-) -> None:
-    runner = make_runner(warm_workers=1)
-    assert runner.wait_warm(60)
-    h = runner.start(TINY)
-    wait_steps(h, 1)
-    assert h.warm_start is True
-    assert h.first_snapshot_s is not None and h.first_snapshot_s < 2.0
-    assert h.wait(60) and h.status == "completed"
 
 
 def test_default_threads_share_the_cores() -> None:
