@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from ln_viz.i18n import DEFAULT_LANG, LANGS, t
-from ln_viz.runner import Runner
+
+if TYPE_CHECKING:
+    from ln_viz.runner import Runner
 
 LANG_NAMES = {"ko": "한국어", "en": "English"}
 MAX_CONCURRENT_ENV = "LN_VIZ_MAX_CONCURRENT"
@@ -24,6 +27,7 @@ def _shutdown(runner: Runner) -> None:
 def get_runner() -> Runner:
     """The server's one Runner: at most LN_VIZ_MAX_CONCURRENT runs train at once (default: the number
     of cores), each capped at LN_VIZ_MAX_SECONDS seconds (default 600); one worker is kept warm."""
+    from ln_viz.runner import Runner
     from ln_viz.ui.storage import store_hooks
 
     cap = int(os.environ.get(MAX_CONCURRENT_ENV, "0")) or None
