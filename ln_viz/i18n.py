@@ -130,6 +130,35 @@ EN: dict[str, str] = {
     "nav.init_lab": "Init lab",
     "nav.runs": "Runs",
     "nav.theory": "Theory",
+    "init.title": "Init lab: gradients at initialisation",
+    "init.intro": (
+        "No training: one forward and backward pass per seed on a freshly initialised model, the measurement "
+        "behind the paper's Figure 3. It takes seconds."
+    ),
+    "init.seeds": "Seeds",
+    "init.param": "Weight matrix",
+    "init.depths": "Depths for the last-layer chart",
+    "init.noise_note": "Small batches make the per-layer shape noisy: at batch 8, sequence 32 it is much noisier.",
+    "init.pick_position": "Pick at least one LayerNorm position.",
+    "init.measuring": "Measuring gradients at initialisation...",
+    "init.pre_not_flat": (
+        "Note: here Pre-LN's {param} gradient is not flat across layers as in the paper's Figure 3; it falls "
+        "toward the output (last layer / first layer = {ratio}). Small models show this; what the paper "
+        "predicts, and what holds here, is that Post-LN's gradient grows toward the output while Pre-LN's does not."
+    ),
+    "init.profile_caption": (
+        "Gradient norm of one weight matrix in every layer at initialisation: the line is the mean over seeds, "
+        "the band the range."
+    ),
+    "init.vs_depth_caption": (
+        "The last layer's gradient against depth: Pre-LN's shrinks like 1/sqrt(L) (dashed reference); "
+        "Post-LN's does not."
+    ),
+    "init.resid_caption": (
+        "Mean square of the residual stream per layer, E||x_l||^2 / d: Pre-LN grows inside the paper's band "
+        "1 + l/2 to 1 + 3l/2; Post-LN is renormalised to 1 after every layer."
+    ),
+    "init.cli_equivalent": "The same numbers from the command line",
     "ui.lang_label": "Language",
     "ui.preset": "Preset",
     "ui.preset_custom": "(your own settings)",
@@ -657,6 +686,30 @@ KO: dict[str, str] = {
     "nav.init_lab": "초기화 실험실",
     "nav.runs": "저장된 실행",
     "nav.theory": "이론",
+    "init.title": "초기화 실험실: 초기화 시점의 그래디언트",
+    "init.intro": (
+        "학습 없이, 막 초기화한 모델에서 시드마다 순전파와 역전파를 한 번씩 합니다. 논문 그림 3의 측정이며 몇 초면 끝납니다."
+    ),
+    "init.seeds": "시드 수",
+    "init.param": "가중치 행렬",
+    "init.depths": "마지막 층 차트에 쓸 깊이",
+    "init.noise_note": "배치가 작으면 층별 모양이 흔들립니다. 배치 8, 시퀀스 32에서는 훨씬 더 들쭉날쭉합니다.",
+    "init.pick_position": "LayerNorm 위치를 하나 이상 고르세요.",
+    "init.measuring": "초기화 시점의 그래디언트를 재는 중...",
+    "init.pre_not_flat": (
+        "참고: 여기서 Pre-LN의 {param} 그래디언트는 논문 그림 3처럼 층마다 평평하지 않고, 출력 쪽으로 갈수록 줄어듭니다 "
+        "(마지막 층 / 첫 층 = {ratio}). 작은 모델에서 나타나는 모습입니다. 논문의 예측 중 여기서도 성립하는 것은, "
+        "Post-LN의 그래디언트는 출력 쪽으로 커지고 Pre-LN은 그렇지 않다는 점입니다."
+    ),
+    "init.profile_caption": "초기화 시점에 각 층의 가중치 행렬 하나의 그래디언트 노름입니다. 선은 시드 평균, 띠는 범위입니다.",
+    "init.vs_depth_caption": (
+        "깊이에 따른 마지막 층의 그래디언트: Pre-LN은 1/sqrt(L)처럼 줄어들고(점선 기준선), Post-LN은 그렇지 않습니다."
+    ),
+    "init.resid_caption": (
+        "층별 잔차 스트림의 평균 제곱 E||x_l||^2 / d: Pre-LN은 논문의 범위 1 + l/2 ~ 1 + 3l/2 안에서 커지고, "
+        "Post-LN은 층마다 다시 1로 정규화됩니다."
+    ),
+    "init.cli_equivalent": "명령줄로 같은 숫자 얻기",
     "ui.lang_label": "언어",
     "ui.preset": "프리셋",
     "ui.preset_custom": "(직접 설정)",

@@ -1,0 +1,71 @@
+"""Init lab: the paper's Figure 3 without training. Gradients and the residual stream at
+initialisation, for each norm position, in seconds."""
+
+import streamlit as st
+
+from ln_viz import charts
+from ln_viz.config import NORM_POSITIONS, RunConfig
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.initgrad import init_lab
+from ln_viz.names import PARAM_NAMES
+from ln_viz.ui import session
+
+lang = session.current_lang()
+present = session.presenter_mode_on()
+st.title(t("init.title", lang))
+st.caption(t("init.intro", lang))
+
+c1, c2, c3, c4 = st.columns(4)
+positions = c1.multiselect(
+    t("ui.norm_position", lang), NORM_POSITIONS, default=["post", "pre"], key="init_positions",
+    format_func=lambda v: t(f"norm.{v}", lang),
+)  # fmt: skip
+depth = c2.slider(t("ui.depth", lang), 2, 48, 12, key="init_depth")
+seeds = c3.slider(t("init.seeds", lang), 1, 10, 5, key="init_seeds")
+param = c4.selectbox(t("init.param", lang), PARAM_NAMES, index=PARAM_NAMES.index("ffn.w2"), key="init_param")
+with st.expander(t("ui.advanced", lang)):
+    a1, a2, a3, a4 = st.columns(4)
+    d_model = a1.number_input(t("ui.d_model", lang), 8, 512, 64, step=8, key="init_d_model")
+    heads = a2.number_input(t("ui.heads", lang), 1, 16, 4, key="init_heads")
+    batch = a3.number_input(t("ui.batch_size", lang), 1, 256, 32, step=8, key="init_batch")
+    seq = a4.number_input(t("ui.seq_len", lang), 4, 512, 64, step=16, key="init_seq")
+    depths = st.multiselect(t("init.depths", lang), [1, 2, 3, 6, 12, 18, 24, 36, 48], [3, 6, 12, 24], key="init_depths")
+st.caption(t("init.noise_note", lang))
+
+try:
+    cfg = RunConfig(depth=depth, d_model=int(d_model), heads=int(heads), batch_size=int(batch), seq_len=int(seq))
+    cfg.validate()
+except LocalizedError as e:
+    st.error(e.message(lang))
+    st.stop()
+if not positions:
+    st.info(t("init.pick_position", lang))
+    st.stop()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def measure(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tuple[int, ...], param: str):
+    return init_lab(cfg, positions, seeds, depths, param)
+
+
+with st.spinner(t("init.measuring", lang)):
+    lab = measure(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
+
+st.plotly_chart(charts.init_grad_profile(lab.grads, lang, param, present), key="init_profile", width="stretch")
+ratio = lab.pre_ln_profile_ratio(param)
+if ratio is not None and ratio < 0.8:
+    st.info(t("init.pre_not_flat", lang, ratio=f"{ratio:.2f}", param=param))
+st.caption(t("init.profile_caption", lang))
+left, right = st.columns(2)
+with left:
+    st.plotly_chart(charts.last_layer_vs_depth_chart(lab.vs_depth, lang, present, param), key="init_vs_depth")
+    st.caption(t("init.vs_depth_caption", lang))
+with right:
+    st.plotly_chart(charts.resid_growth_chart(lab.resid, lang, present), key="init_resid")
+    st.caption(t("init.resid_caption", lang))
+with st.expander(t("init.cli_equivalent", lang)):
+    flags = f"--depth {depth} --d-model {d_model} --heads {heads} --batch-size {batch} --seq-len {seq}"
+    st.code(
+        "\n".join(f"python -m ln_viz init-grads --norm-position {p} {flags} --seeds {seeds} --csv" for p in positions),
+        language="bash",
+    )
