@@ -21,7 +21,7 @@ positions = c1.multiselect(
     format_func=lambda v: t(f"norm.{v}", lang),
 )  # fmt: skip
 depth = c2.slider(t("ui.depth", lang), 2, 48, 12, key="init_depth")
-seeds = c3.slider(t("init.seeds", lang), 1, 10, 5, key="init_seeds")
+seeds = c3.slider(t("init.seeds", lang), 1, 10, 3, key="init_seeds")
 param = c4.selectbox(t("init.param", lang), PARAM_NAMES, index=PARAM_NAMES.index("ffn.w2"), key="init_param")
 with st.expander(t("ui.advanced", lang)):
     a1, a2, a3, a4 = st.columns(4)
