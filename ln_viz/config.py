@@ -205,6 +205,15 @@ PRESETS: dict[str, Preset] = {
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
 
+# The Compare page's scenarios: two presets (A, B) that differ in one thing, and what to expect.
+COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
+    "post-vs-pre": ("post-ln-no-warmup", "pre-ln-no-warmup", "compare.post-vs-pre"),
+    "warmup-vs-none": ("post-ln-no-warmup", "post-ln-warmup", "compare.warmup-vs-none"),
+    "deep-post-vs-pre": ("deep-post-ln", "deep-pre-ln", "compare.deep-post-vs-pre"),
+    "deepnorm-rescue": ("deep-post-ln", "deepnorm", "compare.deepnorm-rescue"),
+}
+DEFAULT_COMPARE = "post-vs-pre"
+
 
 def preset(name: str) -> RunConfig:
     """The RunConfig of a preset; ConfigError names the choices for an unknown name."""

@@ -130,6 +130,38 @@ EN: dict[str, str] = {
     "nav.init_lab": "Init lab",
     "nav.runs": "Runs",
     "nav.theory": "Theory",
+    "compare.title": "Compare two configurations",
+    "compare.scenario": "Scenario",
+    "compare.post-vs-pre": (
+        "Post-LN vs Pre-LN, no warm-up: same seed, same initial weights, same batches. Post-LN stays on the "
+        "unigram line; Pre-LN drops below it at once."
+    ),
+    "compare.warmup-vs-none": (
+        "Post-LN without and with 100 warm-up steps: the only difference is the learning-rate ramp, and it "
+        "decides whether the model learns."
+    ),
+    "compare.deep-post-vs-pre": (
+        "24 layers each, no warm-up: deep Post-LN stalls with its largest gradients next to the output; deep "
+        "Pre-LN trains."
+    ),
+    "compare.deepnorm-rescue": (
+        "24 layers each, no warm-up: Post-LN stalls; DeepNorm (an up-weighted residual and a down-scaled init) "
+        "keeps Post-LN's placement and trains."
+    ),
+    "compare.run_a": "Run A",
+    "compare.run_b": "Run B",
+    "compare.start": "Start both",
+    "compare.stop": "Stop both",
+    "compare.stored": "Showing two stored runs (#{a} and #{b}); nothing is retrained.",
+    "compare.clear_stored": "Back to live comparison",
+    "compare.heatmaps_caption": (
+        "Gradient norm per layer and step for A (left) and B (right), on one shared colour scale: the same "
+        "colour means the same gradient."
+    ),
+    "compare.profile_caption": "Per-layer gradient norm (the paper's Figure 3) and residual std of both runs at the chosen step.",
+    "compare.loss_caption": "Both training losses on one axis; the dashed line is the unigram loss.",
+    "compare.differs": "A and B differ in: {fields}.",
+    "compare.same": "A and B are the same configuration.",
     "init.title": "Init lab: gradients at initialisation",
     "init.intro": (
         "No training: one forward and backward pass per seed on a freshly initialised model, the measurement "
@@ -686,6 +718,35 @@ KO: dict[str, str] = {
     "nav.init_lab": "초기화 실험실",
     "nav.runs": "저장된 실행",
     "nav.theory": "이론",
+    "compare.title": "두 설정 비교",
+    "compare.scenario": "시나리오",
+    "compare.post-vs-pre": (
+        "웜업 없는 Post-LN 대 Pre-LN: 같은 시드, 같은 초기 가중치, 같은 배치입니다. Post-LN은 유니그램 선에 머물고, "
+        "Pre-LN은 곧바로 그 아래로 내려갑니다."
+    ),
+    "compare.warmup-vs-none": (
+        "웜업 없는 Post-LN과 웜업 100스텝 Post-LN: 다른 점은 학습률을 서서히 올리는 것뿐인데, 그것이 학습 여부를 가릅니다."
+    ),
+    "compare.deep-post-vs-pre": (
+        "둘 다 24층, 웜업 없음: 깊은 Post-LN은 출력 근처에서 그래디언트가 가장 크고 학습이 멈춥니다. 깊은 Pre-LN은 학습됩니다."
+    ),
+    "compare.deepnorm-rescue": (
+        "둘 다 24층, 웜업 없음: Post-LN은 멈추고, DeepNorm(잔차에 가중치를 키우고 초기화를 줄인 방식)은 Post-LN의 위치를 "
+        "그대로 두고도 학습됩니다."
+    ),
+    "compare.run_a": "실행 A",
+    "compare.run_b": "실행 B",
+    "compare.start": "둘 다 시작",
+    "compare.stop": "둘 다 정지",
+    "compare.stored": "저장된 실행 두 개(#{a}, #{b})를 보여 줍니다. 다시 학습하지 않습니다.",
+    "compare.clear_stored": "실시간 비교로 돌아가기",
+    "compare.heatmaps_caption": (
+        "A(왼쪽)와 B(오른쪽)의 층별·스텝별 그래디언트 노름을 하나의 공통 색 척도로 그렸습니다. 같은 색은 같은 크기입니다."
+    ),
+    "compare.profile_caption": "선택한 스텝에서 두 실행의 층별 그래디언트 노름(논문 그림 3)과 잔차 표준편차입니다.",
+    "compare.loss_caption": "두 학습 손실을 한 축에 그렸습니다. 점선은 유니그램 손실입니다.",
+    "compare.differs": "A와 B의 차이: {fields}.",
+    "compare.same": "A와 B는 같은 설정입니다.",
     "init.title": "초기화 실험실: 초기화 시점의 그래디언트",
     "init.intro": (
         "학습 없이, 막 초기화한 모델에서 시드마다 순전파와 역전파를 한 번씩 합니다. 논문 그림 3의 측정이며 몇 초면 끝납니다."

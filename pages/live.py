@@ -10,10 +10,9 @@ present = session.presenter_mode_on()
 runner = session.get_runner()
 runs = session.session_runs()
 
-if not st.session_state.get("_url_applied"):  # a shared link sets the form once per session
-    config_form.apply_query(prefix="", lang=lang)
-    st.session_state["_url_applied"] = True
-for notice in st.session_state.get("_url_notices", []):
+if "_live_notices" not in st.session_state:  # a shared link sets the form once per session
+    st.session_state["_live_notices"] = config_form.apply_query(prefix="", lang=lang)
+for notice in st.session_state["_live_notices"]:
     st.warning(notice)
 
 st.title(t("ui.app_title", lang))

@@ -154,9 +154,9 @@ def read_config(prefix: str = "") -> RunConfig:
     return RunConfig(**values)
 
 
-def apply_query(prefix: str, lang: str) -> None:
+def apply_query(prefix: str, lang: str) -> list[str]:
     """Set the form from the URL's query parameters (a shared scenario). Each malformed parameter is
-    ignored, its default kept, and a sentence saying so is left in `_url_notices` for the page."""
+    ignored and its default kept; returns one sentence per ignored parameter, for the page to show."""
     params = st.query_params.to_dict()
     notices: list[str] = []
     name = params.get(prefix + "preset")
@@ -169,14 +169,13 @@ def apply_query(prefix: str, lang: str) -> None:
         base = PRESETS[name].config
     has_fields = any(k.startswith(prefix) and k[len(prefix) :] in QUERY_FIELDS for k in params)
     if name is None and not has_fields:
-        st.session_state["_url_notices"] = notices
-        return
+        return notices
     cfg, bad = config_from_query(params, base, prefix)
     notices += [t("ui.url_ignored", lang, param=n.param, value=n.value, reason=n.reason.message(lang)) for n in bad]
     set_form(cfg, prefix)
     matching = [p for p, pr in PRESETS.items() if pr.config == cfg]
     st.session_state[prefix + "preset"] = name if name in matching else (matching[0] if matching else CUSTOM)
-    st.session_state["_url_notices"] = notices
+    return notices
 
 
 def write_query(prefix: str) -> None:
