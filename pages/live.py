@@ -28,7 +28,7 @@ if start:
         old = runs.runs.get("live")
         if old:
             runner.stop(old)
-        runs.runs["live"] = runner.start(cfg).run_id
+        runs.runs["live"] = st.session_state["live_run_id"] = runner.start(cfg).run_id
     except LocalizedError as e:
         st.error(t("ui.invalid_config", lang, reason=e.message(lang)))
 if stop and runs.runs.get("live"):

@@ -68,17 +68,24 @@ def current_lang() -> str:
     return lang
 
 
+def _pick_lang() -> None:
+    st.session_state["lang"] = st.session_state["lang_choice"]
+
+
 def lang_switch() -> str:
-    """The language radio at the top of the sidebar; the choice goes into the URL too."""
+    """The language radio at the top of the sidebar; the choice goes into the URL too. The choice is
+    kept under `lang`, a plain session key: a widget's own key is dropped when a page switch does not
+    draw it in time, and the language must survive every page switch."""
     lang = current_lang()
+    st.session_state["lang_choice"] = lang
     st.sidebar.radio(
         t("ui.lang_label", lang),
         list(LANG_NAMES),
-        key="lang",
+        key="lang_choice",
         format_func=LANG_NAMES.__getitem__,
         horizontal=True,
+        on_change=_pick_lang,
     )
-    lang = st.session_state["lang"]
     st.query_params["lang"] = lang
     return lang
 

@@ -1,0 +1,137 @@
+"""Compare and Init lab pages with AppTest, through the app's router (no browser)."""
+
+import base64
+import io
+import json
+import time
+from contextlib import redirect_stdout
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from ln_viz.cli import main as cli_main
+from ln_viz.config import COMPARE_PRESETS, PRESETS
+from ln_viz.ui import session
+
+APP = "../app.py"
+
+
+def plotly_array(value) -> np.ndarray:
+    """A trace's array from figure JSON: a plain list, or plotly's typed base64 form for numpy arrays."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"])).astype(float)
+    return np.asarray(value, dtype=float)
+
+
+@pytest.fixture
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
+    app = AppTest.from_file(APP, default_timeout=120)
+    app.run()
+    yield app
+    st.cache_resource.clear()
+
+
+def shrink(at: AppTest, prefix: str, steps: int = 20) -> None:
+    at.slider(key=prefix + "depth").set_value(2)
+    at.number_input(key=prefix + "d_model").set_value(32)
+    at.number_input(key=prefix + "heads").set_value(2)
+    at.number_input(key=prefix + "batch_size").set_value(8)
+    at.number_input(key=prefix + "seq_len").set_value(16)
+    at.number_input(key=prefix + "steps").set_value(steps)
+
+
+def test_compare_opens_on_post_vs_pre_with_everything_else_equal(at):
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    a, b, _ = COMPARE_PRESETS["post-vs-pre"]
+    assert at.selectbox(key="a.norm_position").value == "post"
+    assert at.selectbox(key="b.norm_position").value == "pre"
+    assert PRESETS[a].config.replace(norm_position="pre") == PRESETS[b].config
+    assert any("norm_position post / pre" in c.value for c in at.caption)  # the one difference, named
+
+
+def test_compare_scenario_sets_both_sides(at):
+    at.switch_page("pages/compare.py").run()
+    at.selectbox(key="cpreset").set_value("deepnorm-rescue").run()
+    assert at.selectbox(key="a.norm_position").value == "post"
+    assert at.selectbox(key="b.norm_position").value == "deepnorm"
+    assert at.slider(key="a.depth").value == at.slider(key="b.depth").value == 24
+    assert at.query_params["cpreset"] == "deepnorm-rescue"
+    assert at.query_params["b.norm"] == "deepnorm"
+
+
+def test_compare_trains_both_and_draws_them_together(at):
+    at.switch_page("pages/compare.py").run()
+    shrink(at, "a.")
+    shrink(at, "b.")
+    at.run()
+    at.button(key="compare_start").click().run()
+    assert not at.error and not at.exception
+    runner = session.get_runner()
+    handles = [h for h in runner.handles()]
+    assert len(handles) == 2
+    deadline = time.monotonic() + 180
+    while not all(h.done for h in handles) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    at.run()
+    keys = {c.key for c in at.get("plotly_chart")}
+    assert {"compare_loss", "compare_heatmap_0", "compare_heatmap_1", "compare_profile"} <= keys
+    assert at.select_slider(key="compare_step").value == 20
+
+
+def test_compare_link_restores_every_setting_of_both_sides(tmp_path, monkeypatch):
+    monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
+    first = AppTest.from_file(APP, default_timeout=120)
+    first.run()
+    first.switch_page("pages/compare.py").run()
+    first.selectbox(key="cpreset").set_value("warmup-vs-none").run()
+    first.number_input(key="b.seed").set_value(7)
+    first.select_slider(key="a.lr").set_value(0.005).run()
+    bookmark = dict(first.query_params.items())
+    fresh = AppTest.from_file(APP, default_timeout=120)  # a fresh browser session opening the bookmark
+    fresh.query_params.update(bookmark)
+    fresh.run()
+    fresh.switch_page("pages/compare.py").run()
+    try:
+        for key in ("a.norm_position", "b.norm_position", "a.schedule", "b.corpus"):
+            assert fresh.selectbox(key=key).value == first.selectbox(key=key).value
+        for key in ("a.warmup_steps", "b.warmup_steps", "b.seed", "a.steps", "b.batch_size"):
+            assert fresh.number_input(key=key).value == first.number_input(key=key).value
+        assert fresh.select_slider(key="a.lr").value == 0.005
+        assert fresh.number_input(key="b.seed").value == 7
+    finally:
+        st.cache_resource.clear()
+
+
+def test_init_lab_draws_and_agrees_with_the_cli(at):
+    at.switch_page("pages/init_lab.py").run()
+    at.slider(key="init_depth").set_value(4)
+    at.slider(key="init_seeds").set_value(2)
+    at.multiselect(key="init_depths").set_value([2, 4]).run()
+    assert not at.exception
+    keys = {c.key for c in at.get("plotly_chart")}
+    assert {"init_profile", "init_vs_depth", "init_resid"} <= keys
+    profile = json.loads(next(c for c in at.get("plotly_chart") if c.key == "init_profile").proto.spec)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        cli_main(["init-grads", "--norm-position", "pre", "--depth", "4", "--seeds", "2", "--csv"])
+    df = pd.read_csv(io.StringIO(out.getvalue()))
+    cli_mean = df[df.param == "ffn.w2"].groupby("layer").grad_norm.mean().to_numpy()
+    pre_trace = next(
+        tr for tr in profile["data"] if "Pre-LN" in tr.get("name", "") and tr.get("mode") == "lines+markers"
+    )
+    ys = plotly_array(pre_trace["y"])
+    assert ys == pytest.approx(cli_mean, rel=1e-5)
+
+
+def test_init_lab_in_korean(at):
+    at.sidebar.radio(key="lang_choice").set_value("ko").run()
+    at.session_state["init_depth"], at.session_state["init_seeds"] = 3, 1
+    at.session_state["init_depths"] = [2, 3]
+    at.switch_page("pages/init_lab.py").run()
+    assert at.title[0].value.startswith("초기화 실험실")
+    assert not at.exception
