@@ -1,0 +1,358 @@
+"""The Runs page's parts: the filtered list of stored runs, one run opened in the live page's charts,
+label, delete (confirmed), downloads, import of a run file, and the bundled demo runs.
+
+Nothing here trains: a stored run is read back from the store (`Store.open_run`) and drawn as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from ln_viz.config import NORM_POSITIONS
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.names import STATUSES
+from ln_viz.snapshot import RunData
+from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
+
+LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
+COMPARE_PAGE = "pages/compare.py"
+SORTS = {  # widget option -> Store.list_runs sort
+    "newest": "-created",
+    "oldest": "created",
+    "loss_low": "final_loss",
+    "loss_high": "-final_loss",
+}
+_ROOT = Path(__file__).resolve().parents[2]  # the app's folder, where pages/ lives
+
+
+# --- demo runs ------------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _autoloaded(store_path: str) -> list[int]:
+    from ln_viz.runfile import load_demo_runs
+
+    with Store(store_path) as store:  # its own connection: this runs once per server and store
+        return load_demo_runs(store)
+
+
+def autoload_demos(store: Store) -> None:
+    """With LN_VIZ_LOAD_DEMOS=1, load the bundled demo runs once per server (a demo the user deleted
+    stays deleted: `load_demo_runs` remembers what it loaded)."""
+    if os.environ.get(LOAD_DEMOS_ENV) == "1":
+        _autoloaded(str(store.path))
+
+
+def load_demos(store: Store) -> list[int]:
+    """The "Load the demo runs" button: add every bundled demo not stored now (an explicit request, so
+    demos deleted earlier come back); the ids added. Idempotent: a stored demo is found by fingerprint."""
+    from ln_viz.runfile import DEMO_DIR, add_loaded_run, read_run_file
+
+    added = []
+    for path in sorted(DEMO_DIR.glob("*.json.gz")):
+        run_id, new = add_loaded_run(store, read_run_file(path), source="demo")
+        if new:
+            added.append(run_id)
+    return added
+
+
+def demo_offer(store: Store, lang: str) -> None:
+    """An empty store: say so and offer the demo runs (a talk works offline and at once)."""
+    st.info(t("runs.empty", lang))
+    if st.button(t("runs.load_demos", lang), key="runs_load_demos", type="primary", icon=":material/download:"):
+        with st.spinner(t("runs.loading_demos", lang)):
+            added = load_demos(store)
+        st.session_state["_runs_notice"] = ("success", t("runs.demos_loaded", lang, count=len(added)))
+        st.rerun()
+
+
+# --- the list -------------------------------------------------------------------------------------------
+def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
+    """The filter and sort widgets, in one row; the RunFilter and sort they describe."""
+    depths = sorted({r.depth for r in store.list_runs()})
+    cols = st.columns([2, 1.2, 2, 2, 2])
+    norms = cols[0].multiselect(
+        t("ui.norm_position", lang),
+        NORM_POSITIONS,
+        key="runs_f_norm",
+        format_func=lambda p: t(f"chart.norm.{p}", lang),
+        placeholder=t("runs.any", lang),
+    )
+    depth = cols[1].selectbox(
+        t("runs.col.depth", lang),
+        [0, *depths],  # 0: any depth (None would give the box a clear button with no room for it)
+        key="runs_f_depth",
+        format_func=lambda d: str(d) if d else t("runs.any", lang),
+    )
+    status = cols[2].multiselect(
+        t("runs.col.status", lang),
+        STATUSES,
+        key="runs_f_status",
+        format_func=lambda s: t(f"status.{s}", lang),
+        placeholder=t("runs.any", lang),
+    )
+    label = cols[3].text_input(t("runs.filter_label", lang), key="runs_f_label")
+    sort = cols[4].selectbox(
+        t("runs.sort", lang), list(SORTS), key="runs_sort", format_func=lambda k: t(f"runs.sort.{k}", lang)
+    )
+    run_filter = RunFilter(
+        status=tuple(status) or None,
+        norm_position=tuple(norms) or None,
+        depth=depth or None,
+        label_contains=label.strip() or None,
+    )
+    return run_filter, SORTS[sort]
+
+
+def runs_frame(runs: list[RunSummary], lang: str) -> pd.DataFrame:
+    """The table the page shows: one row per run, in the given order, labels and statuses translated."""
+    return pd.DataFrame(
+        {
+            "id": [r.id for r in runs],
+            "label": [r.label or "" for r in runs],
+            "norm": [t(f"chart.norm.{r.norm_position}", lang) for r in runs],
+            "depth": [r.depth for r in runs],
+            "status": [t(f"status.{r.status}", lang) for r in runs],
+            "steps": [f"{r.steps_done}/{r.steps}" for r in runs],
+            "final_loss": [r.final_loss for r in runs],
+            "created": [datetime.fromtimestamp(r.created) for r in runs],
+            "source": [t(f"runs.source.{r.source}", lang) for r in runs],
+        }
+    )
+
+
+def runs_table(runs: list[RunSummary], lang: str) -> list[int]:
+    """The runs as a table whose rows can be selected; the selected runs' ids, in table order.
+
+    The table's key changes with the list of ids shown, so a selection never points at another run
+    after a filter, an import or a delete has moved the rows."""
+    df = runs_frame(runs, lang)
+    ids = tuple(df["id"])
+    key = "runs_table_" + hashlib.sha1(repr(ids).encode()).hexdigest()[:10]
+    col = st.column_config
+    event = st.dataframe(
+        df,
+        key=key,
+        on_select="rerun",
+        selection_mode="multi-row",
+        hide_index=True,
+        width="stretch",
+        height=min(38 + 35 * len(df), 38 + 35 * 8),  # up to 8 rows, then it scrolls
+        column_config={  # widths in px: the nine columns fit beside the sidebar at 1280 px
+            "id": col.NumberColumn(t("runs.col.id", lang), format="%d", width=50),
+            "label": col.TextColumn(t("runs.col.label", lang), width=160),
+            "norm": col.TextColumn(t("runs.col.norm", lang), width=80),
+            "depth": col.NumberColumn(t("runs.col.depth", lang), width=60),
+            "status": col.TextColumn(t("runs.col.status", lang), width=85),
+            "steps": col.TextColumn(t("runs.col.steps", lang), width=75),
+            "final_loss": col.NumberColumn(t("runs.col.final_loss", lang), format="%.3f", width=80),
+            "created": col.DatetimeColumn(t("runs.col.created", lang), format="MM-DD HH:mm", width=105),
+            "source": col.TextColumn(t("runs.col.source", lang), width=90),
+        },
+    )
+    rows = sorted(r for r in event.selection.rows if 0 <= r < len(ids))
+    return [int(ids[r]) for r in rows]
+
+
+def compare_button(selected: list[int], lang: str) -> None:
+    """ "Compare these two": hands exactly two selected ids to the Compare page (when it exists)."""
+    available = (_ROOT / COMPARE_PAGE).exists()
+    if not available:
+        note = t("runs.compare_missing", lang)
+    elif len(selected) != 2:
+        note = t("runs.compare_pick_two", lang)
+    else:
+        note = None
+    if st.button(
+        t("runs.compare", lang),
+        key="runs_compare",
+        disabled=note is not None,
+        help=note,
+        icon=":material/compare:",
+    ):
+        st.session_state["compare_runs"] = list(selected)
+        st.switch_page(COMPARE_PAGE)
+
+
+# --- one run ----------------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _open_run(_store: Store, store_path: str, run_id: int, updated: float) -> RunData:
+    """A stored run read back once per (store, run, last change) and shared: the charts only read it."""
+    return _store.open_run(run_id)
+
+
+def open_run(store: Store, summary: RunSummary) -> RunData:
+    return _open_run(store, str(store.path), summary.id, summary.updated)
+
+
+def run_heading(summary: RunSummary, lang: str) -> None:
+    """The run's title and one line saying what it was and how it ended."""
+    st.subheader(t("runs.heading", lang, id=summary.id, label=summary.label or t("runs.unlabelled", lang)))
+    loss = f"{summary.final_loss:.3f}" if summary.final_loss is not None else "-"
+    st.markdown(
+        t(
+            "runs.summary",
+            lang,
+            norm=t(f"chart.norm.{summary.norm_position}", lang),
+            depth=summary.depth,
+            lr=f"{summary.lr:g}",
+            warmup=summary.warmup_steps,
+            status=t(f"status.{summary.status}", lang),
+            done=summary.steps_done,
+            steps=summary.steps,
+            loss=loss,
+        )
+    )
+    if summary.message:
+        try:
+            st.caption(t(summary.message, lang))
+        except (KeyError, IndexError):  # a message key from another version, or one with parameters
+            pass
+    if summary.status in LIVE_STATUSES:
+        st.info(t("runs.live_note", lang))
+
+
+def label_editor(store: Store, summary: RunSummary, lang: str) -> None:
+    """A text input with the run's label and a Save button (an empty label clears it)."""
+    key = f"runs_label_{summary.id}"
+    with st.form(key=f"runs_label_form_{summary.id}", border=False):
+        cols = st.columns([4, 1], vertical_alignment="bottom")
+        text = cols[0].text_input(t("runs.label", lang), value=summary.label or "", key=key, max_chars=200)
+        saved = cols[1].form_submit_button(t("runs.label_save", lang), key="runs_label_save")
+    if saved:
+        try:
+            store.label(summary.id, text)
+        except LocalizedError as e:
+            st.error(e.message(lang))
+            return
+        st.session_state["_runs_notice"] = ("success", t("runs.label_saved", lang, id=summary.id))
+        st.rerun()
+
+
+def delete_control(store: Store, summary: RunSummary, lang: str) -> None:
+    """Delete, in two steps: the button asks, a second button confirms (or Cancel)."""
+    pending = st.session_state.get("_runs_delete") == summary.id
+    if not pending:
+        if st.button(t("runs.delete", lang), key="runs_delete", icon=":material/delete:"):
+            st.session_state["_runs_delete"] = summary.id
+            st.rerun()
+        return
+    label = summary.label or t("runs.unlabelled", lang)
+    st.warning(t("runs.delete_confirm", lang, id=summary.id, label=label))
+    row = st.container(horizontal=True)
+    if row.button(t("runs.delete_yes", lang), key="runs_delete_confirm", type="primary"):
+        st.session_state.pop("_runs_delete", None)
+        try:
+            store.delete(summary.id)
+        except LocalizedError as e:
+            st.error(e.message(lang))
+            return
+        st.session_state["_runs_notice"] = ("success", t("runs.deleted", lang, id=summary.id))
+        st.rerun()
+    if row.button(t("runs.delete_cancel", lang), key="runs_delete_cancel"):
+        st.session_state.pop("_runs_delete", None)
+        st.rerun()
+
+
+def _file_stem(summary: RunSummary) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in (summary.label or "").strip())[:40].strip("-")
+    return f"ln-viz-run-{summary.id}" + (f"-{safe}" if safe else "")
+
+
+def downloads(data: RunData, summary: RunSummary, lang: str) -> None:
+    """Tables (CSV, Parquet), the run file and the chart files. Each is built only when asked for:
+    the table and run-file buttons build their bytes on click; chart files (kaleido, seconds) are
+    drawn by a Prepare button, then offered."""
+    from ln_viz import export
+
+    stem = _file_stem(summary)
+    header = {"run_id": summary.id, "label": summary.label, "status": data.status, "message": data.message}
+    lazy: list[tuple[str, str, Callable[[], bytes], str]] = [
+        ("runs.dl_csv", "csv.zip", lambda: export.tables_zip(data, "csv", header), "application/zip"),
+        ("runs.dl_parquet", "parquet.zip", lambda: export.tables_zip(data, "parquet", header), "application/zip"),
+        (
+            "runs.dl_run",
+            "json.gz",
+            lambda: export.run_file_bytes(data, summary.label, summary.created),
+            "application/gzip",
+        ),
+    ]
+    row = st.container(horizontal=True)
+    for key, ext, build, mime in lazy:
+        row.download_button(
+            t(key, lang),
+            data=build,
+            file_name=f"{stem}.{ext}",
+            mime=mime,
+            key=f"runs_{key.split('.')[-1]}",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+    ready = st.session_state.get("_runs_charts")
+    if ready and ready[0] == (summary.id, summary.updated, lang):
+        row.download_button(
+            t("runs.dl_charts", lang),
+            data=ready[1],
+            file_name=f"{stem}-charts.zip",
+            mime="application/zip",
+            key="runs_dl_charts",
+            on_click="ignore",
+            icon=":material/download:",
+            type="primary",
+        )
+    elif row.button(t("runs.dl_charts_prepare", lang), key="runs_prepare_charts", icon=":material/image:"):
+        with st.spinner(t("runs.dl_charts_wait", lang)):
+            try:
+                blob = export.charts_zip(data, lang=lang)
+            except LocalizedError as e:
+                st.error(e.message(lang))
+                return
+        st.session_state["_runs_charts"] = ((summary.id, summary.updated, lang), blob)  # one run's at a time
+        st.rerun()
+    st.caption(t("runs.dl_help", lang))
+
+
+# --- import ---------------------------------------------------------------------------------------------
+def import_file(store: Store, lang: str) -> None:
+    """A file uploader for run files: validated as a whole before anything is stored; a bad file is
+    refused with one sentence and the store stays as it was. Each upload is handled once."""
+    from ln_viz.runfile import RunFileError, add_loaded_run, read_run_file
+
+    upload = st.file_uploader(
+        t("runs.import", lang), type=["gz", "json"], key="runs_import_file", help=t("runs.import_help", lang)
+    )
+    if upload is None:
+        return
+    done = st.session_state.setdefault("_runs_imported", {})
+    if upload.file_id not in done:
+        with tempfile.TemporaryDirectory(prefix="ln-viz-import-") as tmp:
+            path = Path(tmp) / "upload"
+            path.write_bytes(upload.getvalue())
+            try:
+                loaded = read_run_file(path)
+                run_id, added = add_loaded_run(store, loaded)
+            except RunFileError as e:
+                e.params["path"] = upload.name  # name the user's file, not our temporary copy
+                done[upload.file_id] = ("error", t("runs.import_refused", lang, reason=e.message(lang)))
+            except LocalizedError as e:
+                done[upload.file_id] = ("error", t("runs.import_refused", lang, reason=e.message(lang)))
+            else:
+                key = "runs.imported" if added else "runs.import_exists"
+                done[upload.file_id] = ("success" if added else "info", t(key, lang, name=upload.name, id=run_id))
+                if added:
+                    st.rerun()  # the list above was drawn before the import: draw it again with the new run
+    kind, text = done[upload.file_id]
+    getattr(st, kind)(text)
+
+
+def notice() -> None:
+    """The message a button left before its rerun (saved, deleted, loaded), shown once."""
+    note = st.session_state.pop("_runs_notice", None)
+    if note:
+        getattr(st, note[0])(note[1])

@@ -1,0 +1,60 @@
+"""The Runs page: the runs this server has kept. Filter and sort them, open one in the live page's
+charts (with its animation, no retraining), label, delete, download, import a run file, and hand
+two to the Compare page. An empty store offers the bundled demo runs."""
+
+import streamlit as st
+
+from ln_viz.i18n import t
+from ln_viz.store import LIVE_STATUSES
+from ln_viz.ui import live, runs_view, session
+from ln_viz.ui.storage import get_store
+
+lang = session.current_lang()
+present = session.presenter_mode_on()
+store = get_store()
+
+st.title(t("runs.title", lang))
+if store is None:
+    st.error(t("runs.no_store", lang))
+    st.stop()
+runs_view.autoload_demos(store)
+runs_view.notice()
+
+if not store.list_runs(limit=1):
+    runs_view.demo_offer(store, lang)
+else:
+    st.caption(t("runs.intro", lang))
+    run_filter, sort = runs_view.filters(store, lang)
+    runs = store.list_runs(run_filter, sort=sort)
+    if not runs:
+        st.info(t("runs.none_match", lang))
+        selected: list[int] = []
+    else:
+        selected = runs_view.runs_table(runs, lang)
+    runs_view.compare_button(selected, lang)
+
+    by_id = {r.id: r for r in runs}
+    shown = selected[0] if selected else None
+    if len(selected) > 1:
+        shown = st.radio(
+            t("runs.shown", lang),
+            selected,
+            key="runs_shown",
+            horizontal=True,
+            format_func=lambda i: f"#{i} {by_id[i].label or ''}".strip(),
+        )
+    if shown is None:
+        st.info(t("runs.pick", lang))
+    else:
+        summary = by_id[shown]
+        data = runs_view.open_run(store, summary)
+        runs_view.run_heading(summary, lang)
+        with st.expander(t("runs.manage", lang), icon=":material/settings:"):
+            runs_view.label_editor(store, summary, lang)
+            runs_view.downloads(data, summary, lang)
+            runs_view.delete_control(store, summary, lang)
+        done = summary.status not in LIVE_STATUSES
+        live.draw_charts(data, lang, done=done, presenter=present, key_prefix="runs_")
+
+st.divider()
+runs_view.import_file(store, lang)

@@ -1,0 +1,209 @@
+"""The Runs page with AppTest, through the app's router: list, filter and sort stored runs, open one in
+the live page's charts, label, delete (only after a confirmation), import (a bad file is refused with
+one sentence and the store is unchanged), and the bundled demo runs (button and LN_VIZ_LOAD_DEMOS)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from ln_viz.config import RunConfig
+from ln_viz.export import run_file_bytes
+from ln_viz.runfile import DEMO_DIR
+from ln_viz.snapshot import RunData
+from ln_viz.store import Store
+from ln_viz.train import run
+
+APP = "../app.py"
+PAGE = "pages/runs.py"
+CHART_KEYS = {"runs_loss_chart", "runs_grad_heatmap", "runs_update_ratio", "runs_act_dist", "runs_layer_profile"}
+TINY = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=20, probe_every=4, eval_every=10)
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict[str, RunData]:
+    """Two tiny runs, Pre-LN and Post-LN, trained once for the module."""
+    return {pos: run(TINY.replace(norm_position=pos)) for pos in ("pre", "post")}
+
+
+@pytest.fixture
+def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.setenv("LN_VIZ_STORE", str(path))
+    monkeypatch.delenv("LN_VIZ_LOAD_DEMOS", raising=False)
+    yield path
+    st.cache_resource.clear()  # the server's Store, the runner and the cached runs go with the test
+
+
+@pytest.fixture
+def two_runs(store_path: Path, measured: dict[str, RunData]) -> dict[str, int]:
+    """A store holding the Pre-LN run (labelled "tiny pre") and the Post-LN run ("tiny post")."""
+    with Store(store_path) as store:
+        return {pos: store.add_run(data, label=f"tiny {pos}", source="train") for pos, data in measured.items()}
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def table(at: AppTest):
+    tables = [d for d in at.dataframe if d.key and d.key.startswith("runs_table_")]
+    assert len(tables) == 1
+    return tables[0]
+
+
+def shown_ids(at: AppTest) -> list[int]:
+    return [int(i) for i in table(at).value["id"]]
+
+
+def select(at: AppTest, *rows: int) -> AppTest:
+    """Select table rows as a click would (AppTest accepts a dataframe's selection state)."""
+    at.session_state[table(at).key] = {"selection": {"rows": list(rows), "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def stored(store_path: Path) -> dict[int, str | None]:
+    with Store(store_path) as store:
+        return {r.id: r.label for r in store.list_runs()}
+
+
+def test_list_filter_and_sort(two_runs: dict[str, int]) -> None:
+    at = open_page()
+    assert at.title[0].value == "Stored runs"
+    assert shown_ids(at) == [two_runs["post"], two_runs["pre"]]  # newest first
+    assert list(table(at).value["label"]) == ["tiny post", "tiny pre"]
+    at.multiselect(key="runs_f_norm").set_value(["pre"]).run()
+    assert shown_ids(at) == [two_runs["pre"]]
+    at.multiselect(key="runs_f_norm").set_value([]).run()
+    at.text_input(key="runs_f_label").set_value("POST").run()  # case-insensitive
+    assert shown_ids(at) == [two_runs["post"]]
+    at.text_input(key="runs_f_label").set_value("nothing like it").run()
+    assert any("No stored run matches" in i.value for i in at.info)
+    at.text_input(key="runs_f_label").set_value("").run()
+    at.selectbox(key="runs_f_depth").set_value(2).run()
+    assert len(shown_ids(at)) == 2
+    at.selectbox(key="runs_sort").set_value("oldest").run()
+    assert shown_ids(at) == [two_runs["pre"], two_runs["post"]]
+    with Store() as store:
+        by_loss = sorted(store.list_runs(), key=lambda r: r.final_loss)
+    at.selectbox(key="runs_sort").set_value("loss_low").run()
+    assert shown_ids(at) == [r.id for r in by_loss]
+    assert not at.exception
+
+
+def test_open_a_run_shows_the_live_charts_with_the_animation(two_runs: dict[str, int], measured) -> None:
+    at = open_page()
+    assert not charts(at)  # nothing opened yet
+    assert any("Click a row" in i.value for i in at.info)
+    select(at, 1)  # oldest = the Pre-LN run
+    assert at.subheader[0].value == f"Run {two_runs['pre']}: tiny pre"
+    figs = charts(at)
+    assert set(figs) == CHART_KEYS
+    frames = figs["runs_act_dist"].get("frames", [])
+    assert [f["name"] for f in frames] == [str(s) for s in measured["pre"].probe_steps]
+    assert at.select_slider(key="runs_probe_step").value == measured["pre"].probe_steps[-1]
+    select(at, 0, 1)  # two runs: pick which one to show
+    assert at.radio(key="runs_shown").value == two_runs["post"]
+    at.radio(key="runs_shown").set_value(two_runs["pre"]).run()
+    assert at.subheader[0].value.startswith(f"Run {two_runs['pre']}")
+
+
+@pytest.mark.skipif(not (Path(__file__).parents[1] / "pages" / "compare.py").exists(), reason="no Compare page")
+def test_two_selected_runs_go_to_the_compare_page(two_runs: dict[str, int]) -> None:
+    at = open_page()
+    select(at, 0)
+    assert at.button(key="runs_compare").disabled  # one run is not a comparison
+    select(at, 0, 1)
+    assert not at.button(key="runs_compare").disabled
+    at.button(key="runs_compare").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["compare_runs"] == [two_runs["post"], two_runs["pre"]]  # in table order
+    assert at.title[0].value != "Stored runs"  # now on the Compare page
+
+
+def test_label_is_saved(store_path: Path, two_runs: dict[str, int]) -> None:
+    at = open_page()
+    select(at, 0)
+    run_id = two_runs["post"]
+    at.text_input(key=f"runs_label_{run_id}").set_value("  Post-LN, no warm-up  ")
+    at.button(key="runs_label_save").click().run()
+    assert not at.exception
+    assert stored(store_path)[run_id] == "Post-LN, no warm-up"
+    assert any(f"Label of run {run_id} saved" in s.value for s in at.success)
+
+
+def test_delete_needs_a_confirmation(store_path: Path, two_runs: dict[str, int]) -> None:
+    at = open_page()
+    select(at, 0)
+    victim = two_runs["post"]
+    at.button(key="runs_delete").click().run()
+    assert any(f"Delete run {victim}" in w.value for w in at.warning)
+    assert victim in stored(store_path)  # asking is not deleting
+    at.button(key="runs_delete_cancel").click().run()
+    assert not at.warning and victim in stored(store_path)
+    at.button(key="runs_delete").click().run()
+    at.button(key="runs_delete_confirm").click().run()
+    assert not at.exception
+    assert victim not in stored(store_path) and two_runs["pre"] in stored(store_path)
+    assert any(f"Run {victim} was deleted" in s.value for s in at.success)
+    assert shown_ids(at) == [two_runs["pre"]]
+    assert not charts(at)  # the selection does not jump to another run
+
+
+def test_import_accepts_a_run_file_and_refuses_a_bad_one(store_path: Path, two_runs, measured) -> None:
+    at = open_page()
+    before = stored(store_path)
+    blob = run_file_bytes(measured["pre"], label="shared by a colleague")
+    bad = bytearray(blob[:400])  # a truncated download
+    at.file_uploader(key="runs_import_file").set_value(("cut.json.gz", bytes(bad), "application/gzip")).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert errors == [
+        "Not imported: file cut.json.gz is not a valid gzip file (it may be truncated); export the run again."
+    ]
+    assert stored(store_path) == before
+    at.file_uploader(key="runs_import_file").set_value(("run.json", b'{"format": "other"}', "application/json")).run()
+    assert "is not an ln-viz run file" in at.error[0].value and stored(store_path) == before
+    at.file_uploader(key="runs_import_file").set_value(("good.json.gz", blob, "application/gzip")).run()
+    after = stored(store_path)
+    (new_id,) = set(after) - set(before)
+    assert after[new_id] == "shared by a colleague"
+    assert any(f"Imported good.json.gz as run {new_id}" in s.value for s in at.success)
+    assert new_id in shown_ids(at)
+
+
+def test_empty_store_offers_the_demo_runs_once(store_path: Path) -> None:
+    demos = sorted(DEMO_DIR.glob("*.json.gz"))
+    assert demos, "the bundled demo runs are missing: run scripts/make_demo_runs.py"
+    at = open_page()
+    assert any("No runs are stored yet" in i.value for i in at.info)
+    at.button(key="runs_load_demos").click().run()
+    assert not at.exception
+    labels = sorted(stored(store_path).values())
+    assert labels == sorted(p.name.removesuffix(".json.gz") for p in demos)
+    assert len(shown_ids(at)) == len(demos)
+    assert "runs_load_demos" not in [b.key for b in at.button]  # offered only while the store is empty
+    assert any(f"{len(demos)} demo runs loaded" in s.value for s in at.success)
+
+
+def test_demo_runs_load_by_themselves_with_the_environment_variable(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LN_VIZ_LOAD_DEMOS", "1")
+    at = open_page()
+    assert len(shown_ids(at)) == len(list(DEMO_DIR.glob("*.json.gz")))
+    assert {r for r in table(at).value["source"]} == {"demo"}
