@@ -232,11 +232,13 @@ def _hover(lang: str, *parts: tuple[str, str]) -> str:
     return "<br>".join(f"{t(key, lang)} {fmt}" for key, fmt in parts) + "<extra></extra>"
 
 
-def _empty_note(fig: go.Figure, lang: str, presenter: bool, key: str = "chart.waiting") -> None:
+def _empty_note(
+    fig: go.Figure, lang: str, presenter: bool, key: str = "chart.waiting", xref: str = "paper", yref: str = "paper"
+) -> None:
     fig.add_annotation(
         text=t(key, lang),
-        xref="paper",
-        yref="paper",
+        xref=xref,
+        yref=yref,
         x=0.5,
         y=0.5,
         showarrow=False,
@@ -317,12 +319,13 @@ def _loss_lines(
     x, y = steps[idx], loss[idx]
     over = int(np.sum(np.isfinite(loss) & (loss > top)))
     shown = np.where(np.isfinite(y), np.minimum(y, top * 1.02), np.nan)  # off the chart, visibly up
+    few = int(np.isfinite(y).sum()) < 3  # a line through one or two points is invisible
     fig.add_trace(
         go.Scatter(
             x=x.astype(np.int32),
             y=_f32(shown),
             customdata=_f32(y),
-            mode="lines",
+            mode="lines+markers" if few else "lines",
             name=name,
             line={"color": color, "width": width, "dash": dash},
             hovertemplate=_hover(lang, ("chart.step", "%{x}"), ("chart.loss", "%{customdata:.3f}")),
@@ -350,17 +353,38 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presen
         )
     )
     fig.add_vline(x=d.diverged_at, line={"color": color, "dash": "dash", "width": 1.5})
+    right = d.diverged_at < d.info.config.steps / 2  # the label goes where there is room
     fig.add_annotation(
         x=d.diverged_at,
         y=y,
         text=text,
         showarrow=True,
         arrowhead=0,
-        ax=-20,
+        ax=20 if right else -20,
         ay=-40,
-        xanchor="right",
+        xanchor="left" if right else "right",
         font={"color": color, "size": _px(16, presenter)},
         bgcolor="rgba(255,255,255,0.85)",
+    )
+
+
+def _diverged_line(fig: go.Figure, data: RunData, lang: str, presenter: bool) -> None:
+    """A dashed line and a short label at the step where the run diverged (steps on the x axis)."""
+    if data.diverged_at is None:
+        return
+    fig.add_vline(x=data.diverged_at, line={"color": "#B00000", "dash": "dash", "width": 2})
+    right = data.diverged_at < data.info.config.steps / 2
+    fig.add_annotation(
+        x=data.diverged_at,
+        y=1,
+        yref="paper",
+        yanchor="top",
+        xanchor="left" if right else "right",
+        xshift=4 if right else -4,
+        showarrow=False,
+        text=t("chart.diverged_at", lang, step=data.diverged_at),
+        font={"color": "#B00000", "size": _px(14, presenter)},
+        bgcolor="rgba(255,255,255,0.8)",
     )
 
 
@@ -492,7 +516,7 @@ def loss_chart(data: RunData, lang: str = "en", presenter: bool = False) -> go.F
             "tickfont": {"color": "#666666"},
             "tickmode": "array",
             "tickvals": lr_ticks,
-            "ticktext": [_short_number(v, exponent=True) for v in lr_ticks],
+            "ticktext": [_short_number(v, exponent=0 < v < 0.01) for v in lr_ticks],
         },
         margin={"r": round(110 * _scale(presenter))},
     )
@@ -520,8 +544,14 @@ def _wrap(text: str, width: int = 12) -> str:
     return "<br>".join(lines)
 
 
-def _colorbar(title: str, tickvals: Sequence[float], ticktext: Sequence[str], presenter: bool) -> dict[str, Any]:
-    # Title on top, wrapped: a title on the right side is drawn over long tick labels and cut by the edge.
+def _colorbar(
+    title: str, tickvals: Sequence[float], ticktext: Sequence[str], presenter: bool, top: float | None = None
+) -> dict[str, Any]:
+    """A vertical colorbar with its title on top, wrapped (on the right side the title is drawn over long
+    tick labels and cut by the figure's edge). A tick at the very top (`top`) is left out: its label,
+    centred on the bar's end, would run into the title."""
+    if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
+        tickvals, ticktext = tickvals[:-1], ticktext[:-1]
     return {
         "title": {"text": _wrap(title), "side": "top", "font": {"size": _px(14, presenter)}},
         "tickvals": list(tickvals),
@@ -535,7 +565,7 @@ def _colorbar(title: str, tickvals: Sequence[float], ticktext: Sequence[str], pr
 def _log_colorbar(title: str, lo: float, hi: float, presenter: bool) -> dict[str, Any]:
     """A colorbar for log10 colour values, labelled in real units (1-2-5 or decade ticks)."""
     axis = _log_axis((lo, hi))
-    return _colorbar(title, [math.log10(v) for v in axis["tickvals"]], axis["ticktext"], presenter)
+    return _colorbar(title, [math.log10(v) for v in axis["tickvals"]], axis["ticktext"], presenter, math.log10(hi))
 
 
 def grad_heatmap(
@@ -592,6 +622,7 @@ def grad_heatmap(
             )
         )
         _empty_note(fig, lang, presenter)
+    _diverged_line(fig, data, lang, presenter)
     _layout(fig, title, presenter, "grad-" + _run_key(data), legend_below=False)
     fig.update_layout(
         showlegend=False,
@@ -646,54 +677,48 @@ def _act_code_ticks() -> tuple[list[float], list[str]]:
     return vals, labels
 
 
-def _act_width(data: RunData) -> tuple[float, bool]:
-    """(half-width of the value axis, whether any values fell beyond the histogram) over all probe steps,
-    so the axis never moves while the slider or the animation runs: the smallest of 4, 8 and the
-    histogram's edge (16) that holds every nonempty bin."""
-    edges = np.asarray(data.info.hist_edges, dtype=np.float64)
-    edge = float(edges[-1])
-    if not data.probe_steps:
-        return edge, False
-    names = list(data.info.stat_names)
-    stats = data.probe("resid_stats")
-    over = stats[..., [names.index("frac_below"), names.index("frac_above")]]
-    if np.nansum(over) > 0:
-        return edge, True
-    used = np.nansum(data.probe("resid_hist"), axis=(0, 1)) > 0  # (bins,)
-    if not used.any():
-        return edge, False
-    reach = max(abs(edges[:-1][used].min()), abs(edges[1:][used].max()))
-    return next((w for w in (4.0, 8.0) if w < edge and reach <= w + 1e-9), edge), False
+class _ActGrid:
+    """Which bins the distribution chart draws, the same for every probe step of a run (so neither the
+    axis nor the frames change shape): the value axis spans ±4, ±8 or the histogram's ±16, the smallest
+    that holds every nonempty bin of the run; when any value ever fell beyond ±16, two open bins
+    (< −16, > 16) are added at the sides, coloured on the same scale: the share of values beyond."""
+
+    def __init__(self, data: RunData) -> None:
+        edges = np.asarray(data.info.hist_edges, dtype=np.float64)
+        names = list(data.info.stat_names)
+        self.i_below, self.i_above = names.index("frac_below"), names.index("frac_above")
+        self.edge = float(edges[-1])
+        self.overflow = False
+        reach = self.edge
+        if data.probe_steps:
+            over = data.probe("resid_stats")[..., [self.i_below, self.i_above]]
+            self.overflow = bool(np.nansum(over) > 0)
+            used = np.nansum(data.probe("resid_hist"), axis=(0, 1)) > 0
+            if used.any() and not self.overflow:
+                reach = max(abs(edges[:-1][used].min()), abs(edges[1:][used].max()))
+        self.width = next((w for w in (4.0, 8.0) if w < self.edge and reach <= w + 1e-9), self.edge)
+        self.cols = np.flatnonzero((edges[:-1] >= -self.width - 1e-9) & (edges[1:] <= self.width + 1e-9))
+        x = edges[self.cols[0] : self.cols[-1] + 2]  # cell edges (one more than columns)
+        self.pad = 0.15 * self.width if self.overflow else 0.0  # width of each open bin's cell
+        if self.overflow:
+            x = np.concatenate([[x[0] - self.pad], x, [x[-1] + self.pad]])
+        self.x_edges = x
+
+    def shares(self, hist: np.ndarray, stats: np.ndarray) -> np.ndarray:
+        """(L, columns) shares of values per drawn cell, open bins included."""
+        h = np.asarray(hist, dtype=np.float64)[:, self.cols]
+        if not self.overflow:
+            return h
+        return np.concatenate([stats[:, [self.i_below]], h, stats[:, [self.i_above]]], axis=1)
 
 
-def _overflow_text(stats: np.ndarray, x_out: float, stat_names: Sequence[str]) -> dict[str, Any]:
-    """x, y, text of overflow labels (at ±x_out): layers whose values fall beyond the histogram."""
-    below = stats[:, list(stat_names).index("frac_below")]
-    above = stats[:, list(stat_names).index("frac_above")]
-    xs, ys, texts = [], [], []
-    for layer, (b, a) in enumerate(zip(below, above), start=1):
-        for frac, x in ((b, -x_out), (a, x_out)):
-            if np.isfinite(frac) and frac > 0:
-                xs.append(x)
-                ys.append(layer)
-                texts.append(_pct(float(frac)))
-    return {"x": xs, "y": ys, "text": texts}
-
-
-def _pct(frac: float) -> str:
-    p = 100 * frac
-    if p < 0.1:
-        return "<0.1%"
-    return f"{p:.1f}%" if p < 10 else f"{p:.0f}%"
-
-
-def _std_trace(stats: np.ndarray, stat_names: Sequence[str], width: float) -> dict[str, list[Any]]:
-    """x, y, marker symbols of one line through -std and one through +std, split by a gap (one trace,
+def _std_trace(stats: np.ndarray, stat_names: Sequence[str], width: float) -> dict[str, Any]:
+    """x, y and marker symbols of one line through -std and one through +std, split by a gap (one trace,
     not two). A std beyond the axis sits at its edge as an outward triangle, never as a circle."""
     std = stats[:, list(stat_names).index("std")].astype(np.float64)
     xs: list[Any] = []
     ys: list[Any] = []
-    symbols: list[Any] = []
+    symbols: list[str] = []
     for sign, arrow in ((-1, "triangle-left"), (1, "triangle-right")):
         if xs:
             xs.append(None)
@@ -713,34 +738,28 @@ def act_dist(
     """How the residual stream's values are spread after each layer (rows, 1 = input at the bottom) at one
     probe step: a layer x value heatmap of the fixed-edge histograms, coloured by the log share of values
     per bin, with each layer's ±1 std marked. The value axis spans ±4, ±8 or the histogram's ±16, the
-    smallest that holds every value of the run. Shares beyond ±16 are written beside the rows when
-    nonzero. `animate=True` (after a run) adds one frame per probe step, a step slider and Play/Pause
-    buttons, starting at `step`."""
+    smallest that holds every value of the run; values beyond ±16 get their own open bin at each side.
+    `animate=True` (after a run) adds one frame per probe step, a step slider and Play/Pause buttons,
+    starting at `step`."""
     info, cfg = data.info, data.info.config
     L = cfg.depth
-    edges = np.asarray(info.hist_edges, dtype=np.float64)
-    centers = (edges[:-1] + edges[1:]) / 2
-    width, overflow = _act_width(data)
-    cols = np.flatnonzero(np.abs(centers) < width)  # bins outside the axis are empty: not sent
-    x_out = width * 1.1
+    grid = _ActGrid(data)
     p = _probe_index(data, step)
-    fig = go.Figure()
-    hist = data.probe("resid_hist")
-    stats = data.probe("resid_stats")
+    hist, stats = data.probe("resid_hist"), data.probe("resid_stats")
     if p is None:
-        hist_p = np.zeros((L, len(centers)))
+        shares = np.zeros((L, len(grid.x_edges) - 1))
         stats_p = np.full((L, len(info.stat_names)), np.nan)
     else:
-        hist_p, stats_p = hist[p], stats[p]
+        shares, stats_p = grid.shares(hist[p], stats[p]), stats[p]
     tick_vals, tick_text = _act_code_ticks()
     heat: dict[str, Any] = {
-        "x": _f32(centers[cols]),
+        "x": _f32(grid.x_edges),
         "y": np.arange(1, L + 1, dtype=np.int16),
-        "z": _act_codes(hist_p[:, cols]),
+        "z": _act_codes(shares),
         "zmin": 0,
         "zmax": ACT_CODES + 1,
         "colorscale": _act_colorscale(),
-        "colorbar": _colorbar(t("chart.act_share", lang), tick_vals, tick_text, presenter),
+        "colorbar": _colorbar(t("chart.act_share", lang), tick_vals, tick_text, presenter, ACT_CODES + 1),
         "showlegend": False,
         "name": "",
     }
@@ -748,12 +767,12 @@ def act_dist(
         # Frames carry only the colour codes; a share in the hover would double the animation's size.
         heat["hovertemplate"] = _hover(lang, ("chart.value", "%{x:.2f}"), ("chart.layer", "%{y}"))
     else:
-        heat["customdata"] = _f32(np.asarray(hist_p)[:, cols] * 100)
+        heat["customdata"] = _f32(shares * 100)
         heat["hovertemplate"] = _hover(
             lang, ("chart.value", "%{x:.2f}"), ("chart.layer", "%{y}"), ("chart.share", "%{customdata:.3g}%")
         )
-    fig.add_trace(go.Heatmap(**heat))
-    std = _std_trace(stats_p, info.stat_names, width)
+    fig = go.Figure(go.Heatmap(**heat))
+    std = _std_trace(stats_p, info.stat_names, grid.width)
     fig.add_trace(
         go.Scatter(
             x=std["x"],
@@ -765,32 +784,27 @@ def act_dist(
             hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{x:.2f}")),
         )
     )
-    ov = _overflow_text(stats_p, x_out, info.stat_names)
-    fig.add_trace(
-        go.Scatter(
-            x=ov["x"],
-            y=ov["y"],
-            text=ov["text"],
-            mode="text",
-            name=t("chart.overflow", lang),
-            textfont={"size": _px(14, presenter), "color": "#B00000"},
-            hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.overflow", "%{text}")),
-            showlegend=False,
-        )
-    )
     if p is None:
         _empty_note(fig, lang, presenter)
     title_of = lambda s: t("chart.act_title", lang, step=s)  # noqa: E731
     title = title_of(data.probe_steps[p]) if p is not None else t("chart.act_title_empty", lang)
-    _layout(fig, title, presenter, "act-" + _run_key(data))
-    side = width * (1.2 if overflow else 1.0)
-    ticks = [-width, -width / 2, 0, width / 2, width]
+    _layout(fig, title, presenter, "act-" + _run_key(data), legend_below=False)
+    w = grid.width
+    ticks = [-w, -w / 2, 0.0, w / 2, w]
+    labels = [f"{v:g}".replace("-", "−") for v in ticks]
+    if grid.overflow:  # the open bins are labelled where ±16 would be; the white lines mark ±16
+        ticks = [-w - grid.pad / 2, -w / 2, 0.0, w / 2, w + grid.pad / 2]
+        labels = [t("chart.below_edge", lang, edge=f"{w:g}"), labels[1], "0", labels[3]]
+        labels.append(t("chart.above_edge", lang, edge=f"{w:g}"))
+        for x in (-w, w):
+            fig.add_vline(x=x, line={"color": "white", "width": 3})
     fig.update_layout(
         xaxis={
             "title": {"text": t("chart.value_axis", lang)},
-            "range": [-side, side],
+            "range": [float(grid.x_edges[0]), float(grid.x_edges[-1])],
+            "tickmode": "array",
             "tickvals": ticks,
-            "ticktext": [f"{v:g}".replace("-", "−") for v in ticks],
+            "ticktext": labels,
             "showgrid": False,
         },
         yaxis={
@@ -799,51 +813,33 @@ def act_dist(
             "showgrid": False,
             **_layer_ticks(L),
         },
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
     )
-    if overflow:
-        for x, key in ((-x_out, "chart.below_edge"), (x_out, "chart.above_edge")):
-            fig.add_annotation(
-                x=x,
-                y=L + 0.5,
-                yanchor="bottom",
-                showarrow=False,
-                text=t(key, lang, edge=f"{width:g}"),
-                font={"size": _px(14, presenter), "color": "#B00000"},
-            )
     if animate and p is not None:
-        _add_frames(fig, data, lang, presenter, p, title_of, cols, width, x_out)
+        _add_frames(fig, data, lang, presenter, p, title_of, grid)
     return fig
 
 
 def _add_frames(
-    fig: go.Figure,
-    data: RunData,
-    lang: str,
-    presenter: bool,
-    start: int,
-    title_of: Any,
-    cols: np.ndarray,
-    width: float,
-    x_out: float,
+    fig: go.Figure, data: RunData, lang: str, presenter: bool, start: int, title_of: Any, grid: _ActGrid
 ) -> None:
-    """One frame per probe step (plain dicts: graph_objects validation is slow for hundreds of frames),
-    a step slider and Play/Pause buttons, all driven in the browser."""
+    """One frame per probe step (plain dicts: graph_objects validation is slow for hundreds of frames);
+    with two or more, Play/Pause buttons and under them a step slider, all driven in the browser."""
     hist, stats, names = data.probe("resid_hist"), data.probe("resid_stats"), data.info.stat_names
-    frames = []
-    for i, s in enumerate(data.probe_steps):
-        frames.append(
-            {
-                "name": str(s),
-                "data": [
-                    {"type": "heatmap", "z": _act_codes(hist[i][:, cols])},
-                    {"type": "scatter", **_std_trace(stats[i], names, width)},
-                    {"type": "scatter", **_overflow_text(stats[i], x_out, names)},
-                ],
-                "traces": [0, 1, 2],
-                "layout": {"title": {"text": title_of(s)}},
-            }
-        )
-    fig.frames = frames
+    fig.frames = [
+        {
+            "name": str(s),
+            "data": [
+                {"type": "heatmap", "z": _act_codes(grid.shares(hist[i], stats[i]))},
+                {"type": "scatter", **_std_trace(stats[i], names, grid.width)},
+            ],
+            "traces": [0, 1],
+            "layout": {"title": {"text": title_of(s)}},
+        }
+        for i, s in enumerate(data.probe_steps)
+    ]
+    if len(data.probe_steps) < 2:
+        return
     anim = {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}
     play = {
         "frame": {"duration": 120, "redraw": True},
@@ -852,18 +848,37 @@ def _add_frames(
         "mode": "immediate",
     }
     s = _scale(presenter)
-    many = len(data.probe_steps) > 25  # then the tick labels would overlap: the current value says the step
+    many = len(data.probe_steps) > 25  # then the tick labels would overlap: the current value names the step
+    # Stacked under the x axis title: buttons, then the slider, so nothing overlaps at half width.
     fig.update_layout(
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "left",
+                "showactive": False,
+                "x": 0,
+                "y": 0,
+                "xanchor": "left",
+                "yanchor": "top",
+                "pad": {"t": round(62 * s)},
+                "font": {"size": _px(15, presenter)},
+                "buttons": [
+                    {"label": "▶ " + t("chart.play", lang), "method": "animate", "args": [None, play]},
+                    {"label": "❚❚ " + t("chart.pause", lang), "method": "animate", "args": [[None], anim]},
+                ],
+            }
+        ],
         sliders=[
             {
                 "active": start,
                 "currentvalue": {
                     "prefix": t("chart.step", lang) + " ",
+                    "xanchor": "right",
                     "font": {"size": _px(15, presenter), "color": "#222222"},
                 },
-                "pad": {"t": round(55 * s), "b": 0},
-                "len": 0.78,
-                "x": 0.22,
+                "pad": {"t": round(100 * s), "b": 0, "l": 0, "r": 0},
+                "len": 1.0,
+                "x": 0,
                 "y": 0,
                 "yanchor": "top",
                 "ticklen": 4 if many else 7,
@@ -874,39 +889,39 @@ def _add_frames(
                 ],
             }
         ],
-        updatemenus=[
-            {
-                "type": "buttons",
-                "direction": "left",
-                "showactive": False,
-                "x": 0,
-                "y": 0,
-                "xanchor": "left",
-                "yanchor": "top",
-                "pad": {"t": round(70 * s), "r": 10},
-                "font": {"size": _px(15, presenter)},
-                "buttons": [
-                    {"label": "▶ " + t("chart.play", lang), "method": "animate", "args": [None, play]},
-                    {"label": "❚❚ " + t("chart.pause", lang), "method": "animate", "args": [[None], anim]},
-                ],
-            }
-        ],
-        margin={"b": round(170 * s)},
-        legend={"y": -0.36 * s},
+        margin={"b": round(175 * s)},
     )
 
 
 # --- 4. per-layer profile ------------------------------------------------------------------------
-def _profile_axes(fig: go.Figure, lang: str, L: int, grad_rng: tuple[float, float], std_top: float) -> None:
-    fig.update_xaxes(title_text=t("chart.layer_axis", lang), range=[0.5, L + 0.5], **_layer_ticks(L), row=1, col=1)
-    fig.update_xaxes(title_text=t("chart.layer_axis0", lang), range=[-0.5, L + 0.5], **_layer_ticks(L, 0), row=1, col=2)
-    fig.update_yaxes(title_text=t("chart.grad_norm_axis", lang), **_log_axis(grad_rng), row=1, col=1)
-    fig.update_yaxes(title_text=t("chart.resid_std_axis", lang), range=[0, std_top], row=1, col=2)
-
-
-def _subplot_title_fonts(fig: go.Figure, presenter: bool) -> None:
+def _profile_figure(grad_title: str, lang: str, presenter: bool) -> go.Figure:
+    """Two panels stacked on one layer axis (side by side they do not fit a half-width column):
+    gradient norms above, the residual stream's std below; panel titles left-aligned above each."""
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        row_heights=[0.62, 0.38],
+        vertical_spacing=0.13,
+        subplot_titles=(grad_title, t("chart.profile_std", lang)),
+    )
     for a in fig.layout.annotations:
-        a.font = {"size": _px(16, presenter)}
+        a.update(x=0, xanchor="left", font={"size": _px(16, presenter)})
+    return fig
+
+
+def _profile_axes(
+    fig: go.Figure, lang: str, L: int, grad_rng: tuple[float, float], std_top: float, presenter: bool
+) -> None:
+    fig.update_xaxes(range=[-0.5, L + 0.5], **_layer_ticks(L, 0))
+    fig.update_xaxes(showticklabels=False, row=1, col=1)  # shared axis: numbers once, at the bottom
+    fig.update_xaxes(title_text=t("chart.layer_axis0", lang), row=2, col=1)
+    fig.update_yaxes(**_log_axis(grad_rng), row=1, col=1)
+    fig.update_yaxes(range=[0, std_top], row=2, col=1)
+    fig.update_layout(
+        legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
+        margin={"t": round(85 * _scale(presenter))},
+    )
 
 
 def _std_with_input(data: RunData, p: int) -> np.ndarray:
@@ -916,8 +931,8 @@ def _std_with_input(data: RunData, p: int) -> np.ndarray:
 
 
 def _std_top(datas: Sequence[RunData]) -> float:
+    """A fixed top for the std panel: the largest std of any probe step, rounded up to 1, 1.5, 2, ... x 10^k."""
     tops = [1.0]
-    i_std = None
     for d in datas:
         if d.probe_steps:
             i_std = list(d.info.stat_names).index("std")
@@ -927,23 +942,17 @@ def _std_top(datas: Sequence[RunData]) -> float:
                 tops.append(float(v.max()))
     top = max(tops) * 1.1
     mag = 10 ** math.floor(math.log10(top))
-    return math.ceil(top / mag * 2) / 2 * mag  # round up to 1, 1.5, 2, ... x a power of ten
+    return math.ceil(top / mag * 2) / 2 * mag
 
 
 def layer_profile(data: RunData, lang: str = "en", step: int | None = None, presenter: bool = False) -> go.Figure:
-    """The paper's Figure 3 view at one probe step (the last when None): left, the gradient norm of each
-    weight matrix per layer (log y, ffn.w2 thick and black); right, the residual stream's std per layer
-    (0 = embeddings). Axis ranges cover every probe step so that moving the step slider keeps them."""
+    """The paper's Figure 3 view at one probe step (the last when None): above, the gradient norm of each
+    weight matrix per layer (log y, ffn.w2 thick and black); below, the residual stream's std per layer
+    (0 = embeddings). Axis ranges cover every probe step, so moving the step slider keeps them."""
     info, cfg = data.info, data.info.config
     L = cfg.depth
     p = _probe_index(data, step)
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.58, 0.42],
-        horizontal_spacing=0.14,
-        subplot_titles=(t("chart.profile_grad", lang), t("chart.profile_std", lang)),
-    )
+    fig = _profile_figure(t("chart.profile_grad", lang), lang, presenter)
     layers = np.arange(1, L + 1, dtype=np.int16)
     g = data.probe("grad_norm")
     for j, name in enumerate(info.param_names):
@@ -965,32 +974,29 @@ def layer_profile(data: RunData, lang: str = "en", step: int | None = None, pres
             col=1,
         )
     std = _std_with_input(data, p) if p is not None else np.full(L + 1, np.nan)
-    color = NORM_COLORS.get(cfg.norm_position, GREY)
     fig.add_trace(
         go.Scatter(
             x=np.arange(0, L + 1, dtype=np.int16),
             y=_f32(std),
             mode="lines+markers",
             name=t("chart.resid_std", lang),
-            line={"color": color, "width": 3},
+            line={"color": NORM_COLORS.get(cfg.norm_position, GREY), "width": 3},
             marker={"size": _px(6, presenter)},
             showlegend=False,
             hovertemplate=_hover(lang, ("chart.layer", "%{x}"), ("chart.std", "%{y:.3g}")),
         ),
-        row=1,
-        col=2,
+        row=2,
+        col=1,
     )
     if p is None:
-        _empty_note(fig, lang, presenter)
+        _empty_note(fig, lang, presenter, xref="x domain", yref="y domain")
     title = (
         t("chart.profile_title", lang, step=data.probe_steps[p])
         if p is not None
         else t("chart.profile_title_empty", lang)
     )
-    _layout(fig, title, presenter, "profile-" + _run_key(data))
-    _subplot_title_fonts(fig, presenter)
-    fig.update_layout(margin={"t": round(90 * _scale(presenter))})
-    _profile_axes(fig, lang, L, _nice_log_range(g) or (1e-3, 10.0), _std_top([data]))
+    _layout(fig, title, presenter, "profile-" + _run_key(data), legend_below=False)
+    _profile_axes(fig, lang, L, _nice_log_range(g) or (1e-3, 10.0), _std_top([data]), presenter)
     return fig
 
 
@@ -1018,7 +1024,7 @@ def update_ratio_chart(data: RunData, lang: str = "en", presenter: bool = False)
             go.Scatter(
                 x=steps,
                 y=_f32(y),
-                mode="lines",
+                mode="lines" if steps.size > 2 else "lines+markers",  # one point alone draws no line
                 name=t("chart.layer_n", lang, n=layer),
                 line={"color": c, "width": 2.2},
                 hovertemplate=t("chart.layer_n", lang, n=layer)
@@ -1038,6 +1044,7 @@ def update_ratio_chart(data: RunData, lang: str = "en", presenter: bool = False)
     )
     if not steps.size:
         _empty_note(fig, lang, presenter)
+    _diverged_line(fig, data, lang, presenter)
     rng = _nice_log_range(r, at_least=(UPDATE_RATIO_REF / 10, UPDATE_RATIO_REF * 10))
     _layout(fig, t("chart.ratio_title", lang), presenter, "ratio-" + _run_key(data), legend_below=False)
     fig.update_layout(
@@ -1125,15 +1132,9 @@ def compare_layer_profile(
     param: str = "ffn.w2",
     presenter: bool = False,
 ) -> go.Figure:
-    """The paper's Figure 3 for several runs: left, the `param` gradient norm per layer at the probe step
-    nearest `step` (each run's last when None; log y); right, each run's residual std per layer."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.58, 0.42],
-        horizontal_spacing=0.14,
-        subplot_titles=(t("chart.profile_param", lang, param=param), t("chart.profile_std", lang)),
-    )
+    """The paper's Figure 3 for several runs: above, the `param` gradient norm per layer at the probe step
+    nearest `step` (each run's last when None; log y); below, each run's residual std per layer."""
+    fig = _profile_figure(t("chart.profile_param", lang, param=param), lang, presenter)
     max_L = max((d.info.config.depth for d in datas), default=1)
     grads = []
     picks = [_probe_index(d, step) for d in datas]
@@ -1175,20 +1176,18 @@ def compare_layer_profile(
                 marker={"size": _px(6, presenter)},
                 hovertemplate=label + "<br>" + _hover(lang, ("chart.layer", "%{x}"), ("chart.std", "%{y:.3g}")),
             ),
-            row=1,
-            col=2,
+            row=2,
+            col=1,
         )
     if not shown_steps:
-        _empty_note(fig, lang, presenter)
+        _empty_note(fig, lang, presenter, xref="x domain", yref="y domain")
     grad_rng = _nice_log_range(np.concatenate(grads)) if grads else None
     if same_step:
         title = t("chart.compare_profile_title", lang, step=shown_steps[0])
     else:
         title = t("chart.compare_profile_title_any", lang)
-    _layout(fig, title, presenter, "cmp-profile-" + "-".join(_run_key(d) for d in datas))
-    _subplot_title_fonts(fig, presenter)
-    fig.update_layout(margin={"t": round(90 * _scale(presenter))})
-    _profile_axes(fig, lang, max_L, grad_rng or (1e-3, 10.0), _std_top(datas))
+    _layout(fig, title, presenter, "cmp-profile-" + "-".join(_run_key(d) for d in datas), legend_below=False)
+    _profile_axes(fig, lang, max_L, grad_rng or (1e-3, 10.0), _std_top(datas), presenter)
     return fig
 
 

@@ -164,7 +164,8 @@ def test_act_dist_static(post_run: RunData) -> None:
     # The value axis is narrowed to 4, 8 or 16 only where nothing is left out.
     lo, hi = fig.layout.xaxis.range
     assert lo == -hi and hi in (4, 8, 16)
-    assert np.asarray(heat.x).min() > lo and np.asarray(heat.x).max() < hi
+    x = np.asarray(heat.x)  # cell edges: one more than columns
+    assert len(x) == np.asarray(heat.z).shape[1] + 1 and x[0] == lo and x[-1] == hi
     shown = np.asarray(heat.customdata, dtype=float).sum(1) / 100
     np.testing.assert_allclose(shown, post_run.probes["resid_hist"][2].sum(1), rtol=1e-4)
 
@@ -185,10 +186,12 @@ def test_act_dist_shows_overflow(post_run: RunData) -> None:
     arrays = {name: post_run.probes[name][0] for name in post_run.probes}
     data.add_probe(1, {**arrays, "resid_stats": stats})
     fig = charts.act_dist(data)
-    overflow = fig.data[2]
-    assert list(overflow.text) == ["25%"] and list(overflow.y) == [2] and overflow.x[0] > 16
-    assert fig.layout.xaxis.range[1] > overflow.x[0]  # the labels are inside the drawn area
-    assert np.asarray(fig.data[0].z).shape == (3, HIST_BINS)  # overflow: the whole histogram
+    heat = fig.data[0]
+    # The whole histogram plus an open bin at each side, coloured by the share of values beyond ±16.
+    assert np.asarray(heat.z).shape == (3, HIST_BINS + 2)
+    shares = np.asarray(heat.customdata, dtype=float)
+    assert shares[1, -1] == pytest.approx(25) and shares[0, -1] == 0 and np.asarray(heat.z)[1, -1] > 0
+    assert np.asarray(heat.x)[-1] > 16 and "> 16" in fig.layout.xaxis.ticktext
 
 
 def test_layer_profile(post_run: RunData) -> None:
@@ -282,7 +285,7 @@ def test_huge_losses_are_clipped_and_said(post_run: RunData) -> None:
     fig = charts.loss_chart(data)
     top = fig.layout.yaxis.range[1]
     assert max(fig.data[0].y) <= top * 1.05
-    assert any("1 " in a.text and f"{top:g}" in a.text for a in fig.layout.annotations)
+    assert any("1)" in a.text and f"{top:g}" in a.text for a in fig.layout.annotations)
 
 
 # --- payload, presenter, language ----------------------------------------------------------------
