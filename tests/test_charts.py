@@ -299,6 +299,13 @@ def test_live_payload_depth24_2000_steps() -> None:
     assert sum(len(fig.data) for fig in live_figures(data).values()) <= 30
 
 
+def test_long_runs_stay_small() -> None:
+    data = synthetic_run(depth=3, steps=2000, probe_every=2)  # 1,001 probe steps
+    heat = charts.grad_heatmap(data).data[0]
+    assert len(heat.x) <= charts.MAX_HEATMAP_COLUMNS and heat.x[-1] == 2000
+    assert np.asarray(heat.z).shape == (3, len(heat.x))
+
+
 def test_presenter_fonts_are_bigger(post_run: RunData) -> None:
     for build in (charts.loss_chart, charts.grad_heatmap, charts.act_dist, charts.layer_profile):
         normal, big = build(post_run), build(post_run, presenter=True)
