@@ -1,0 +1,488 @@
+"""ln-viz's speed and memory figures: prints a table and writes it as JSON.
+
+    .venv/bin/python benchmarks/bench.py                 # the full set (about 15 minutes on 2 cores)
+    .venv/bin/python benchmarks/bench.py --quick         # tiny sizes, seconds (the smoke test runs this)
+    .venv/bin/python benchmarks/bench.py --only steps    # one section: steps, mfu, start, payload, memory, threads
+
+Every timing is repeated (--repeats, default 3) and reported as min / median / max. Nothing here
+asserts a target: the figures go into the issue notes, the targets are read off them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from ln_viz.config import RunConfig  # noqa: E402
+from ln_viz.corpus import Batches, english  # noqa: E402
+from ln_viz.model import build_model  # noqa: E402
+from ln_viz.names import HIST_BINS  # noqa: E402
+from ln_viz.train import Trainer, make_optimizer  # noqa: E402
+
+SIZES = [(6, 64), (12, 128), (24, 128)]  # (depth, d_model), batch 32, seq 64: the issue's sizes
+QUICK_SIZES = [(2, 32)]
+
+
+def stats(xs: list[float]) -> dict[str, float]:
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
+
+
+def fmt(s: dict[str, float], digits: int = 2) -> str:
+    return f"{s['median']:.{digits}f} [{s['min']:.{digits}f}-{s['max']:.{digits}f}]"
+
+
+def config(depth: int, d: int, quick: bool) -> RunConfig:
+    b, t = (8, 16) if quick else (32, 64)
+    return RunConfig(depth=depth, d_model=d, heads=4 if d >= 64 else 2, batch_size=b, seq_len=t, eval_every=0)
+
+
+# --- training loops ------------------------------------------------------------------------------
+def plain_loop(cfg: RunConfig, steps: int) -> float:
+    """steps/s of the least a training loop can do: batch, forward, loss, backward, Adam step."""
+    corpus = english()
+    model = build_model(cfg, corpus.vocab_size)
+    opt = make_optimizer(cfg, model)
+    batches = Batches(corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed)
+
+    def step() -> None:
+        x, y = batches.next()
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return steps / (time.perf_counter() - t0)
+
+
+def trainer_loop(cfg: RunConfig, steps: int, probe_every: int) -> float:
+    """steps/s of ln-viz's own Trainer (divergence checks, snapshots, probes at their cadence)."""
+    trainer = Trainer(cfg.replace(steps=steps + 3, probe_every=probe_every))
+    it = iter(trainer)
+    for _ in range(3):
+        next(it)
+    t0 = time.perf_counter()
+    for _ in it:
+        pass
+    return steps / (time.perf_counter() - t0)
+
+
+def tensorboard_loop(cfg: RunConfig, steps: int, every: int, logdir: Path) -> float:
+    """steps/s of the plain loop logging the same per-layer histograms (residual stream after each block
+    and each norm's input) and per-matrix gradient norms with TensorBoard, at the same cadence."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    corpus = english()
+    model = build_model(cfg, corpus.vocab_size)
+    opt = make_optimizer(cfg, model)
+    batches = Batches(corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed)
+    writer = SummaryWriter(str(logdir))
+    captured: dict[str, torch.Tensor] = {}
+
+    def keep(name):
+        return lambda m, args, out=None: captured.__setitem__(name, (out if out is not None else args[0]).detach())
+
+    def step(t: int) -> None:
+        x, y = batches.next()
+        handles = []
+        if t % every == 0:
+            for i, block in enumerate(model.blocks):
+                handles.append(block.register_forward_hook(keep(f"resid/{i}")))
+                for n in model.norm_names():
+                    handles.append(block.get_submodule(n).register_forward_pre_hook(keep(f"{n}_in/{i}")))
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+        if t % every == 0:
+            for h in handles:
+                h.remove()
+            for name, value in captured.items():
+                writer.add_histogram(name, value, t, bins="tensorflow")
+            for name, p in model.named_parameters():
+                writer.add_scalar(f"grad_norm/{name}", float(p.grad.norm()), t)
+            captured.clear()
+        opt.step()
+
+    for t in range(3):
+        step(t + 1)
+    t0 = time.perf_counter()
+    for t in range(steps):
+        step(t + 4)
+    rate = steps / (time.perf_counter() - t0)
+    writer.close()
+    return rate
+
+
+def bench_steps(quick: bool, repeats: int) -> dict:
+    import tempfile
+
+    steps = 8 if quick else 40
+    out = {}
+    for depth, d in QUICK_SIZES if quick else SIZES:
+        cfg = config(depth, d, quick)
+        row = {
+            "plain": stats([plain_loop(cfg, steps) for _ in range(repeats)]),
+            "probes_every_1": stats([trainer_loop(cfg, steps, 1) for _ in range(repeats)]),
+            "probes_every_10": stats([trainer_loop(cfg, steps, 10) for _ in range(repeats)]),
+            "probes_off": stats([trainer_loop(cfg, steps, 0) for _ in range(repeats)]),
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                row["tensorboard_every_10"] = stats(
+                    [tensorboard_loop(cfg, steps, 10, Path(tmp) / str(i)) for i in range(repeats)]
+                )
+            except ImportError as e:
+                row["tensorboard_every_10"] = {"error": str(e)}
+        plain = row["plain"]["median"]
+        row["cost_every_1_pct"] = 100 * (1 - row["probes_every_1"]["median"] / plain)
+        row["cost_every_10_pct"] = 100 * (1 - row["probes_every_10"]["median"] / plain)
+        if "median" in row["tensorboard_every_10"]:
+            row["tensorboard_cost_pct"] = 100 * (1 - row["tensorboard_every_10"]["median"] / plain)
+        out[f"depth{depth}_d{d}"] = row
+        print(
+            f"  ({depth:2d}, {d:3d})  plain {fmt(row['plain'])}  probes/1 {fmt(row['probes_every_1'])} "
+            f"({row['cost_every_1_pct']:+.1f} %)  probes/10 {fmt(row['probes_every_10'])} "
+            f"({row['cost_every_10_pct']:+.1f} %)  TB/10 "
+            + (
+                f"{fmt(row['tensorboard_every_10'])} ({row['tensorboard_cost_pct']:+.1f} %)"
+                if "tensorboard_cost_pct" in row
+                else str(row["tensorboard_every_10"])
+            ),
+            flush=True,
+        )
+    return out
+
+
+# --- FLOP utilisation ----------------------------------------------------------------------------
+def flops_per_step(cfg: RunConfig, vocab: int) -> float:
+    """Matmul FLOPs of one training step (forward + backward = 3x forward): the projections and FFN,
+    the attention scores and mixing, the output head."""
+    tokens = cfg.batch_size * cfg.seq_len
+    d, f, L, T = cfg.d_model, cfg.ffn_width, cfg.depth, cfg.seq_len
+    per_token = L * (2 * 4 * d * d + 2 * 2 * d * f + 2 * 2 * T * d) + 2 * d * vocab
+    return 3 * per_token * tokens
+
+
+def matmul_peak(n: int, repeats: int) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(5):
+            torch.mm(a, b)
+        rates.append(5 * 2 * n**3 / (time.perf_counter() - t0))
+    return max(rates)
+
+
+def bench_mfu(quick: bool, repeats: int, steps_result: dict | None) -> dict:
+    peak = matmul_peak(512 if quick else 2048, repeats)
+    print(f"  matmul peak (torch.mm, {torch.get_num_threads()} threads): {peak / 1e9:.1f} GFLOP/s", flush=True)
+    out = {"matmul_peak_gflops": peak / 1e9}
+    vocab = english().vocab_size
+    for depth, d in QUICK_SIZES if quick else SIZES:
+        cfg = config(depth, d, quick)
+        rate = (steps_result or {}).get(f"depth{depth}_d{d}", {}).get("plain", {}).get("median")
+        if rate is None:
+            rate = plain_loop(cfg, 8 if quick else 20)
+        fl = flops_per_step(cfg, vocab)
+        achieved = fl * rate
+        out[f"depth{depth}_d{d}"] = {
+            "gflop_per_step": fl / 1e9,
+            "achieved_gflops": achieved / 1e9,
+            "mfu": achieved / peak,
+        }
+        print(
+            f"  ({depth:2d}, {d:3d})  {fl / 1e9:.1f} GFLOP/step x {rate:.2f} steps/s = {achieved / 1e9:.1f} GFLOP/s "
+            f"= {100 * achieved / peak:.0f} % of the matmul peak",
+            flush=True,
+        )
+    return out
+
+
+# --- start latency -------------------------------------------------------------------------------
+def bench_start(quick: bool, repeats: int) -> dict:
+    from ln_viz.config import preset
+    from ln_viz.runner import Runner
+
+    cfg = preset("pre-ln-no-warmup")
+    if quick:
+        cfg = cfg.replace(depth=2, d_model=32, heads=2, steps=20)
+    out = {}
+    for warm in (1, 0):
+        times = []
+        with Runner(warm_workers=warm) as runner:
+            for _ in range(repeats):
+                runner.wait_warm(60)
+                t0 = time.perf_counter()
+                handle = runner.start(cfg)
+                while handle.view().steps_done < 1 and not handle.done:
+                    time.sleep(0.005)
+                times.append(time.perf_counter() - t0)
+                handle.stop()
+                handle.wait(10)
+        key = "warm_worker" if warm else "cold_spawn"
+        out[key] = stats(times)
+        print(f"  Start -> first snapshot, {key}: {fmt(out[key], 3)} s", flush=True)
+    return out
+
+
+def bench_browser(repeats: int) -> dict:
+    """Start -> first drawn chart in headless Chromium against the real app."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
+
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(Path(tmp))
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+                for _ in range(repeats):
+                    page = browser.new_page(viewport={"width": 1280, "height": 720})
+                    page.goto(server.url)
+                    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+                    page.wait_for_selector(".st-key-start button")
+                    time.sleep(3)  # let the warm worker get ready, as it would while a speaker talks
+                    t0 = time.perf_counter()
+                    page.locator(".st-key-start button").click()
+                    page.wait_for_function(
+                        """() => { const gd = document.querySelector(
+                               ".st-key-loss_chart[data-stale='false'] .js-plotly-plot");
+                           return gd && gd.data && gd.data[0] && gd.data[0].x && gd.data[0].x.length > 0; }""",
+                        timeout=60_000,
+                    )
+                    times.append(time.perf_counter() - t0)
+                    page.locator(".st-key-stop button").click()
+                    page.close()
+                browser.close()
+        finally:
+            server.stop()
+    out = {"start_to_first_drawn_chart_s": stats(times)}
+    print(f"  Start -> first drawn loss chart (Chromium): {fmt(out['start_to_first_drawn_chart_s'], 3)} s", flush=True)
+    return out
+
+
+# --- live payload --------------------------------------------------------------------------------
+def synthetic_run(depth: int, d: int, steps: int, probe_every: int):
+    """A RunData with realistic shapes (from a real model's RunInfo) and random values."""
+    from ln_viz.snapshot import RunData, Snapshot
+
+    cfg = RunConfig(depth=depth, d_model=d, steps=steps, probe_every=probe_every)
+    info = Trainer(cfg.replace(steps=1)).info
+    info.config = cfg
+    data = RunData(info)
+    rng = np.random.default_rng(0)
+    L, n_norm = depth, len(info.norm_names)
+    for t in range(1, steps + 1):
+        probes = None
+        if t == 1 or t % probe_every == 0 or t == steps:
+            hist = rng.random((L, HIST_BINS)).astype(np.float32)
+            probes = {
+                "resid_hist": hist / hist.sum(1, keepdims=True),
+                "resid_stats": rng.random((L, 6)).astype(np.float32),
+                "norm_in_hist": rng.random((L, n_norm, HIST_BINS)).astype(np.float32),
+                "norm_in_stats": rng.random((L, n_norm, 6)).astype(np.float32),
+                "attn_entropy": rng.random(L).astype(np.float32),
+                "input_stats": rng.random(6).astype(np.float32),
+                "grad_norm": rng.random((L, 6)).astype(np.float32) + 0.1,
+                "block_grad_norm": rng.random(L).astype(np.float32) + 0.1,
+                "update_ratio": rng.random(L).astype(np.float32) * 1e-2,
+            }
+        data.append(Snapshot(t, 3 - t / steps, 1e-3, 1.0, t / 10, 10.0, eval_loss=None, probes=probes))
+    data.status = "running"
+    return data
+
+
+def bench_payload(quick: bool) -> dict:
+    from ln_viz import charts
+
+    depth, steps = (4, 200) if quick else (24, 2000)
+    data = synthetic_run(depth, 64, steps, 10)
+    figs = {
+        "loss_chart": charts.loss_chart(data),
+        "grad_heatmap": charts.grad_heatmap(data),
+        "update_ratio": charts.update_ratio_chart(data),
+        "act_dist": charts.act_dist(data),
+        "layer_profile": charts.layer_profile(data),
+    }
+    t0 = time.perf_counter()
+    sizes = {k: len(f.to_json()) for k, f in figs.items()}
+    out = {
+        "live_refresh_bytes": sum(sizes.values()),
+        "per_chart": sizes,
+        "json_s": time.perf_counter() - t0,
+        "final_animated_act_dist_bytes": len(charts.act_dist(data, animate=True).to_json()),
+    }
+    print(
+        f"  live refresh at depth {depth}, {steps} steps: {out['live_refresh_bytes'] / 1e3:.0f} KB "
+        f"({', '.join(f'{k} {v / 1e3:.0f}' for k, v in sizes.items())}); the animated distribution once the "
+        f"run ends: {out['final_animated_act_dist_bytes'] / 1e3:.0f} KB",
+        flush=True,
+    )
+    return out
+
+
+# --- memory --------------------------------------------------------------------------------------
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def bench_memory(quick: bool) -> dict:
+    """RSS of the server side (this process: runner, drain thread, RunData) and of the worker, sampled
+    every 0.5 s over a depth-24 run of 2,000 steps (preset sizes), with a page-like reader taking a
+    view and building the live figures once a second."""
+    from ln_viz import charts
+    from ln_viz.config import preset
+    from ln_viz.runner import Runner
+
+    cfg = preset("deep-pre-ln").replace(steps=60 if quick else 2000, probe_every=10)
+    if quick:
+        cfg = cfg.replace(depth=2, d_model=32, heads=2)
+    samples = []
+    with Runner(warm_workers=0) as runner:
+        handle = runner.start(cfg)
+        stop = threading.Event()
+
+        def reader() -> None:
+            while not stop.is_set():
+                view = handle.view()
+                if view.data is not None:
+                    for build in (charts.loss_chart, charts.grad_heatmap, charts.act_dist, charts.layer_profile):
+                        build(view.data).to_json()
+                time.sleep(1.0)
+
+        th = threading.Thread(target=reader, daemon=True)
+        th.start()
+        t0 = time.perf_counter()
+        while not handle.done:
+            view = handle.view()
+            samples.append((time.perf_counter() - t0, view.steps_done, rss_mb(os.getpid()), rss_mb(handle.pid or 0)))
+            time.sleep(0.5)
+        stop.set()
+        th.join()
+    steps = np.array([s[1] for s in samples])
+    server = np.array([s[2] for s in samples])
+    worker = np.array([s[3] for s in samples])
+    after = steps >= (50 if quick else 500)
+    out = {
+        "steps": int(steps.max()),
+        "seconds": samples[-1][0],
+        "server_rss_mb": {"start": float(server[0]), "peak": float(np.nanmax(server)), "end": float(server[-1])},
+        "server_rss_mb_at_500": float(server[after][0]) if after.any() else None,
+        "worker_rss_mb_peak": float(np.nanmax(worker)),
+        "samples": [list(map(float, s)) for s in samples[:: max(1, len(samples) // 60)]],
+    }
+    print(
+        f"  {out['steps']} steps at depth {cfg.depth} in {out['seconds']:.0f} s: server RSS start "
+        f"{out['server_rss_mb']['start']:.0f} MB, at step 500 {out['server_rss_mb_at_500'] or float('nan'):.0f} MB, "
+        f"peak {out['server_rss_mb']['peak']:.0f} MB, end {out['server_rss_mb']['end']:.0f} MB; worker peak "
+        f"{out['worker_rss_mb_peak']:.0f} MB",
+        flush=True,
+    )
+    return out
+
+
+# --- threads -------------------------------------------------------------------------------------
+def bench_threads(quick: bool) -> dict:
+    """steps/s per run and in total, with one or two runs training at once and 1 or 2 torch threads each."""
+    from ln_viz.config import preset
+    from ln_viz.runner import Runner
+
+    cfg = preset("pre-ln-no-warmup").replace(steps=30 if quick else 150, probe_every=10)
+    if quick:
+        cfg = cfg.replace(depth=2, d_model=32, heads=2)
+    out = {}
+    for n_runs in (1, 2):
+        for threads in (1, 2):
+            with Runner(warm_workers=0, threads_per_run=threads) as runner:
+                handles = [runner.start(cfg.replace(seed=i)) for i in range(n_runs)]
+                for h in handles:
+                    h.wait(600)
+                rates = []
+                for h in handles:
+                    sc = h.view().data.scalars
+                    rates.append(len(sc["step"]) / sc["elapsed"][-1])
+            out[f"{n_runs}run_{threads}thr"] = {"per_run": float(np.mean(rates)), "total": float(np.sum(rates))}
+            print(
+                f"  {n_runs} run(s) x {threads} thread(s): {np.mean(rates):.1f} steps/s each, "
+                f"{np.sum(rates):.1f} in total",
+                flush=True,
+            )
+    return out
+
+
+SECTIONS = ("steps", "mfu", "start", "browser", "payload", "memory", "threads")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in seconds")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=SECTIONS, action="append", help="run only these sections")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads in this process (default 2)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench.json"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    sections = args.only or [s for s in SECTIONS if not (args.quick and s in ("browser", "threads"))]
+    result: dict = {
+        "machine": {"cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads()},
+        "quick": args.quick,
+        "repeats": args.repeats,
+    }
+    print(f"ln-viz benchmark ({'quick' if args.quick else 'full'}), torch {torch.__version__}, {args.threads} threads")
+    if "steps" in sections:
+        print("training steps/s, median [min-max], batch 32 x seq 64 (probe cost against the plain loop):")
+        result["steps"] = bench_steps(args.quick, args.repeats)
+    if "mfu" in sections:
+        print("model FLOP utilisation:")
+        result["mfu"] = bench_mfu(args.quick, args.repeats, result.get("steps"))
+    if "start" in sections:
+        print("start latency:")
+        result["start"] = bench_start(args.quick, args.repeats)
+    if "browser" in sections:
+        print("browser:")
+        result["browser"] = bench_browser(args.repeats)
+    if "payload" in sections:
+        print("live refresh payload (figures' JSON):")
+        result["payload"] = bench_payload(args.quick)
+    if "memory" in sections:
+        print("memory over a long run:")
+        result["memory"] = bench_memory(args.quick)
+    if "threads" in sections:
+        print("threads per worker:")
+        result["threads"] = bench_threads(args.quick)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

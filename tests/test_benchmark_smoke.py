@@ -1,0 +1,25 @@
+"""The benchmark keeps running: its quick mode, on tiny sizes (the figures themselves are not checked)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_benchmark_quick_mode_prints_and_writes_its_table(tmp_path):
+    out = tmp_path / "bench.json"
+    sections = ["--only", "steps", "--only", "mfu", "--only", "start", "--only", "payload"]
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/bench.py", "--quick", "--repeats", "1", *sections, "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert set(result) >= {"steps", "mfu", "start", "payload"}
+    row = result["steps"]["depth2_d32"]
+    assert row["plain"]["median"] > 0 and row["probes_every_10"]["median"] > 0
+    assert "median" in row["tensorboard_every_10"]  # the TensorBoard reference ran too
+    assert result["payload"]["live_refresh_bytes"] > 0
+    assert "steps/s" in proc.stdout and "first snapshot" in proc.stdout
