@@ -1,0 +1,129 @@
+"""The live page in headless Chromium: Start a preset, watch the charts move, Stop; tab close and a
+second Start leave no worker behind; a depth-24 run leaves the page responsive; Korean; presenter."""
+
+import time
+
+import pytest
+
+from tests.e2e.conftest import chart, settled_screenshot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+POINTS = "gd => gd.data.reduce((n, tr) => n + (tr.x ? tr.x.length : 0), 0)"
+
+
+def open_app(page, url: str) -> None:
+    page.goto(url)
+    wait_idle(page)
+    page.wait_for_selector(".st-key-start button", timeout=30_000)
+
+
+def points(page, key: str) -> int:
+    try:
+        return chart(page, key).evaluate(POINTS, timeout=2_000)
+    except Exception:  # noqa: BLE001 - mid-redraw: the chart is being replaced
+        return -1
+
+
+def wait_points(page, key: str, more_than: int, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = points(page, key)
+        if n > more_than:
+            return n
+        time.sleep(0.3)
+    raise AssertionError(f"{key} never had more than {more_than} points")
+
+
+def status_text(page) -> str:
+    return page.locator("[data-testid='stMarkdown'] strong").filter(has_text="|").first.inner_text()
+
+
+def worker_count(server) -> int:
+    return len(server.children())
+
+
+def test_start_shows_moving_charts_then_stop(server, page):
+    open_app(page, server.url)
+    baseline = worker_count(server)
+    t0 = time.monotonic()
+    page.locator(".st-key-start button").click()
+    page.wait_for_selector(".st-key-loss_chart .js-plotly-plot", timeout=60_000)
+    first_chart_s = time.monotonic() - t0
+    n1 = wait_points(page, "loss_chart", 0)
+    first_data_s = time.monotonic() - t0
+    n2 = wait_points(page, "loss_chart", n1 + 5)
+    assert n2 > n1  # the loss chart moves
+    h1 = wait_points(page, "grad_heatmap", 0)
+    wait_points(page, "grad_heatmap", h1)  # more probe steps arrive
+    assert points(page, "act_dist") > 0
+    settled_screenshot(page, "live-running")
+    page.locator(".st-key-stop button").click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('strong')].some(e => e.innerText.includes('stopped'))", timeout=10_000
+    )
+    assert page.locator("[data-testid='stException']").count() == 0
+    time.sleep(1.5)
+    assert worker_count(server) <= baseline  # the run's worker is gone (the warm one may stay)
+    print(f"first chart {first_chart_s:.2f} s, first data {first_data_s:.2f} s after Start")
+
+
+def test_a_second_start_and_closing_the_tab_leave_no_worker(server, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    open_app(page, server.url)
+    baseline = worker_count(server)
+    page.locator(".st-key-start button").click()
+    wait_points(page, "loss_chart", 0)
+    wait_idle(page)
+    page.locator(".st-key-start button").click()  # replaces the first run
+    wait_points(page, "loss_chart", 0)
+    running = worker_count(server)
+    assert running <= baseline + 2
+    context.close()  # the tab goes: its session is released and its run stopped
+    deadline = time.monotonic() + 15
+    while worker_count(server) > baseline and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert worker_count(server) <= baseline
+
+
+def test_the_page_answers_a_click_within_a_second_while_a_deep_run_trains(server, page):
+    open_app(page, server.url)
+    page.get_by_role("combobox", name="Preset").click()
+    page.get_by_role("option", name="deep-pre-ln").click()
+    wait_idle(page)
+    page.locator(".st-key-start button").click()
+    wait_points(page, "loss_chart", 3, timeout=90)
+    timings = []
+    for _ in range(3):
+        wait_idle(page)
+        expander = page.get_by_test_id("stExpander").first.locator("summary")
+        t0 = time.monotonic()
+        expander.click()
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=\"stExpander\"] details').open !== undefined", timeout=5_000
+        )
+        page.get_by_text("Norm type").first.wait_for(state="visible", timeout=5_000)
+        timings.append(time.monotonic() - t0)
+        expander.click()
+        time.sleep(0.5)
+    page.locator(".st-key-stop button").click()
+    print("click-to-answer at depth 24 (s):", [round(x, 3) for x in timings])
+    assert min(timings) < 1.0
+
+
+def test_korean_page_trains(server, page):
+    open_app(page, server.url + "/?lang=ko")
+    assert page.locator(".st-key-start button").inner_text().strip() == "시작"
+    page.locator(".st-key-start button").click()
+    wait_points(page, "loss_chart", 2)
+    assert page.get_by_text("학습 중").count() + page.get_by_text("완료").count() > 0
+    settled_screenshot(page, "live-korean")
+    page.locator(".st-key-stop button").click()
+
+
+def test_presenter_mode_hides_the_settings(server, page):
+    open_app(page, server.url + "/?present=1")
+    assert not page.get_by_test_id("stSidebar").is_visible()
+    assert page.locator(".st-key-start button").is_visible()
+    settled_screenshot(page, "live-presenter")
