@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -56,16 +57,22 @@ CHARTS: tuple[ChartSpec, ...] = (
 )
 
 
+# One export at a time per process: the default template is process-wide state, and two overlapping
+# exports would restore each other's value; a server on two cores gains nothing from two Chromiums anyway.
+_EXPORT_LOCK = threading.Lock()
+
+
 @contextmanager
 def _plain_template() -> Iterator[None]:
     """No default template while figures are built and written: `import streamlit` sets it to
     "streamlit", and an export must look the same from the app and from the CLI."""
-    old = pio.templates.default
-    pio.templates.default = "none"  # the charts bring their own small template (charts._TEMPLATE)
-    try:
-        yield
-    finally:
-        pio.templates.default = old
+    with _EXPORT_LOCK:
+        old = pio.templates.default
+        pio.templates.default = "none"  # the charts bring their own small template (charts._TEMPLATE)
+        try:
+            yield
+        finally:
+            pio.templates.default = old
 
 
 def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:

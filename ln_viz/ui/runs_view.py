@@ -7,6 +7,7 @@ Nothing here trains: a stored run is read back from the store (`Store.open_run`)
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 from collections.abc import Callable
@@ -31,6 +32,7 @@ SORTS = {  # widget option -> Store.list_runs sort
     "loss_high": "-final_loss",
 }
 _ROOT = Path(__file__).resolve().parents[2]  # the app's folder, where pages/ lives
+log = logging.getLogger(__name__)
 
 
 # --- demo runs ------------------------------------------------------------------------------------------
@@ -46,7 +48,10 @@ def autoload_demos(store: Store) -> None:
     """With LN_VIZ_LOAD_DEMOS=1, load the bundled demo runs once per server (a demo the user deleted
     stays deleted: `load_demo_runs` remembers what it loaded)."""
     if os.environ.get(LOAD_DEMOS_ENV) == "1":
-        _autoloaded(str(store.path))
+        try:
+            _autoloaded(str(store.path))
+        except LocalizedError as e:  # a damaged bundled file: say so in the log, keep the page
+            log.warning("ln-viz: the demo runs were not loaded: %s", e)
 
 
 def load_demos(store: Store) -> list[int]:
@@ -67,7 +72,11 @@ def demo_offer(store: Store, lang: str) -> None:
     st.info(t("runs.empty", lang))
     if st.button(t("runs.load_demos", lang), key="runs_load_demos", type="primary", icon=":material/download:"):
         with st.spinner(t("runs.loading_demos", lang)):
-            added = load_demos(store)
+            try:
+                added = load_demos(store)
+            except LocalizedError as e:
+                st.error(e.message(lang))
+                return
         st.session_state["_runs_notice"] = ("success", t("runs.demos_loaded", lang, count=len(added)))
         st.rerun()
 
