@@ -246,6 +246,7 @@ def _empty_note(
         y=0.5,
         showarrow=False,
         font={"size": _px(18, presenter), "color": GREY},
+        bgcolor="white",  # readable over reference lines
     )
 
 
