@@ -3,7 +3,7 @@ app's charts. The structure is ln_viz/theory.py, the prose ln_viz/i18n.py (`theo
 
 import streamlit as st
 
-from ln_viz.i18n import DEFAULT_LANG, LANGS, t
+from ln_viz.i18n import t
 from ln_viz.theory import (
     CONTENTS_KEY,
     INTRO_KEY,
@@ -14,6 +14,7 @@ from ln_viz.theory import (
     Text,
     references_markdown,
 )
+from ln_viz.ui import session
 
 READING_WIDTH_PX = 860  # a readable line length, also under the app's wide layout
 # Korean wraps between words (eojeol), not inside them, as Korean text is set; browsers default to breaking
@@ -24,16 +25,8 @@ KEEP_WORDS_CSS = (
 )
 
 
-def page_lang() -> str:
-    """The sidebar's language (app.py sets it), else the URL's `lang` when this page runs on its own.
-
-    Not ln_viz.ui.session.current_lang: importing that module loads the training engine (torch), seconds
-    this text-only page does not need."""
-    lang = st.session_state.get("lang") or st.query_params.get("lang", DEFAULT_LANG)
-    return lang if lang in LANGS else DEFAULT_LANG
-
-
-lang = page_lang()
+session.ensure_router()
+lang = session.current_lang()
 if lang == "ko":
     st.html(KEEP_WORDS_CSS)
 page = st.container(width=READING_WIDTH_PX)

@@ -4,12 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian's Chromium drives the browser tests and the PNG/SVG export (never `playwright install`).
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian's Chromium drives the browser tests and the PNG/SVG export (never `playwright install`);
+# fonts-nanum draws Korean in screenshots and exported charts.
+if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi nanum; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-nanum >/dev/null
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv

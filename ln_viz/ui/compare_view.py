@@ -60,7 +60,7 @@ def common_steps(datas: list[RunData]) -> list[int]:
 
 def draw(datas: list[RunData], labels: list[str], lang: str, done: bool, presenter: bool) -> None:
     """Overlaid losses, the two heatmaps on one colour scale, and both layer profiles at one step."""
-    st.plotly_chart(charts.compare_loss(datas, labels, lang, presenter), key="compare_loss", width="stretch")
+    st.plotly_chart(charts.compare_loss(datas, labels, lang, presenter), key="compare_loss", width="stretch", theme=None)
     st.caption(t("compare.loss_caption", lang))
     zrange = charts.shared_zrange(datas)
     cols = st.columns(len(datas))
@@ -68,12 +68,12 @@ def draw(datas: list[RunData], labels: list[str], lang: str, done: bool, present
         with col:
             st.markdown(f"**{labels[i]}**")
             fig = charts.grad_heatmap(data, lang, zrange=zrange, presenter=presenter)
-            st.plotly_chart(fig, key=f"compare_heatmap_{i}", width="stretch")
+            st.plotly_chart(fig, key=f"compare_heatmap_{i}", width="stretch", theme=None)
     st.caption(t("compare.heatmaps_caption", lang))
     steps = common_steps(datas)
     step = steps[-1] if steps else None
     if done and len(steps) > 1:
         step = st.select_slider(t("ui.step_select", lang), options=steps, value=steps[-1], key="compare_step")
     fig = charts.compare_layer_profile(datas, labels, lang, step=step, presenter=presenter)
-    st.plotly_chart(fig, key="compare_profile", width="stretch")
+    st.plotly_chart(fig, key="compare_profile", width="stretch", theme=None)
     st.caption(t("compare.profile_caption", lang))

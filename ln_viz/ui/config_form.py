@@ -160,13 +160,12 @@ def apply_query(prefix: str, lang: str) -> list[str]:
     params = st.query_params.to_dict()
     notices: list[str] = []
     name = params.get(prefix + "preset")
-    base = PRESETS[DEFAULT_PRESET].config
     if name is not None and name not in PRESETS:
         err = ConfigError("err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS))
         notices.append(t("ui.url_ignored", lang, param=prefix + "preset", value=name, reason=err.message(lang)))
         name = None
-    if name is not None:
-        base = PRESETS[name].config
+    # the link's preset, else what the form holds now (the default, or the Compare scenario's side)
+    base = PRESETS[name].config if name is not None else read_config(prefix).replace(user_text=None)
     has_fields = any(k.startswith(prefix) and k[len(prefix) :] in QUERY_FIELDS for k in params)
     if name is None and not has_fields:
         return notices

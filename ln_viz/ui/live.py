@@ -56,14 +56,14 @@ def draw_charts(data: RunData, lang: str, done: bool, presenter: bool = False, k
     """Place the five charts with their captions. After the end, the distribution chart animates in
     the browser (Plotly frames) and a step picker drives the layer profile."""
     kw = {"lang": lang, "presenter": presenter}
-    st.plotly_chart(charts.loss_chart(data, **kw), key=key_prefix + "loss_chart", width="stretch")
+    st.plotly_chart(charts.loss_chart(data, **kw), key=key_prefix + "loss_chart", width="stretch", theme=None)
     st.caption(t("caption.loss", lang))
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.grad_heatmap(data, **kw), key=key_prefix + "grad_heatmap", width="stretch")
+        st.plotly_chart(charts.grad_heatmap(data, **kw), key=key_prefix + "grad_heatmap", width="stretch", theme=None)
         st.caption(t("caption.grad_heatmap", lang))
     with right:
-        st.plotly_chart(charts.update_ratio_chart(data, **kw), key=key_prefix + "update_ratio", width="stretch")
+        st.plotly_chart(charts.update_ratio_chart(data, **kw), key=key_prefix + "update_ratio", width="stretch", theme=None)
         st.caption(t("caption.update_ratio", lang))
     step = None
     if done and len(data.probe_steps) > 1:
@@ -76,8 +76,8 @@ def draw_charts(data: RunData, lang: str, done: bool, presenter: bool = False, k
     left, right = st.columns(2)
     with left:
         fig = charts.act_dist(data, step=step, animate=done, **kw)
-        st.plotly_chart(fig, key=key_prefix + "act_dist", width="stretch")
+        st.plotly_chart(fig, key=key_prefix + "act_dist", width="stretch", theme=None)
         st.caption(t("caption.act_dist", lang))
     with right:
-        st.plotly_chart(charts.layer_profile(data, step=step, **kw), key=key_prefix + "layer_profile", width="stretch")
+        st.plotly_chart(charts.layer_profile(data, step=step, **kw), key=key_prefix + "layer_profile", width="stretch", theme=None)
         st.caption(t("caption.layer_profile", lang))

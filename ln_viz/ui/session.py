@@ -110,3 +110,16 @@ def presenter_mode() -> bool:
             unsafe_allow_html=True,
         )
     return present
+
+
+def ensure_router() -> None:
+    """Make sure a page runs inside app.py's router. On a fresh server, the very first visit through a
+    page's own address (a bookmark of /compare) reaches the page directly: Streamlit still treats the
+    pages/ folder the old way until some session has run st.navigation. Then the page has no language
+    switch, no menu titles, no presenter mode. Switching that mode off and rerunning sends the visit
+    through the router, on the same page (streamlit.runtime.pages_manager, checked on 1.67)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
