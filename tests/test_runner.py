@@ -9,7 +9,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -100,8 +102,15 @@ def wait_steps(h: RunHandle, n: int, timeout: float = 90.0) -> None:
 
 # --- the stream ------------------------------------------------------------------------------------
 def test_stream_from_a_warm_worker_matches_a_direct_trainer_run(
-    make_runner: Callable[..., Runner],
+    make_runner: Callable[..., Runner], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # As under Streamlit, whose script runner installs the page as __main__: spawn must not re-run it.
+    page = tmp_path / "page.py"
+    page.write_text("raise SystemExit(3)  # a worker that ran the page would die here\n")
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__ = str(page)
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+
     events: list[tuple[str, object]] = []
     runner = make_runner(
         warm_workers=1,
