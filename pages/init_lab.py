@@ -52,14 +52,18 @@ def measure(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tupl
 with st.spinner(t("init.measuring", lang)):
     lab = measure(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
 
-st.plotly_chart(charts.init_grad_profile(lab.grads, lang, param, present), key="init_profile", width="stretch", theme=None)
+st.plotly_chart(
+    charts.init_grad_profile(lab.grads, lang, param, present), key="init_profile", width="stretch", theme=None
+)
 ratio = lab.pre_ln_profile_ratio(param)
 if ratio is not None and ratio < 0.8:
     st.info(t("init.pre_not_flat", lang, ratio=f"{ratio:.2f}", param=param))
 st.caption(t("init.profile_caption", lang))
 left, right = st.columns(2)
 with left:
-    st.plotly_chart(charts.last_layer_vs_depth_chart(lab.vs_depth, lang, present, param), key="init_vs_depth", theme=None)
+    st.plotly_chart(
+        charts.last_layer_vs_depth_chart(lab.vs_depth, lang, present, param), key="init_vs_depth", theme=None
+    )
     st.caption(t("init.vs_depth_caption", lang))
 with right:
     st.plotly_chart(charts.resid_growth_chart(lab.resid, lang, present), key="init_resid", theme=None)

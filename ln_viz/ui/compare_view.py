@@ -60,7 +60,9 @@ def common_steps(datas: list[RunData]) -> list[int]:
 
 def draw(datas: list[RunData], labels: list[str], lang: str, done: bool, presenter: bool) -> None:
     """Overlaid losses, the two heatmaps on one colour scale, and both layer profiles at one step."""
-    st.plotly_chart(charts.compare_loss(datas, labels, lang, presenter), key="compare_loss", width="stretch", theme=None)
+    st.plotly_chart(
+        charts.compare_loss(datas, labels, lang, presenter), key="compare_loss", width="stretch", theme=None
+    )
     st.caption(t("compare.loss_caption", lang))
     zrange = charts.shared_zrange(datas)
     cols = st.columns(len(datas))

@@ -63,7 +63,9 @@ def draw_charts(data: RunData, lang: str, done: bool, presenter: bool = False, k
         st.plotly_chart(charts.grad_heatmap(data, **kw), key=key_prefix + "grad_heatmap", width="stretch", theme=None)
         st.caption(t("caption.grad_heatmap", lang))
     with right:
-        st.plotly_chart(charts.update_ratio_chart(data, **kw), key=key_prefix + "update_ratio", width="stretch", theme=None)
+        st.plotly_chart(
+            charts.update_ratio_chart(data, **kw), key=key_prefix + "update_ratio", width="stretch", theme=None
+        )
         st.caption(t("caption.update_ratio", lang))
     step = None
     if done and len(data.probe_steps) > 1:
@@ -79,5 +81,7 @@ def draw_charts(data: RunData, lang: str, done: bool, presenter: bool = False, k
         st.plotly_chart(fig, key=key_prefix + "act_dist", width="stretch", theme=None)
         st.caption(t("caption.act_dist", lang))
     with right:
-        st.plotly_chart(charts.layer_profile(data, step=step, **kw), key=key_prefix + "layer_profile", width="stretch", theme=None)
+        st.plotly_chart(
+            charts.layer_profile(data, step=step, **kw), key=key_prefix + "layer_profile", width="stretch", theme=None
+        )
         st.caption(t("caption.layer_profile", lang))
