@@ -80,6 +80,10 @@ def _worker_main(cmd: Connection, out: Connection, warm: bool, parent_pid: int) 
     """Entry point of a worker process (spawned: a fresh interpreter, so it imports everything)."""
     # Ctrl-C in the terminal reaches the whole process group; the server decides when workers end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # OpenMP threads spin while waiting for work by default. With two threads per run and anything
+    # else busy (the server drawing charts, another run), the spinning ate 3x the CPU and cut steps/s
+    # several-fold in our measurements; passive waiting sleeps instead. Read when torch loads.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import torch
 
@@ -587,11 +591,15 @@ class Runner:
 
     def _refill_pool(self) -> None:
         """Top the warm pool up; the spawns happen outside the lock (each takes a few ms here and
-        seconds of CPU in the child, which is why the pool exists)."""
+        seconds of CPU in the child, which is why the pool exists). Not while a run is starting: on
+        2 cores a new worker's imports would slow the first steps the user is waiting for; the drain
+        thread calls again at the run's first snapshot (and every run's end calls it too)."""
         while True:
             with self._lock:
                 s = self._state
                 if s.closed or len(s.idle) + s.spawning >= self.warm_workers:
+                    return
+                if any(h._first_snapshot_s is None for h in s.active):
                     return
                 s.spawning += 1
             try:
@@ -667,13 +675,17 @@ class Runner:
         kind = msg[0]
         if kind == "snap":
             snap: Snapshot = msg[1]
+            first = False
             with self._lock:
                 if h._data is not None:
                     h._data.append(snap)
                     if h._first_snapshot_s is None and h._started_at is not None:
                         h._first_snapshot_s = time.monotonic() - h._started_at
+                        first = True
                     h._version += 1
             self._call(self.on_snapshot, h.run_id, snap)
+            if first:
+                self._refill_pool()  # held back while this run was starting
         elif kind == "info":
             info: RunInfo = msg[1]
             with self._lock:
