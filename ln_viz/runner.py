@@ -551,7 +551,12 @@ class Runner:
                         w.process.join(0.1)
                         w.close()
             if worker is None:
-                worker = _Worker(self._ctx, warm=False)
+                try:
+                    worker = _Worker(self._ctx, warm=False)
+                except OSError as e:  # out of processes, memory or file descriptors
+                    error = f"could not start a worker process ({type(e).__name__}: {e})"
+                    self._finish(h, "failed", MSG_WORKER_ERROR, {"error": error}, error)
+                    continue
             self._launch(h, worker)
         self._refill_pool()
 
@@ -604,6 +609,9 @@ class Runner:
                 s.spawning += 1
             try:
                 w = _Worker(self._ctx, warm=True)
+            except OSError:  # the pool is a speed-up: runs still start (cold) without it
+                log.exception("could not start a warm worker")
+                return
             finally:
                 with self._lock:
                     s.spawning -= 1
