@@ -29,4 +29,5 @@ page = st.navigation(
 )
 session.lang_switch()
 session.presenter_mode()
+st.session_state[session.ROUTED] = st.session_state[session.SEEN] = True
 page.run()

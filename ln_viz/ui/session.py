@@ -112,14 +112,25 @@ def presenter_mode() -> bool:
     return present
 
 
+ROUTED = "_routed"  # set by app.py just before it runs the page
+SEEN = "_frame_seen"  # this session has had one run already
+
+
 def ensure_router() -> None:
-    """Make sure a page runs inside app.py's router. On a fresh server, the very first visit through a
-    page's own address (a bookmark of /compare) reaches the page directly: Streamlit still treats the
-    pages/ folder the old way until some session has run st.navigation. Then the page has no language
-    switch, no menu titles, no presenter mode. Switching that mode off and rerunning sends the visit
-    through the router, on the same page (streamlit.runtime.pages_manager, checked on 1.67)."""
+    """Make sure a page runs inside app.py's frame. On a fresh server, the very first visit through a
+    page's own address (a bookmark of /compare) reaches the page directly: Streamlit treats the pages/
+    folder the old way until some session has run st.navigation (streamlit.runtime.pages_manager,
+    checked on 1.67), and the page would have no language switch, translated menu or presenter mode.
+    Then switch that mode off for the server; on a session's first run, rerun through the router (no
+    click can be lost yet); later (AppTest resets the mode on every run), draw the frame here so the
+    run's click is kept."""
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
+    if st.session_state.pop(ROUTED, False):  # app.py ran this page
+        return
+    PagesManager.uses_pages_directory = False
+    if not st.session_state.get(SEEN):
+        st.session_state[SEEN] = True
         st.rerun()
+    lang_switch()
+    presenter_mode()
