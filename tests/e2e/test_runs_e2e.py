@@ -52,12 +52,12 @@ def slider_active(gd) -> int:
 
 
 def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
-    page.goto(demo_server.url)
-    wait_idle(page, timeout=60_000)
-    page.get_by_test_id("stSidebarNavLink").filter(has_text="Runs").click()
-    page.wait_for_url("**/runs**")
+    page.goto(demo_server.url + "/runs")  # the server's first visit, by a bookmarked link (as in a talk)
     wait_idle(page, timeout=60_000)
     page.get_by_role("heading", name="Stored runs").wait_for()
+    wait_idle(page, timeout=60_000)
+    links = [x.inner_text().split("\n")[-1] for x in page.get_by_test_id("stSidebarNavLink").all()]
+    assert "Live training" in links and "Runs" in links  # inside the router (old-style menu: "live", "runs")
     page.locator(".stDataFrame").first.wait_for()
     assert page.get_by_test_id("stException").count() == 0
     settled_screenshot(page, "runs_list")
@@ -125,21 +125,3 @@ def test_downloads_are_built_when_asked_for(demo_server, page) -> None:
     names = zipfile.ZipFile(download.value.path()).namelist()
     assert {"act_dist.png", "act_dist.svg", "act_dist.html", "loss.png"} <= set(names) and len(names) == 15
     assert page.get_by_test_id("stException").count() == 0
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.py routes with st.navigation but its pages live in pages/: until some session has run app.py, "
-    "Streamlit (PagesManager.uses_pages_directory) runs pages/runs.py directly as an old-style page, without "
-    "the router's language switch, wide layout and menu. Moving the page files out of pages/ fixes it.",
-)
-def test_a_direct_link_to_runs_on_a_fresh_server_goes_through_the_router(tmp_path: Path, page) -> None:
-    fresh = Server(tmp_path, env={"LN_VIZ_LOAD_DEMOS": "1"})
-    try:
-        page.goto(fresh.url + "/runs")  # the first visit to this server: a bookmarked link in a talk
-        wait_idle(page, timeout=60_000)
-        page.get_by_role("heading", name="Stored runs").wait_for()
-        links = [x.inner_text().split("\n")[-1] for x in page.get_by_test_id("stSidebarNavLink").all()]
-        assert "Live training" in links and "Runs" in links  # the router's titles (old-style: "live", "runs")
-    finally:
-        fresh.stop()
