@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 MSG_STOPPED = "msg.stopped"  # stopped by the user or at server shutdown
 MSG_TIME_CAP = "msg.time_cap"  # params: seconds
 MSG_WORKER_ERROR = "msg.worker_error"  # params: error (the exception's one line)
-MSG_WORKER_DIED = "msg.worker_died"  # params: error (how the process ended)
+MSG_WORKER_DIED = "msg.worker_died"  # params: how ("killed by SIGKILL", "exit code 1")
 
 DEFAULT_MAX_SECONDS = 600.0
 DEFAULT_MAX_STEPS = 10_000
@@ -737,7 +737,7 @@ class Runner:
         else:
             how = f"exit code {code}"
         error = f"the worker process ended unexpectedly ({how})"
-        return "failed", MSG_WORKER_DIED, {"error": error}, error
+        return "failed", MSG_WORKER_DIED, {"how": how}, error
 
     def _finish(
         self,

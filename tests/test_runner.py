@@ -233,6 +233,7 @@ def test_sigkilled_worker_is_marked_failed_and_the_runner_carries_on(
     assert h.wait(5)
     view = h.view()
     assert view.status == "failed" and view.message == MSG_WORKER_DIED
+    assert view.message_params == {"how": "killed by SIGKILL"}
     assert view.error is not None and "SIGKILL" in view.error
     assert view.steps_done >= 2  # what was measured before is kept
     assert not Path(f"/proc/{pid}").exists()  # reaped, not a zombie (the pool's worker stays)
