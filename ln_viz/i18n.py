@@ -85,6 +85,10 @@ EN: dict[str, str] = {
     "err.write_failed": "cannot write {path} ({reason}); check that its folder exists, is writable and has space.",
     # --- run messages ---------------------------------------------------------------------------
     "msg.diverged": "The loss or a gradient became infinite or NaN at this step: the run diverged.",
+    "msg.stopped": "The run was stopped; every step measured so far is kept.",
+    "msg.time_cap": "The run reached this server's time limit of {seconds} s and was stopped; its steps are kept.",
+    "msg.worker_error": "The run failed: {error}",
+    "msg.worker_died": "The process training this run ended unexpectedly ({how}); the steps received are kept.",
     "msg.stalled": (
         "The loss has not got below the unigram loss (predicting letter frequencies only): the model is not learning."
     ),
@@ -692,6 +696,10 @@ KO: dict[str, str] = {
     "err.export_is_dir": "--out {path}은(는) 폴더입니다. 실행 파일에는 run.json.gz 같은 파일 이름이 필요합니다.",
     "err.write_failed": "{path}에 쓸 수 없습니다 ({reason}). 폴더가 있는지, 쓰기 권한과 여유 공간이 있는지 확인하세요.",
     "msg.diverged": "이 스텝에서 손실이나 그래디언트가 무한대 또는 NaN이 되었습니다: 학습이 발산했습니다.",
+    "msg.stopped": "학습을 멈췄습니다. 지금까지 측정한 스텝은 모두 남아 있습니다.",
+    "msg.time_cap": "이 서버의 시간 제한 {seconds}초에 도달해 학습을 멈췄습니다. 스텝은 남아 있습니다.",
+    "msg.worker_error": "학습이 실패했습니다: {error}",
+    "msg.worker_died": "이 실행을 학습하던 프로세스가 예기치 않게 끝났습니다 ({how}). 받은 스텝은 남아 있습니다.",
     "msg.stalled": "손실이 유니그램 손실(글자 빈도만 맞히는 수준) 아래로 내려가지 않습니다: 모델이 배우지 못하고 있습니다.",
     "msg.interrupted": "이 실행을 학습하던 프로세스가 실행보다 먼저 끝났습니다 (닫힘, 충돌, 강제 종료). 그때까지 저장된 스텝은 남아 있습니다.",
     "preset.post-ln-no-warmup": (

@@ -9,7 +9,13 @@ from tests.e2e.conftest import chart, settled_screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
-POINTS = "gd => gd.data.reduce((n, tr) => n + (tr.x ? tr.x.length : 0), 0)"
+# Points drawn: scatter lengths plus heatmap columns, read from plotly's decoded _fullData (the figure
+# JSON sends numpy arrays as typed base64, so gd.data has no plain arrays to count).
+POINTS = """gd => (gd._fullData || []).reduce(
+    (n, tr) => n + (tr._length || 0) + (tr.z && tr.z[0] ? tr.z[0].length : 0), 0)"""
+# A fingerprint of a heatmap's values, to see it change from one refresh to the next.
+Z_SUM = """gd => (gd._fullData || []).reduce((n, tr) => n + (!tr.z ? 0 : Array.from(tr.z).reduce(
+    (a, row) => a + Array.from(row).reduce((x, v) => x + (+v || 0), 0), 0)), 0)"""
 
 
 def open_app(page, url: str) -> None:
@@ -57,6 +63,11 @@ def test_start_shows_moving_charts_then_stop(server, page):
     h1 = wait_points(page, "grad_heatmap", 0)
     wait_points(page, "grad_heatmap", h1)  # more probe steps arrive
     assert points(page, "act_dist") > 0
+    z1 = chart(page, "act_dist").evaluate(Z_SUM)
+    deadline = time.monotonic() + 30
+    while chart(page, "act_dist").evaluate(Z_SUM) == z1 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert chart(page, "act_dist").evaluate(Z_SUM) != z1  # the distributions move as probes arrive
     settled_screenshot(page, "live-running")
     page.locator(".st-key-stop button").click()
     page.wait_for_function(
