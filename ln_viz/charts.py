@@ -25,8 +25,8 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ln_viz.i18n import t
+from ln_viz.names import lr_schedule
 from ln_viz.snapshot import RunData
-from ln_viz.train import lr_schedule
 
 # --- look ----------------------------------------------------------------------------------------
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ln_viz.i18n import LocalizedError
 
@@ -226,21 +225,27 @@ class Batches:
     ):
         if len(ids) < seq_len + 1:
             raise ValueError(f"corpus part of {len(ids)} tokens is shorter than seq_len + 1 = {seq_len + 1}")
+        import torch  # here, not at the top: the server reads corpora without loading torch
+
         self.data = torch.from_numpy(ids)
         self.batch_size, self.seq_len, self.device = batch_size, seq_len, device
         self.gen = torch.Generator().manual_seed(seed)
         self._offsets = torch.arange(seq_len + 1)
 
-    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def next(self) -> tuple:
+        import torch
+
         starts = torch.randint(0, len(self.data) - self.seq_len, (self.batch_size,), generator=self.gen)
         win = self.data[starts[:, None] + self._offsets]  # (B, T+1)
         return win[:, :-1].to(self.device), win[:, 1:].to(self.device)
 
 
-def eval_windows(ids: np.ndarray, seq_len: int, max_windows: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
+def eval_windows(ids: np.ndarray, seq_len: int, max_windows: int = 128) -> tuple:
     """Fixed, evenly spaced held-out windows: every run's held-out loss is measured on the same text."""
     n = len(ids) - seq_len - 1
     count = max(1, min(max_windows, n // max(seq_len, 1) + 1))
     starts = np.linspace(0, max(n, 0), count).astype(np.int64)
+    import torch
+
     win = torch.from_numpy(np.stack([ids[s : s + seq_len + 1] for s in starts]))
     return win[:, :-1], win[:, 1:]

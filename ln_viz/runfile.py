@@ -485,8 +485,8 @@ class _Validator:
 
     # --- the whole document ---------------------------------------------------------------------
     def run(self, doc: Any, fingerprint: str) -> LoadedRun:
+        from ln_viz.names import STATUSES
         from ln_viz.snapshot import PROBE_ARRAYS, RunData
-        from ln_viz.train import STATUSES
 
         if not isinstance(doc, dict):
             raise self.fail("err.runfile_format", value=type(doc).__name__)

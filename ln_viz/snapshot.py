@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ln_viz.config import RunConfig
-from ln_viz.names import HIST_EDGES, PARAM_NAMES, STAT_NAMES
+from ln_viz.names import HIST_EDGES, PARAM_NAMES, STAT_NAMES, norm_names
 
 
 @dataclass
@@ -31,6 +31,20 @@ class RunInfo:
     param_names: tuple[str, ...] = PARAM_NAMES
     stat_names: tuple[str, ...] = STAT_NAMES
     hist_edges: np.ndarray = field(default_factory=lambda: HIST_EDGES.copy())
+
+    @classmethod
+    def preview(cls, cfg: RunConfig) -> RunInfo:
+        """The header of a run about to start, computed without torch (the server draws the empty
+        charts, axes, unigram line and planned schedule, before the worker's first step arrives)."""
+        from ln_viz.corpus import load_corpus
+
+        corpus = load_corpus(cfg.corpus, cfg.user_text, cfg.seq_len)
+        V, d, f, L = corpus.vocab_size, cfg.d_model, cfg.ffn_width, cfg.depth
+        norm_params = d if cfg.norm_type == "rmsnorm" else 2 * d
+        names = norm_names(cfg.norm_position)
+        final = norm_params if cfg.norm_position in ("pre", "peri") else 0
+        n_params = 2 * V * d + cfg.seq_len * d + L * (4 * d * d + 2 * d * f + len(names) * norm_params) + final
+        return cls(cfg, V, n_params, corpus.unigram_entropy, corpus.floor(cfg.seq_len), names)
 
     def to_dict(self) -> dict[str, Any]:
         cfg = self.config.to_dict()

@@ -909,7 +909,7 @@ class RunWriter:
         """Commit the rest and set the final status (default: the last snapshot's); release the lock."""
         if self.run_id is None or self._db is None:
             return
-        from ln_viz.train import STATUSES
+        from ln_viz.names import STATUSES
 
         if status is not None and status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")

@@ -86,8 +86,8 @@ def compare_live() -> None:
     for label, view in zip(labels, views):
         st.markdown(f"**{label}:** {live.status_line(view, lang, runner.max_concurrent)}")
         live.run_message(view, lang)
-    if all(v.data is not None for v in views):
-        compare_view.draw([v.data for v in views], labels, lang, done=all(v.done for v in views), presenter=present)
+    datas = [v.data if v.data is not None else live.preview_data(v.config) for v in views]
+    compare_view.draw(datas, labels, lang, done=all(v.done for v in views), presenter=present)
     if all(v.done for v in views) and active:
         st.rerun(scope="app")
 

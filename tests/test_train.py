@@ -21,9 +21,7 @@ TINY = RunConfig(
 
 def test_warmup_is_linear_from_zero_then_the_schedule():
     cfg = RunConfig(lr=1e-3, warmup_steps=10, steps=100)
-    assert [lr_at(cfg, t) for t in (1, 5, 10, 50)] == pytest.approx(
-        [1e-4, 5e-4, 1e-3, 1e-3]
-    )
+    assert [lr_at(cfg, t) for t in (1, 5, 10, 50)] == pytest.approx([1e-4, 5e-4, 1e-3, 1e-3])
     inv = cfg.replace(schedule="inverse_sqrt")
     assert lr_at(inv, 40) == pytest.approx(1e-3 * math.sqrt(10 / 40))
     cos = lr_schedule(cfg.replace(schedule="cosine"))
@@ -48,16 +46,12 @@ def test_snapshots_every_step_probes_at_their_cadence_numpy_only(pos):
     probed = [s.step for s in snaps if s.probes is not None]
     assert probed == [1, 5, 10, 15, 20, 25, 30]
     assert [s.step for s in snaps if s.eval_loss is not None] == [10, 20, 30]
-    assert snaps[-1].status in ("completed", "stalled") and all(
-        s.status == "running" for s in snaps[:-1]
-    )
+    assert snaps[-1].status in ("completed", "stalled") and all(s.status == "running" for s in snaps[:-1])
     p = snaps[0].probes
     L = TINY.depth
     assert p["grad_norm"].shape == (L, 6) and p["resid_hist"].shape == (L, 128)
     assert p["norm_in_hist"].shape[:2] == (L, len(trainer.model.norm_names()))
-    assert all(
-        isinstance(v, np.ndarray) for v in p.values()
-    )  # nothing keeps tensors alive
+    assert all(isinstance(v, np.ndarray) for v in p.values())  # nothing keeps tensors alive
     assert (p["update_ratio"] > 0).all() and (p["grad_norm"] > 0).all()
     assert all(s.steps_per_sec > 0 for s in snaps)
 
@@ -101,3 +95,13 @@ def test_markov_run_reports_the_floor():
     data = run(TINY.replace(corpus="markov", steps=5))
     assert data.info.floor == pytest.approx(markov().floor(32))
     assert data.info.floor < data.info.unigram_entropy
+
+
+@pytest.mark.parametrize("pos", NORM_POSITIONS)
+@pytest.mark.parametrize("norm_type", ["layernorm", "rmsnorm"])
+def test_the_servers_preview_header_matches_the_workers(pos, norm_type):
+    from ln_viz.snapshot import RunInfo
+
+    cfg = TINY.replace(norm_position=pos, norm_type=norm_type)
+    real, preview = Trainer(cfg).info, RunInfo.preview(cfg)
+    assert preview.to_dict() == real.to_dict()

@@ -8,11 +8,19 @@ import math
 import streamlit as st
 
 from ln_viz import charts
+from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.runner import RunView
-from ln_viz.snapshot import RunData
+from ln_viz.snapshot import RunData, RunInfo
 
 REFRESH_S = 1.0
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def preview_data(cfg: RunConfig) -> RunData:
+    """Empty RunData of a run whose worker has not reported yet: the charts draw their fixed axes, the
+    unigram line and the planned learning rate at once, and fill in as steps arrive."""
+    return RunData(RunInfo.preview(cfg))
 
 
 def status_line(view: RunView, lang: str, cap: int) -> str:
