@@ -226,8 +226,12 @@ def _probe_index(data: RunData, step: int | None) -> int | None:
     return int(np.argmin(np.abs(steps - step)))
 
 
-def _norm_label(position: str, lang: str) -> str:
+def norm_label(position: str, lang: str) -> str:
+    """The short name of a norm position on charts ("Post-LN")."""
     return t(f"chart.norm.{position}", lang)
+
+
+_norm_label = norm_label
 
 
 def _hover(lang: str, *parts: tuple[str, str]) -> str:

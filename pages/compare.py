@@ -3,6 +3,7 @@ shapes agree, same batches), or two stored runs picked on the Runs page."""
 
 import streamlit as st
 
+from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import compare_view, config_form, live, session
@@ -82,7 +83,10 @@ def compare_live() -> None:
         st.info(t("ui.not_started", lang))
         return
     views = [h.view() for h in handles]
-    labels = [t("compare.run_a", lang), t("compare.run_b", lang)]
+    labels = [
+        f"{t(key, lang)}: {charts.norm_label(v.config.norm_position, lang)}"
+        for key, v in zip(("compare.run_a", "compare.run_b"), views)
+    ]
     for label, view in zip(labels, views):
         st.markdown(f"**{label}:** {live.status_line(view, lang, runner.max_concurrent)}")
         live.run_message(view, lang)

@@ -30,7 +30,9 @@ with st.expander(t("ui.advanced", lang)):
     heads = a2.number_input(t("ui.heads", lang), 1, 16, 4, key="init_heads")
     batch = a3.number_input(t("ui.batch_size", lang), 1, 256, 32, step=8, key="init_batch")
     seq = a4.number_input(t("ui.seq_len", lang), 4, 512, 64, step=16, key="init_seq")
-    depths = st.multiselect(t("init.depths", lang), [1, 2, 3, 6, 12, 18, 24, 36, 48], [3, 6, 12, 24], key="init_depths")
+    depths = st.multiselect(
+        t("init.depths", lang), [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48], [2, 4, 8, 16], key="init_depths"
+    )
 st.caption(t("init.noise_note", lang))
 
 try:

@@ -48,7 +48,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "server.log"
         self.store = tmp / "runs.sqlite"
-        full_env = os.environ | {"LN_VIZ_STORE": str(self.store), "OMP_NUM_THREADS": "1"} | (env or {})
+        full_env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+        full_env |= {"LN_VIZ_STORE": str(self.store)} | (env or {})
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
