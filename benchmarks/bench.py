@@ -131,7 +131,7 @@ def tensorboard_loop(cfg: RunConfig, steps: int, every: int, logdir: Path) -> fl
 def bench_steps(quick: bool, repeats: int) -> dict:
     import tempfile
 
-    steps = 8 if quick else 40
+    steps = 8 if quick else 20
     out = {}
     for depth, d in QUICK_SIZES if quick else SIZES:
         cfg = config(depth, d, quick)
