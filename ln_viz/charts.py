@@ -122,11 +122,11 @@ def _layout(fig: go.Figure, title: str, presenter: bool, uirevision: str, legend
                 "orientation": "h",
                 "x": 0,
                 "xanchor": "left",
-                "y": -0.16 * s,
+                "y": -0.26 * s,  # clear of the x axis title (seen overlapping at -0.16 in the app)
                 "yanchor": "top",
                 "font": {"size": _px(14, presenter)},
             },
-            margin={"b": round(130 * s)},
+            margin={"b": round(150 * s)},
         )
     return fig
 
