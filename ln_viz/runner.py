@@ -509,6 +509,8 @@ class Runner:
         deadline = time.monotonic() + timeout
         for h in active:
             h.wait(max(0.0, deadline - time.monotonic()))
+        while self._state.spawning and time.monotonic() < deadline:
+            time.sleep(0.01)  # a pool worker being spawned right now is ended by its spawner
         _LIVE_RUNNERS.discard(self)
 
     def __enter__(self) -> Self:
@@ -614,15 +616,17 @@ class Runner:
                 w = _Worker(self._ctx, warm=True)
             except OSError:  # the pool is a speed-up: runs still start (cold) without it
                 log.exception("could not start a warm worker")
-                return
-            finally:
                 with self._lock:
                     s.spawning -= 1
+                return
             with self._lock:
                 if not s.closed:
                     s.idle.append(w)
+                    s.spawning -= 1
                     continue
             w.end()  # shut down while it was being spawned
+            with self._lock:
+                s.spawning -= 1  # only now: shutdown() waits for this to reach 0
             return
 
     # --- stopping ------------------------------------------------------------------------------------
