@@ -8,7 +8,6 @@ E||x_l||^2 / d after every block (l = 0 is the embedding input).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -67,39 +66,3 @@ def last_layer_vs_depth(
             last = g[(g.layer == depth) & (g.param == param)]
             rows += [(pos, int(depth), int(r.seed), float(r.grad_norm)) for r in last.itertuples()]
     return pd.DataFrame(rows, columns=["norm_position", "depth", "seed", "grad_norm"])
-
-
-@dataclass
-class InitLab:
-    """Everything the Init lab page draws, measured at initialisation (no training)."""
-
-    grads: dict[str, pd.DataFrame]  # norm_position -> seed, layer, param, grad_norm
-    resid: dict[str, pd.DataFrame]  # norm_position -> seed, layer, mean_sq, std
-    vs_depth: pd.DataFrame  # norm_position, depth, seed, grad_norm (the last layer's `param`)
-
-    def pre_ln_profile_ratio(self, param: str = "ffn.w2") -> float | None:
-        """Pre-LN's last-layer over first-layer mean gradient of `param`: 1 would be the paper's flat
-        profile; small models measure well below it."""
-        g = self.grads.get("pre")
-        if g is None or g.empty:
-            return None
-        w = g[g.param == param].groupby("layer").grad_norm.mean()
-        return float(w.iloc[-1] / w.iloc[0])
-
-
-def init_lab(
-    cfg: RunConfig,
-    positions: Iterable[str],
-    seeds: int,
-    depths: Iterable[int],
-    param: str = "ffn.w2",
-) -> InitLab:
-    """Per-layer gradients and residual growth at cfg.depth for each position, and the last layer's
-    gradient against depth for each position; the same numbers as `python -m ln_viz init-grads`."""
-    corpus = load_corpus(cfg.corpus, cfg.user_text, cfg.seq_len)
-    positions = list(positions)
-    grads, resid = {}, {}
-    for pos in positions:
-        grads[pos], resid[pos] = init_grads(cfg.replace(norm_position=pos), range(seeds), corpus)
-    vs_depth = last_layer_vs_depth(cfg, depths, range(seeds), positions, param, corpus)
-    return InitLab(grads, resid, vs_depth)

@@ -138,3 +138,18 @@ def test_presenter_mode_hides_the_settings(server, page):
     assert not page.get_by_test_id("stSidebar").is_visible()
     assert page.locator(".st-key-start button").is_visible()
     settled_screenshot(page, "live-presenter")
+
+
+def test_the_page_recovers_its_run_after_the_connection_drops(server, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    open_app(page, server.url)
+    page.locator(".st-key-start button").click()
+    n = wait_points(page, "loss_chart", 3)
+    context.set_offline(True)  # the laptop's wifi drops for a few seconds
+    time.sleep(4)
+    context.set_offline(False)
+    wait_points(page, "loss_chart", n + 10, timeout=60)  # the same run, still streaming into the page
+    assert page.get_by_test_id("stException").count() == 0
+    page.locator(".st-key-stop button").click()
+    context.close()

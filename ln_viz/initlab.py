@@ -1,0 +1,79 @@
+"""The Init lab's measurements: gradients and residual growth at initialisation for several norm
+positions and depths, in parallel worker processes when given an executor. Imports no torch itself,
+so the server stays light; the workers load it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ln_viz.config import RunConfig
+
+
+@dataclass
+class InitLab:
+    """Everything the Init lab page draws, measured at initialisation (no training)."""
+
+    grads: dict[str, pd.DataFrame]  # norm_position -> seed, layer, param, grad_norm
+    resid: dict[str, pd.DataFrame]  # norm_position -> seed, layer, mean_sq, std
+    vs_depth: pd.DataFrame  # norm_position, depth, seed, grad_norm (the last layer's `param`)
+
+    def pre_ln_profile_ratio(self, param: str = "ffn.w2") -> float | None:
+        """Pre-LN's last-layer over first-layer mean gradient of `param`: 1 would be the paper's flat
+        profile; small models measure well below it."""
+        g = self.grads.get("pre")
+        if g is None or g.empty:
+            return None
+        w = g[g.param == param].groupby("layer").grad_norm.mean()
+        return float(w.iloc[-1] / w.iloc[0])
+
+
+def init_lab(
+    cfg: RunConfig,
+    positions: Iterable[str],
+    seeds: int,
+    depths: Iterable[int],
+    param: str = "ffn.w2",
+    executor: Executor | None = None,
+) -> InitLab:
+    """Per-layer gradients and residual growth at cfg.depth for each position, and the last layer's
+    gradient against depth for each position; the same numbers as `python -m ln_viz init-grads`.
+    With an executor (the app passes a pool of worker processes), the measurements run in parallel
+    there, one task per norm position and depth, and torch never loads in the caller."""
+    positions, depths = list(positions), list(depths)
+    profile_jobs = [(cfg.replace(norm_position=pos), seeds) for pos in positions]
+    depth_jobs = [(cfg.replace(norm_position=pos, depth=int(depth)), seeds) for pos in positions for depth in depths]
+    run = executor.map if executor is not None else map
+    results = list(run(_measure, profile_jobs + depth_jobs))
+    grads = {pos: g for pos, (g, _) in zip(positions, results)}
+    resid = {pos: r for pos, (_, r) in zip(positions, results)}
+    rows = []
+    for (job_cfg, _), (g, _) in zip(depth_jobs, results[len(positions) :]):
+        last = g[(g.layer == job_cfg.depth) & (g.param == param)]
+        rows += [(job_cfg.norm_position, job_cfg.depth, int(r.seed), float(r.grad_norm)) for r in last.itertuples()]
+    vs_depth = pd.DataFrame(rows, columns=["norm_position", "depth", "seed", "grad_norm"])
+    return InitLab(grads, resid, vs_depth)
+
+
+def _measure(job: tuple[RunConfig, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from ln_viz.initgrad import init_grads
+
+    cfg, seeds = job
+    return init_grads(cfg, range(seeds))
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # two such workers share two cores
+
+
+def make_executor(workers: int = 2) -> Executor:
+    """A pool of spawned worker processes for init_lab (one torch thread each)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
