@@ -63,15 +63,12 @@ try:
         for cfg in configs:
             cfg.validate()
         for role, cfg in zip(("compare.a", "compare.b"), configs):
-            if runs.runs.get(role):
-                runner.stop(runs.runs[role])
-            runs.runs[role] = runner.start(cfg).run_id
+            runs.start(role, cfg)
 except LocalizedError as e:
     st.error(t("ui.invalid_config", lang, reason=e.message(lang)))
 if stop:
     for role in ("compare.a", "compare.b"):
-        if runs.runs.get(role):
-            runner.stop(runs.runs[role])
+        runs.stop(role)
 
 handles = [runner.get(runs.runs[r]) for r in ("compare.a", "compare.b") if runs.runs.get(r)]
 active = any(not h.done for h in handles)

@@ -26,14 +26,11 @@ config_form.write_query(prefix="")
 if start:
     try:
         cfg = config_form.read_config().validate()
-        old = runs.runs.get("live")
-        if old:
-            runner.stop(old)
-        runs.runs["live"] = st.session_state["live_run_id"] = runner.start(cfg).run_id
+        st.session_state["live_run_id"] = runs.start("live", cfg)
     except LocalizedError as e:
         st.error(t("ui.invalid_config", lang, reason=e.message(lang)))
-if stop and runs.runs.get("live"):
-    runner.stop(runs.runs["live"])
+if stop:
+    runs.stop("live")
 
 run_id = runs.runs.get("live")
 handle = runner.get(run_id) if run_id else None

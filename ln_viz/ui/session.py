@@ -4,6 +4,7 @@ presenter mode, and the configuration in the URL."""
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ import streamlit as st
 from ln_viz.i18n import DEFAULT_LANG, LANGS, t
 
 if TYPE_CHECKING:
+    from ln_viz.config import RunConfig
     from ln_viz.runner import Runner
 
 LANG_NAMES = {"ko": "한국어", "en": "English"}
@@ -43,9 +45,34 @@ class SessionRuns:
     runner: Runner
     runs: dict[str, str] = field(default_factory=dict)  # role -> run_id
 
+    def start(self, role: str, cfg: RunConfig) -> str:
+        """Start a run in `role`, stopping (and later forgetting) the run it replaces."""
+        old = self.runs.get(role)
+        self.runs[role] = run_id = self.runner.start(cfg).run_id
+        if old:
+            self._retire(old)
+        return run_id
+
+    def stop(self, role: str) -> None:
+        if self.runs.get(role):
+            self.runner.stop(self.runs[role])
+
     def stop_all(self) -> None:
         for run_id in self.runs.values():
-            self.runner.stop(run_id)
+            self._retire(run_id)
+
+    def _retire(self, run_id: str) -> None:
+        """Stop a run and drop its data from the server's memory once it has ended (the store keeps
+        it), so a long class does not pile up every run ever started."""
+        self.runner.stop(run_id)
+        handle = self.runner.get(run_id)
+        if handle is not None:
+            threading.Thread(target=_forget_when_done, args=(self.runner, handle), daemon=True).start()
+
+
+def _forget_when_done(runner: Runner, handle) -> None:
+    if handle.wait(30):
+        runner.forget(handle.run_id)
 
 
 def _release(session: SessionRuns) -> None:
