@@ -437,24 +437,8 @@ def _refuse_constant(token: str) -> None:
 
 
 def _probe_shapes(info: Any) -> dict[str, tuple[int, ...]]:
-    """The shape of one probe step's array of each name (as RunData.add_probe's blanks)."""
-    L, n_norm, n_stat = (
-        info.config.depth,
-        len(info.norm_names),
-        len(info.stat_names),
-    )
-    n_bin = len(info.hist_edges) - 1
-    return {
-        "resid_hist": (L, n_bin),
-        "resid_stats": (L, n_stat),
-        "norm_in_hist": (L, n_norm, n_bin),
-        "norm_in_stats": (L, n_norm, n_stat),
-        "attn_entropy": (L,),
-        "input_stats": (n_stat,),
-        "grad_norm": (L, len(info.param_names)),
-        "block_grad_norm": (L,),
-        "update_ratio": (L,),
-    }
+    """The shape of one probe step's array of each name."""
+    return info.probe_shapes()
 
 
 class _Validator:

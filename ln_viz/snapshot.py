@@ -46,6 +46,22 @@ class RunInfo:
         n_params = 2 * V * d + cfg.seq_len * d + L * (4 * d * d + 2 * d * f + len(names) * norm_params) + final
         return cls(cfg, V, n_params, corpus.unigram_entropy, corpus.floor(cfg.seq_len), names)
 
+    def probe_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The shape of one probe step's array of each name in PROBE_ARRAYS."""
+        L, n_norm, n_stat = self.config.depth, len(self.norm_names), len(self.stat_names)
+        n_bin = len(self.hist_edges) - 1
+        return {
+            "resid_hist": (L, n_bin),
+            "resid_stats": (L, n_stat),
+            "norm_in_hist": (L, n_norm, n_bin),
+            "norm_in_stats": (L, n_norm, n_stat),
+            "attn_entropy": (L,),
+            "input_stats": (n_stat,),
+            "grad_norm": (L, len(self.param_names)),
+            "block_grad_norm": (L,),
+            "update_ratio": (L,),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         cfg = self.config.to_dict()
         return {
@@ -150,23 +166,7 @@ class RunData:
     def add_probe(self, step: int, arrays: dict[str, np.ndarray]) -> None:
         """Probe arrays of one step; ones missing at this step (grads of a diverged step) become NaN."""
         self.probe_steps.append(step)
-        L = self.info.config.depth
-        n_norm, n_stat, n_bin = (
-            len(self.info.norm_names),
-            len(self.info.stat_names),
-            len(self.info.hist_edges) - 1,
-        )
-        blank = {
-            "resid_hist": (L, n_bin),
-            "resid_stats": (L, n_stat),
-            "norm_in_hist": (L, n_norm, n_bin),
-            "norm_in_stats": (L, n_norm, n_stat),
-            "attn_entropy": (L,),
-            "input_stats": (n_stat,),
-            "grad_norm": (L, len(self.info.param_names)),
-            "block_grad_norm": (L,),
-            "update_ratio": (L,),
-        }
+        blank = self.info.probe_shapes()
         for name in PROBE_ARRAYS:
             value = arrays.get(name)
             self.probes[name].append(
