@@ -18,7 +18,8 @@ a norm name (`ln1`, `ln2`, and for Peri-LN `ln1_out`, `ln2_out`) is that norm's 
     grad_norms   step, layer, param, grad_norm           Frobenius norm of each weight's gradient;
                  param is attn.q, attn.k, attn.v, attn.o, ffn.w1, ffn.w2
     layers       step, layer, attn_entropy, block_grad_norm, update_ratio    attn_entropy in nats,
-                 mean over heads and positions; update_ratio ||w_after - w_before|| / ||w_before||
+                 mean over heads and positions of the batch's first 8 sequences; update_ratio
+                 ||w_after - w_before|| / ||w_before||
 
 Probe values are float32 (as measured), scalars float64; CSV writes each value as the shortest text
 that reads back to the same number at that precision (read probe columns as float32 to get them bit

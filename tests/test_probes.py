@@ -1,0 +1,150 @@
+"""The probes' numbers are what they say: each fast kernel against the plain definition it replaces."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from ln_viz.config import RunConfig
+from ln_viz.model import PARAM_NAMES, build_model
+from ln_viz.names import HIST_EDGES, HIST_LIMIT, STAT_NAMES
+from ln_viz.probes import ENTROPY_SEQUENCES, GradNorms, UpdateRatio, attention_entropy, tensor_summary, watch
+
+MEAN, STD, RMS, MAX_ABS, BELOW, ABOVE = range(len(STAT_NAMES))
+
+
+@pytest.mark.parametrize("scale", [0.3, 3.0, 12.0, 40.0])
+def test_tensor_summary_matches_numpy(scale):
+    x = torch.randn(8, 16, 64, generator=torch.Generator().manual_seed(1)) * scale + 0.5
+    hist, stats = tensor_summary(x)
+    v = x.numpy().astype(np.float64).ravel()
+    counts, _ = np.histogram(v[(v >= -HIST_LIMIT) & (v < HIST_LIMIT)], bins=HIST_EDGES)
+    np.testing.assert_allclose(hist, counts / v.size, atol=1e-7)
+    expected = [v.mean(), v.std(), np.sqrt(np.mean(v**2)), np.abs(v).max()]
+    np.testing.assert_allclose(
+        stats,
+        [*expected, (v < -HIST_LIMIT).mean(), (v >= HIST_LIMIT).mean()],
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    assert hist.sum() + stats[BELOW] + stats[ABOVE] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_tensor_summary_edges_are_half_open():
+    x = torch.tensor([-HIST_LIMIT, -HIST_LIMIT + 0.25, 0.0, HIST_LIMIT - 1e-3, HIST_LIMIT, -HIST_LIMIT - 1e-3])
+    hist, stats = tensor_summary(x)
+    assert hist[0] == pytest.approx(1 / 6)  # -16 is the first bin's closed left edge
+    assert hist[1] == pytest.approx(1 / 6)
+    assert hist[64] == pytest.approx(1 / 6)  # 0 opens bin 64 = [0, 0.25)
+    assert hist[-1] == pytest.approx(1 / 6)
+    assert stats[ABOVE] == pytest.approx(1 / 6)  # +16 is beyond the last bin [15.75, 16)
+    assert stats[BELOW] == pytest.approx(1 / 6)
+
+
+def test_tensor_summary_of_a_diverged_tensor_counts_what_it_can():
+    x = torch.zeros(10)
+    x[0], x[1], x[2] = float("nan"), float("inf"), -float("inf")
+    hist, stats = tensor_summary(x)
+    assert hist.sum() == pytest.approx(0.7)  # seven zeros; the NaN counts nowhere
+    assert stats[ABOVE] == pytest.approx(0.1) and stats[BELOW] == pytest.approx(0.1)
+    assert math.isnan(stats[MEAN])
+
+
+def naive_entropy(q: torch.Tensor, k: torch.Tensor, heads: int) -> float:
+    B, T, d = q.shape
+    hs = d // heads
+    total = 0.0
+    for b in range(B):
+        for h in range(heads):
+            qh, kh = q[b, :, h * hs : (h + 1) * hs].double(), k[b, :, h * hs : (h + 1) * hs].double()
+            for t in range(T):
+                p = torch.softmax(qh[t] @ kh[: t + 1].T / math.sqrt(hs), dim=0)
+                total += float(-(p * p.log()).sum())
+    return total / (B * heads * T)
+
+
+def test_attention_entropy_matches_its_definition():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(3, 12, 16, generator=g) * 2, torch.randn(3, 12, 16, generator=g)
+    assert attention_entropy(q, k, 4) == pytest.approx(naive_entropy(q, k, 4), rel=1e-5)
+    # uniform attention (q = 0): position t spreads over t + 1 keys, entropy log(t + 1)
+    uniform = np.mean([math.log(t + 1) for t in range(12)])
+    assert attention_entropy(torch.zeros(2, 12, 16), k[:2], 4) == pytest.approx(uniform, rel=1e-6)
+
+
+def test_attention_entropy_is_measured_on_the_first_sequences_of_the_batch():
+    cfg = RunConfig(depth=2, d_model=32, heads=4, seq_len=16)
+    model = build_model(cfg, 30)
+    x = torch.randint(0, 30, (ENTROPY_SEQUENCES + 4, 16), generator=torch.Generator().manual_seed(3))
+    with watch(model) as full:
+        model(x)
+    with watch(model) as first:
+        model(x[:ENTROPY_SEQUENCES])
+    np.testing.assert_allclose(full.attn_entropy, first.attn_entropy, rtol=1e-6)
+
+
+@pytest.mark.parametrize("position", ["pre", "post", "peri", "deepnorm", "none"])
+def test_each_site_is_summarised_from_its_own_tensor(position):
+    """A tensor seen by two hooks is summarised once; every site still holds its own tensor's numbers."""
+    cfg = RunConfig(norm_position=position, depth=3, d_model=32, heads=4, seq_len=16)
+    model = build_model(cfg, 30)
+    seen: dict[str, torch.Tensor] = {}
+    handles = [model.blocks[0].register_forward_pre_hook(lambda m, a: seen.__setitem__("input", a[0]))]
+    for i, block in enumerate(model.blocks):
+        handles.append(block.register_forward_hook(lambda m, a, o, i=i: seen.__setitem__(f"resid{i}", o)))
+        for n in model.norm_names():
+            keep = lambda m, a, i=i, n=n: seen.__setitem__(f"{n}{i}", a[0])  # noqa: E731
+            handles.append(block.get_submodule(n).register_forward_pre_hook(keep))
+    x = torch.randint(0, 30, (4, 16), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), watch(model) as act:
+        model(x)
+    for h in handles:
+        h.remove()
+    np.testing.assert_array_equal(act.input_stats, tensor_summary(seen["input"])[1])
+    for i in range(3):
+        hist, stats = tensor_summary(seen[f"resid{i}"])
+        np.testing.assert_array_equal(act.resid_hist[i], hist)
+        np.testing.assert_array_equal(act.resid_stats[i], stats)
+        for j, n in enumerate(model.norm_names()):
+            hist, stats = tensor_summary(seen[f"{n}{i}"])
+            np.testing.assert_array_equal(act.norm_in_hist[i, j], hist)
+            np.testing.assert_array_equal(act.norm_in_stats[i, j], stats)
+
+
+def test_grad_norms_and_update_ratio_match_their_definitions():
+    cfg = RunConfig(depth=3, d_model=32, heads=4, seq_len=16)
+    model = build_model(cfg, 30)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randint(0, 30, (4, 16), generator=torch.Generator().manual_seed(0))
+    model(x).square().mean().backward()
+    norms = GradNorms(model)
+    total = norms.measure()
+    assert total == pytest.approx(float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters()])), rel=1e-6)
+    for i, block in enumerate(model.blocks):
+        for j, name in enumerate(PARAM_NAMES):
+            grad = block.get_submodule(name).weight.grad
+            assert norms.per_matrix()[i, j] == pytest.approx(float(grad.norm()), rel=1e-6)
+        expected = math.sqrt(sum(float(p.grad.square().sum()) for p in block.parameters()))
+        assert norms.per_block()[i] == pytest.approx(expected, rel=1e-6)
+    before = [[p.detach().clone() for p in b.parameters()] for b in model.blocks]
+    ratio = UpdateRatio(model)
+    ratio.before()
+    opt.step()
+    got = ratio.after()
+    for i, block in enumerate(model.blocks):
+        block = [p.detach() for p in block.parameters()]
+        delta = sum(float((p - o).square().sum()) for p, o in zip(block, before[i]))
+        base = sum(float(o.square().sum()) for o in before[i])
+        assert got[i] == pytest.approx(math.sqrt(delta / base), rel=1e-5)
+        assert 0 < got[i] < 1
+
+
+def test_a_non_finite_gradient_makes_the_total_non_finite():
+    model = build_model(RunConfig(depth=2, d_model=32, heads=4, seq_len=16), 30)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    model.blocks[1].ffn.w2.weight.grad[0, 0] = float("nan")
+    assert math.isnan(GradNorms(model).measure())
+    model.blocks[1].ffn.w2.weight.grad[0, 0] = float("inf")
+    assert math.isinf(GradNorms(model).measure())
