@@ -18,7 +18,8 @@ from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
 from ln_viz.names import STATUSES, TERMINAL, lr_at, lr_schedule  # noqa: F401 - re-exported
-from ln_viz.probes import UpdateRatio, grad_norms, watch
+from ln_viz.optim import SGD, Adam
+from ln_viz.probes import GradNorms, UpdateRatio, watch
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 
 # A run is "stalled" when the mean loss of its last STALL_WINDOW steps has not got below the unigram
@@ -41,6 +42,8 @@ class Trainer:
         torch.manual_seed(cfg.seed)  # nothing random should be left to the global RNG, but be sure
         self.model: TinyLM = build_model(cfg, self.corpus.vocab_size)
         self.optimizer = make_optimizer(cfg, self.model)
+        self.grad_norms = GradNorms(self.model)
+        self.update_ratio = UpdateRatio(self.model)
         self.batches = Batches(self.corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, cfg.device)
         self.eval_x, self.eval_y = eval_windows(self.corpus.val_ids, cfg.seq_len)
         self.info = RunInfo(
@@ -99,7 +102,7 @@ class Trainer:
             probes = None
             if math.isfinite(loss):
                 loss_t.backward()
-                total_grad = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()])))
+                total_grad = self.grad_norms.measure()
             else:
                 total_grad = float("nan")
             if probe_step:
@@ -112,7 +115,8 @@ class Trainer:
                     "input_stats": act.input_stats,
                 }
                 if math.isfinite(total_grad):
-                    probes["grad_norm"], probes["block_grad_norm"] = grad_norms(model)
+                    probes["grad_norm"] = self.grad_norms.per_matrix()
+                    probes["block_grad_norm"] = self.grad_norms.per_block()
             if not (math.isfinite(loss) and math.isfinite(total_grad)):
                 elapsed = time.perf_counter() - start
                 yield Snapshot(
@@ -128,10 +132,9 @@ class Trainer:
                 )
                 return
             if probe_step:
-                ratio = UpdateRatio(model)
-                ratio.before()
+                self.update_ratio.before()
                 opt.step()
-                probes["update_ratio"] = ratio.after()
+                probes["update_ratio"] = self.update_ratio.after()
             else:
                 opt.step()
             now = time.perf_counter()
@@ -161,10 +164,12 @@ class Trainer:
         return sum(recent) / len(recent) >= self.info.unigram_entropy * (1 - STALL_MARGIN)
 
 
-def make_optimizer(cfg: RunConfig, model: TinyLM) -> torch.optim.Optimizer:
+def make_optimizer(cfg: RunConfig, model: TinyLM) -> Adam | SGD:
+    """The paper's Adam (betas 0.9, 0.98) or plain SGD; ln_viz.optim computes exactly what torch.optim
+    does, without its 2 s first-use import."""
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=cfg.lr)
-    return torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
+        return SGD(model.parameters(), lr=cfg.lr)
+    return Adam(model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
 
 
 def run(cfg: RunConfig, corpus: Corpus | None = None, keep_probes: bool = True) -> RunData:

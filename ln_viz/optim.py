@@ -1,0 +1,78 @@
+"""Adam and SGD, written out, for one reason: speed of the first step. torch.optim's optimizers import
+torch._dynamo on first use (2 s of a worker's 4 s start on 2 cores, measured), and a worker that has
+not finished starting is what a visitor waits for after pressing Start. The arithmetic is torch's own
+(torch/optim/adam.py, the multi-tensor path without amsgrad, weight decay or capturable state), in the
+same order, so the updates are identical to torch.optim.Adam's (tests/test_optim.py compares them bit
+for bit). The interface is the part of torch.optim.Optimizer that ln-viz uses: `param_groups` (the
+trainer sets each step's learning rate there), `zero_grad(set_to_none=True)`, `step()`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+
+class _Optimizer:
+    def __init__(self, params: Iterable[torch.Tensor], lr: float) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        self.param_groups = [{"params": self.params, "lr": lr}]
+
+    @property
+    def lr(self) -> float:
+        return self.param_groups[0]["lr"]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+    def _with_grads(self) -> tuple[list[torch.Tensor], list[torch.Tensor], list[int]]:
+        idx = [i for i, p in enumerate(self.params) if p.grad is not None]
+        return [self.params[i] for i in idx], [self.params[i].grad for i in idx], idx
+
+
+class SGD(_Optimizer):
+    """Plain stochastic gradient descent: p -= lr * grad."""
+
+    @torch.no_grad()
+    def step(self) -> None:
+        params, grads, _ = self._with_grads()
+        if params:
+            torch._foreach_add_(params, grads, alpha=-self.lr)
+
+
+class Adam(_Optimizer):
+    """Adam (Kingma & Ba 2015) with bias correction, as torch.optim.Adam computes it."""
+
+    def __init__(self, params: Iterable[torch.Tensor], lr: float, betas: tuple[float, float], eps: float) -> None:
+        super().__init__(params, lr)
+        self.betas, self.eps = betas, eps
+        self.exp_avg = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+        self.steps = [0] * len(self.params)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        params, grads, idx = self._with_grads()
+        if not params:
+            return
+        beta1, beta2 = self.betas
+        exp_avg = [self.exp_avg[i] for i in idx]
+        exp_avg_sq = [self.exp_avg_sq[i] for i in idx]
+        for i in idx:
+            self.steps[i] += 1
+        torch._foreach_lerp_(exp_avg, grads, 1 - beta1)
+        torch._foreach_mul_(exp_avg_sq, beta2)
+        torch._foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2)
+        # per tensor, as torch does: parameters that missed a step have their own step count
+        bias_correction1 = [1 - beta1 ** self.steps[i] for i in idx]
+        bias_correction2 = [1 - beta2 ** self.steps[i] for i in idx]
+        step_size = [(self.lr / bc) * -1 for bc in bias_correction1]
+        bias_correction2_sqrt = [bc**0.5 for bc in bias_correction2]
+        denom = torch._foreach_sqrt(exp_avg_sq)
+        torch._foreach_div_(denom, bias_correction2_sqrt)
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(params, exp_avg, denom, step_size)
