@@ -50,8 +50,11 @@ def config(depth: int, d: int, quick: bool) -> RunConfig:
 
 
 # --- training loops ------------------------------------------------------------------------------
-def plain_loop(cfg: RunConfig, steps: int) -> float:
-    """steps/s of the least a training loop can do: batch, forward, loss, backward, Adam step."""
+# Each loop is a stepper: a function doing one training step. The loops being compared take turns
+# step by step (round-robin) in one process, so the machine's slow spells (this 2-core VM shares its
+# host) fall on all of them alike; steps/s of a loop = its steps / the time spent in its own steps.
+def plain_stepper(cfg: RunConfig):
+    """The least a training loop can do: batch, forward, loss, backward, Adam step."""
     corpus = english()
     model = build_model(cfg, corpus.vocab_size)
     opt = make_optimizer(cfg, model)
@@ -63,29 +66,18 @@ def plain_loop(cfg: RunConfig, steps: int) -> float:
         F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    return steps / (time.perf_counter() - t0)
+    return step
 
 
-def trainer_loop(cfg: RunConfig, steps: int, probe_every: int) -> float:
-    """steps/s of ln-viz's own Trainer (divergence checks, snapshots, probes at their cadence)."""
-    trainer = Trainer(cfg.replace(steps=steps + 3, probe_every=probe_every))
-    it = iter(trainer)
-    for _ in range(3):
-        next(it)
-    t0 = time.perf_counter()
-    for _ in it:
-        pass
-    return steps / (time.perf_counter() - t0)
+def trainer_stepper(cfg: RunConfig, steps: int, probe_every: int):
+    """ln-viz's own Trainer (divergence checks, snapshots, probes at their cadence): one step per call."""
+    it = iter(Trainer(cfg.replace(steps=steps, probe_every=probe_every)))
+    return lambda: next(it)
 
 
-def tensorboard_loop(cfg: RunConfig, steps: int, every: int, logdir: Path) -> float:
-    """steps/s of the plain loop logging the same per-layer histograms (residual stream after each block
-    and each norm's input) and per-matrix gradient norms with TensorBoard, at the same cadence."""
+def tensorboard_stepper(cfg: RunConfig, every: int, logdir: Path):
+    """The plain loop logging the same per-layer histograms (residual stream after each block and each
+    norm's input) and per-matrix gradient norms with TensorBoard's SummaryWriter, every `every` steps."""
     from torch.utils.tensorboard import SummaryWriter
 
     corpus = english()
@@ -94,11 +86,14 @@ def tensorboard_loop(cfg: RunConfig, steps: int, every: int, logdir: Path) -> fl
     batches = Batches(corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed)
     writer = SummaryWriter(str(logdir))
     captured: dict[str, torch.Tensor] = {}
+    t = 0
 
     def keep(name):
         return lambda m, args, out=None: captured.__setitem__(name, (out if out is not None else args[0]).detach())
 
-    def step(t: int) -> None:
+    def step() -> None:
+        nonlocal t
+        t += 1
         x, y = batches.next()
         handles = []
         if t % every == 0:
@@ -115,54 +110,126 @@ def tensorboard_loop(cfg: RunConfig, steps: int, every: int, logdir: Path) -> fl
                 writer.add_histogram(name, value, t, bins="tensorflow")
             for name, p in model.named_parameters():
                 writer.add_scalar(f"grad_norm/{name}", float(p.grad.norm()), t)
+            writer.flush()
             captured.clear()
         opt.step()
 
-    for t in range(3):
-        step(t + 1)
-    t0 = time.perf_counter()
-    for t in range(steps):
-        step(t + 4)
-    rate = steps / (time.perf_counter() - t0)
-    writer.close()
-    return rate
+    step.close = writer.close  # type: ignore[attr-defined]
+    return step
+
+
+def round_robin(steppers: dict, steps: int, warmup: int = 3, probe_times: dict | None = None) -> dict[str, float]:
+    """steps/s of each stepper, stepping them in turn, in a shuffled order each round (a loop that
+    always ran right after the TensorBoard loop measured 8 % slower: caches); `warmup` untimed
+    steps each first. With `probe_times`, each Trainer loop's step times are kept there as
+    (seconds, was a probe step) pairs."""
+    import random
+
+    for _ in range(warmup):
+        for f in steppers.values():
+            f()
+    spent = dict.fromkeys(steppers, 0.0)
+    names = list(steppers)
+    order = random.Random(0)
+    for _ in range(steps):
+        order.shuffle(names)  # a new order each round: no loop always follows the same other loop
+        for name in names:
+            t0 = time.perf_counter()
+            out = steppers[name]()
+            took = time.perf_counter() - t0
+            spent[name] += took
+            if probe_times is not None and out is not None:
+                probe_times.setdefault(name, []).append((took, out.probes is not None))
+    return {name: steps / s for name, s in spent.items()}
+
+
+def probe_share(times: list[tuple[float, bool]]) -> tuple[float, float]:
+    """(extra ms of a probe step over the loop's mean other step, the extra time of all probe steps
+    as % of the time the same steps take without them): the probes' cost measured inside one run,
+    free of any difference between two model instances."""
+    plain = [t for t, probed in times if not probed]
+    probed = [t for t, p in times if p]
+    base = sum(plain) / len(plain)
+    extra = sum(probed) - len(probed) * base
+    return 1000 * extra / max(len(probed), 1), 100 * extra / (len(times) * base)
+
+
+def plain_loop(cfg: RunConfig, steps: int) -> float:
+    """steps/s of the plain loop alone."""
+    return round_robin({"plain": plain_stepper(cfg)}, steps)["plain"]
+
+
+def timed_steps(depth: int, quick: bool) -> int:
+    """Timed steps per loop: after 3 untimed ones, a run of 3 + n steps ends on a multiple of 10, so
+    probes every 10th step land on exactly n // 10 + 1 timed steps (a little over a tenth: the
+    Trainer also probes its final step)."""
+    return 7 if quick else {6: 57, 12: 37}.get(depth, 27)
 
 
 def bench_steps(quick: bool, repeats: int) -> dict:
+    """Per size and repeat, fresh loops run round-robin: plain, probes every step, every 10th, the
+    Trainer with probes off, TensorBoard every 10th. Each cost is 1 - rate / plain rate within a
+    repeat, reported as min / median / max over the repeats."""
     import tempfile
 
-    steps = 8 if quick else 20
     out = {}
+    keys = ("plain", "probes_every_1", "probes_every_10", "probes_off", "tensorboard_every_10")
     for depth, d in QUICK_SIZES if quick else SIZES:
         cfg = config(depth, d, quick)
-        row = {
-            "plain": stats([plain_loop(cfg, steps) for _ in range(repeats)]),
-            "probes_every_1": stats([trainer_loop(cfg, steps, 1) for _ in range(repeats)]),
-            "probes_every_10": stats([trainer_loop(cfg, steps, 10) for _ in range(repeats)]),
-            "probes_off": stats([trainer_loop(cfg, steps, 0) for _ in range(repeats)]),
-        }
+        steps = timed_steps(depth, quick)
+        rates: dict[str, list[float]] = {k: [] for k in keys}
+        within: dict[str, list[float]] = {"probe_step_extra_ms": [], "every_10_within_run_pct": []}
+        tb_error = None
         with tempfile.TemporaryDirectory() as tmp:
-            try:
-                row["tensorboard_every_10"] = stats(
-                    [tensorboard_loop(cfg, steps, 10, Path(tmp) / str(i)) for i in range(repeats)]
-                )
-            except ImportError as e:
-                row["tensorboard_every_10"] = {"error": str(e)}
-        plain = row["plain"]["median"]
-        row["cost_every_1_pct"] = 100 * (1 - row["probes_every_1"]["median"] / plain)
-        row["cost_every_10_pct"] = 100 * (1 - row["probes_every_10"]["median"] / plain)
-        if "median" in row["tensorboard_every_10"]:
-            row["tensorboard_cost_pct"] = 100 * (1 - row["tensorboard_every_10"]["median"] / plain)
+            for r in range(repeats):
+                steppers = {
+                    "plain": plain_stepper(cfg),
+                    "probes_every_1": trainer_stepper(cfg, steps + 3, 1),
+                    "probes_every_10": trainer_stepper(cfg, steps + 3, 10),
+                    "probes_off": trainer_stepper(cfg, steps + 3, 0),
+                }
+                if tb_error is None:
+                    try:
+                        steppers["tensorboard_every_10"] = tensorboard_stepper(cfg, 10, Path(tmp) / str(r))
+                    except ImportError as e:
+                        tb_error = str(e)
+                times: dict = {}
+                for name, rate in round_robin(steppers, steps, probe_times=times).items():
+                    rates[name].append(rate)
+                ms, pct = probe_share(times["probes_every_10"])
+                within["probe_step_extra_ms"].append(ms)
+                within["every_10_within_run_pct"].append(pct)
+                if "tensorboard_every_10" in steppers:
+                    steppers["tensorboard_every_10"].close()
+        row: dict = {"timed_steps": steps, **{k: stats(v) for k, v in rates.items() if v}}
+        row |= {k: stats(v) for k, v in within.items()}
+        if tb_error:
+            row["tensorboard_every_10"] = {"error": tb_error}
+        plain = rates["plain"]
+        for key, name in (
+            ("probes_every_1", "cost_every_1_pct"),
+            ("probes_every_10", "cost_every_10_pct"),
+            ("probes_off", "cost_trainer_no_probes_pct"),
+            ("tensorboard_every_10", "tensorboard_cost_pct"),
+        ):
+            if rates[key]:
+                row[name] = stats([100 * (1 - a / b) for a, b in zip(rates[key], plain)])
         out[f"depth{depth}_d{d}"] = row
+
+        def rate(name: str, row: dict = row) -> str:
+            return fmt(row[name]) if "median" in row.get(name, {}) else str(row.get(name))
+
+        def pct(name: str, row: dict = row) -> str:
+            return f"{fmt(row[name], 1)} %" if name in row else "-"
+
         print(
-            f"  ({depth:2d}, {d:3d})  plain {fmt(row['plain'])}  probes/1 {fmt(row['probes_every_1'])} "
-            f"({row['cost_every_1_pct']:+.1f} %)  probes/10 {fmt(row['probes_every_10'])} "
-            f"({row['cost_every_10_pct']:+.1f} %)  TB/10 "
-            + (
-                f"{fmt(row['tensorboard_every_10'])} ({row['tensorboard_cost_pct']:+.1f} %)"
-                if "tensorboard_cost_pct" in row
-                else str(row["tensorboard_every_10"])
-            ),
+            f"  ({depth:2d}, {d:3d}) {steps} steps  plain {rate('plain')}  probes/1 {rate('probes_every_1')}"
+            f"  probes/10 {rate('probes_every_10')}  probes off {rate('probes_off')}  TB/10 "
+            f"{rate('tensorboard_every_10')}\n      cost against plain: probes/1 {pct('cost_every_1_pct')}, "
+            f"probes/10 {pct('cost_every_10_pct')}, Trainer without probes {pct('cost_trainer_no_probes_pct')}, "
+            f"TensorBoard/10 {pct('tensorboard_cost_pct')}\n      inside the probes/10 run: a probe step takes "
+            f"{fmt(row['probe_step_extra_ms'], 1)} ms more than the others, "
+            f"{pct('every_10_within_run_pct')} of the run's time",
             flush=True,
         )
     return out
@@ -242,42 +309,50 @@ def bench_start(quick: bool, repeats: int) -> dict:
     return out
 
 
+# The live loss chart has drawn at least one training-loss point (its axes, the unigram line and the
+# planned learning rate are drawn from the start, before any step).
+FIRST_LOSS_POINT = """() => { const gd = document.querySelector(".st-key-loss_chart[data-stale='false'] .js-plotly-plot");
+    return !!gd && (gd._fullData || []).some(tr => tr.name === "training loss" && tr._length > 0); }"""
+
+
 def bench_browser(repeats: int) -> dict:
-    """Start -> first drawn chart in headless Chromium against the real app."""
+    """Start -> first drawn loss point in headless Chromium, on a freshly started server each time: the
+    page is opened as soon as the server answers its health check and Start is pressed as soon as it
+    can be clicked (the hardest case: the server's workers are still warming up)."""
     import tempfile
 
     from playwright.sync_api import sync_playwright
 
     from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
 
-    times = []
-    with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp))
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
-                for _ in range(repeats):
+    times, launch_to_click = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                t_launch = time.perf_counter()
+                server = Server(Path(tmp), wait_workers=False)
+                try:
                     page = browser.new_page(viewport={"width": 1280, "height": 720})
                     page.goto(server.url)
                     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
                     page.wait_for_selector(".st-key-start button")
-                    time.sleep(3)  # let the warm worker get ready, as it would while a speaker talks
                     t0 = time.perf_counter()
+                    launch_to_click.append(t0 - t_launch)
                     page.locator(".st-key-start button").click()
-                    page.wait_for_function(
-                        """() => { const gd = document.querySelector(
-                               ".st-key-loss_chart[data-stale='false'] .js-plotly-plot");
-                           return gd && gd.data && gd.data[0] && gd.data[0].x && gd.data[0].x.length > 0; }""",
-                        timeout=60_000,
-                    )
+                    page.wait_for_function(FIRST_LOSS_POINT, timeout=60_000)
                     times.append(time.perf_counter() - t0)
                     page.locator(".st-key-stop button").click()
                     page.close()
-                browser.close()
-        finally:
-            server.stop()
-    out = {"start_to_first_drawn_chart_s": stats(times)}
-    print(f"  Start -> first drawn loss chart (Chromium): {fmt(out['start_to_first_drawn_chart_s'], 3)} s", flush=True)
+                finally:
+                    server.stop()
+        browser.close()
+    out = {"start_to_first_drawn_chart_s": stats(times), "server_launch_to_click_s": stats(launch_to_click)}
+    print(
+        f"  fresh server, Start pressed {fmt(out['server_launch_to_click_s'], 1)} s after launching it: first loss "
+        f"point drawn {fmt(out['start_to_first_drawn_chart_s'], 3)} s after Start (Chromium)",
+        flush=True,
+    )
     return out
 
 
@@ -446,9 +521,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=SECTIONS, action="append", help="run only these sections")
     parser.add_argument("--threads", type=int, default=2, help="torch threads in this process (default 2)")
+    parser.add_argument(
+        "--sizes", help="(depth, d_model) pairs for steps and mfu, e.g. 6x64,24x128 (default: " + ",".join(
+            f"{d}x{m}" for d, m in SIZES) + ")"
+    )  # fmt: skip
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench.json"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.sizes:
+        SIZES[:] = [tuple(int(v) for v in pair.split("x")) for pair in args.sizes.split(",")]
     sections = args.only or [s for s in SECTIONS if not (args.quick and s in ("browser", "threads"))]
     result: dict = {
         "machine": {"cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads()},
@@ -457,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"ln-viz benchmark ({'quick' if args.quick else 'full'}), torch {torch.__version__}, {args.threads} threads")
     if "steps" in sections:
-        print("training steps/s, median [min-max], batch 32 x seq 64 (probe cost against the plain loop):")
+        size = "8 x seq 16" if args.quick else "32 x seq 64"
+        print(f"training steps/s, median [min-max] over repeats, batch {size}, the loops taking turns step by step:")
         result["steps"] = bench_steps(args.quick, args.repeats)
     if "mfu" in sections:
         print("model FLOP utilisation:")
