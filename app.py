@@ -1,33 +1,52 @@
-"""ln-viz: `streamlit run app.py`. The router and the frame every page shares (language, presenter
-mode). st.navigation, rather than the pages/ folder's automatic menu, so page titles follow the
-language switch; the live training page is the default page."""
+"""ln-viz: `streamlit run app.py`.
 
+This file is read twice. Streamlit's `run` finds the st.App `app` below and serves it; its lifespan
+runs once, when the server starts, and begins warming the worker processes (torch takes seconds to
+import), so the first Start of the first visitor shows its first step at once. Each visit then runs
+this file as its script (`__name__ == "__main__"`): the router and the frame every page shares
+(language, presenter mode). st.navigation, rather than the pages/ folder's automatic menu, so page
+titles follow the language switch; the live training page is the default page."""
+
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import streamlit as st
 
-from ln_viz.i18n import t
-from ln_viz.ui import session
+if __name__ != "__main__":  # imported by `streamlit run` to be served
 
-st.set_page_config(page_title="ln-viz", page_icon=":bar_chart:", layout="wide")
+    @asynccontextmanager
+    async def _lifespan(_app):
+        from ln_viz.ui import session
 
-lang = session.current_lang()
-PAGES = [  # file, title key, icon, url path
-    ("pages/live.py", "nav.live", ":material/play_circle:", None),
-    ("pages/compare.py", "nav.compare", ":material/compare:", "compare"),
-    ("pages/init_lab.py", "nav.init_lab", ":material/science:", "init-lab"),
-    ("pages/runs.py", "nav.runs", ":material/folder_open:", "runs"),
-    ("pages/theory.py", "nav.theory", ":material/menu_book:", "theory"),
-]
-here = Path(__file__).parent
-page = st.navigation(
-    [
-        st.Page(path, title=t(title, lang), icon=icon, url_path=url, default=url is None)
-        for path, title, icon, url in PAGES
-        if (here / path).exists()
+        session.prewarm()  # returns at once; the workers start in the background
+        yield
+        session.shutdown_workers()  # on SIGINT/SIGTERM too: uvicorn shuts down, then re-raises the signal
+
+    app = st.App(__file__, lifespan=_lifespan)
+
+else:  # a visit: the router
+    from ln_viz.i18n import t
+    from ln_viz.ui import session
+
+    st.set_page_config(page_title="ln-viz", page_icon=":bar_chart:", layout="wide")
+
+    lang = session.current_lang()
+    PAGES = [  # file, title key, icon, url path
+        ("pages/live.py", "nav.live", ":material/play_circle:", None),
+        ("pages/compare.py", "nav.compare", ":material/compare:", "compare"),
+        ("pages/init_lab.py", "nav.init_lab", ":material/science:", "init-lab"),
+        ("pages/runs.py", "nav.runs", ":material/folder_open:", "runs"),
+        ("pages/theory.py", "nav.theory", ":material/menu_book:", "theory"),
     ]
-)
-session.lang_switch()
-session.presenter_mode()
-st.session_state[session.ROUTED] = st.session_state[session.SEEN] = True
-page.run()
+    here = Path(__file__).parent
+    page = st.navigation(
+        [
+            st.Page(path, title=t(title, lang), icon=icon, url_path=url, default=url is None)
+            for path, title, icon, url in PAGES
+            if (here / path).exists()
+        ]
+    )
+    session.lang_switch()
+    session.presenter_mode()
+    st.session_state[session.ROUTED] = st.session_state[session.SEEN] = True
+    page.run()

@@ -60,7 +60,6 @@ def main(argv: list[str] | None = None) -> int:
                 for page in pages:
                     page.wait_for_selector(".st-key-start button", timeout=120_000)
                     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-                time.sleep(3)  # the warm worker
                 baseline_children = len(server.children())
                 rss_start = rss_mb(server.proc.pid)
                 poller = threading.Thread(target=poll_health, daemon=True)

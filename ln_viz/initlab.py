@@ -65,15 +65,40 @@ def _measure(job: tuple[RunConfig, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return init_grads(cfg, range(seeds))
 
 
-def _one_thread() -> None:
+def _worker_init(parent_pid: int) -> None:
+    """One torch thread (two such workers share two cores), and leave when the server is gone: a pool
+    worker waits on its task queue forever otherwise, so a killed server would leave it behind."""
+    import os
+    import threading
+    import time
+
     import torch
 
-    torch.set_num_threads(1)  # two such workers share two cores
+    torch.set_num_threads(1)
+
+    def watch_parent() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch_parent, name="ln-viz-parent-watch", daemon=True).start()
 
 
 def make_executor(workers: int = 2) -> Executor:
-    """A pool of spawned worker processes for init_lab (one torch thread each)."""
-    import multiprocessing
+    """A pool of spawned worker processes for init_lab (one torch thread each). Its processes carry the
+    runner's worker name, so that spawning them from a Streamlit script does not re-run the app's
+    `__main__` (the page) inside each of them."""
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
+    from ln_viz.runner import worker_context
+
+    return ProcessPoolExecutor(workers, mp_context=worker_context(), initializer=_worker_init, initargs=(os.getpid(),))
+
+
+def warm_up() -> bool:
+    """A pool task paying a worker's one-time costs (torch, pandas, the corpus, a first backward)."""
+    from ln_viz.initgrad import init_grads
+
+    init_grads(RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=2), [0])
+    return True

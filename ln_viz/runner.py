@@ -23,6 +23,7 @@ import atexit
 import dataclasses
 import logging
 import multiprocessing
+import multiprocessing.context
 import os
 import signal
 import sys
@@ -200,6 +201,24 @@ def _skip_main_module_in_workers() -> None:
 
         get_preparation_data.ln_viz_skips_main = True  # type: ignore[attr-defined]
         spawn.get_preparation_data = get_preparation_data
+
+
+class _NamedProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process named as our workers are, so it skips the parent's `__main__` (see above)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = _WORKER_NAME
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    Process = _NamedProcess
+
+
+def worker_context() -> multiprocessing.context.SpawnContext:
+    """A spawn context whose processes skip the parent's `__main__`; for process pools."""
+    _skip_main_module_in_workers()
+    return _WorkerContext()
 
 
 class _Worker:

@@ -6,7 +6,7 @@ import streamlit as st
 from ln_viz import charts
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.initlab import init_lab, make_executor
+from ln_viz.initlab import init_lab
 from ln_viz.names import PARAM_NAMES
 from ln_viz.ui import session
 
@@ -46,15 +46,9 @@ if not positions:
     st.stop()
 
 
-@st.cache_resource(show_spinner=False, on_release=lambda pool: pool.shutdown(cancel_futures=True))
-def pool():
-    """Two worker processes measure in parallel; torch stays out of the server."""
-    return make_executor(2)
-
-
 @st.cache_data(show_spinner=False, max_entries=32)
 def measure(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tuple[int, ...], param: str):
-    return init_lab(cfg, positions, seeds, depths, param, executor=pool())
+    return init_lab(cfg, positions, seeds, depths, param, executor=session.init_lab_pool())
 
 
 with st.spinner(t("init.measuring", lang)):

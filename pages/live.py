@@ -41,6 +41,11 @@ active = handle is not None and not handle.done
 def live_view() -> None:
     if handle is None:
         st.info(t("ui.not_started", lang))
+        try:  # the empty charts of the run Start would begin: fixed axes, the unigram line, planned lr
+            preview = live.preview_data(config_form.read_config().validate())
+        except LocalizedError:
+            return  # the form says what is wrong when Start is pressed
+        live.draw_charts(preview, lang, done=False, presenter=present)
         return
     view = handle.view()
     st.markdown(f"**{live.status_line(view, lang, runner.max_concurrent)}**")

@@ -3,8 +3,10 @@ presenter mode, and the configuration in the URL."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,8 +15,12 @@ import streamlit as st
 from ln_viz.i18n import DEFAULT_LANG, LANGS, t
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from ln_viz.config import RunConfig
     from ln_viz.runner import Runner
+
+log = logging.getLogger(__name__)
 
 LANG_NAMES = {"ko": "한국어", "en": "English"}
 MAX_CONCURRENT_ENV = "LN_VIZ_MAX_CONCURRENT"
@@ -35,6 +41,59 @@ def get_runner() -> Runner:
     cap = int(os.environ.get(MAX_CONCURRENT_ENV, "0")) or None
     max_seconds = float(os.environ.get(MAX_SECONDS_ENV, "600"))
     return Runner(max_concurrent=cap, warm_workers=1, max_seconds=max_seconds, **store_hooks())
+
+
+def _shutdown_pool(pool: Executor) -> None:
+    pool.shutdown(cancel_futures=True)
+
+
+@st.cache_resource(show_spinner=False, on_release=_shutdown_pool)
+def init_lab_pool() -> Executor:
+    """The Init lab's two worker processes (torch stays out of the server)."""
+    from ln_viz.initlab import make_executor
+
+    return make_executor(2)
+
+
+_prewarm_lock = threading.Lock()
+_prewarmed = False
+
+
+def prewarm() -> None:
+    """Start the server's worker processes in the background, once per server: the Runner's warm
+    worker first (a visitor's first Start waits for it), then, once it is ready, the Init lab's pool.
+    Called by app.py's lifespan when the server starts; prints one line when all are ready."""
+    global _prewarmed
+    with _prewarm_lock:
+        if _prewarmed:
+            return
+        _prewarmed = True
+    threading.Thread(target=_prewarm, name="ln-viz-prewarm", daemon=True).start()
+
+
+def shutdown_workers() -> None:
+    """Stop every run and end every worker process of the server (when the server stops)."""
+    get_runner.clear()  # on_release: Runner.shutdown
+    init_lab_pool.clear()  # on_release: the pool's shutdown
+
+
+def _prewarm() -> None:
+    from ln_viz.initlab import warm_up
+
+    t0 = time.monotonic()
+    try:
+        runner = get_runner()
+        runner.wait_warm(120)
+        runner_s = time.monotonic() - t0
+        pool = init_lab_pool()
+        for f in [pool.submit(warm_up) for _ in range(2)]:
+            f.result(120)
+        print(
+            f"ln-viz: workers ready: training {runner_s:.1f} s, Init lab {time.monotonic() - t0:.1f} s after start",
+            flush=True,
+        )
+    except Exception:  # noqa: BLE001 -- a speed-up only: pages start what they need themselves
+        log.exception("ln-viz: could not warm the workers")
 
 
 @dataclass

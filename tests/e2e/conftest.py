@@ -42,8 +42,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+WORKERS_READY = "ln-viz: workers ready"  # printed once the server's prewarmed workers are up
+
+
 class Server:
-    def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None, wait_workers: bool = True) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "server.log"
@@ -58,6 +61,8 @@ class Server:
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self._wait_ready()
+        if wait_workers:
+            self.wait_workers()
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -71,6 +76,15 @@ class Server:
             except OSError:
                 time.sleep(0.2)
         raise RuntimeError(f"the app did not answer /_stcore/health in {timeout} s:\n{self.log()}")
+
+    def wait_workers(self, timeout: float = 120) -> None:
+        """Wait until the workers the server starts with are ready (its log says so), so that tests
+        counting worker processes start from a settled baseline."""
+        deadline = time.monotonic() + timeout
+        while WORKERS_READY not in self.log():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the app's workers were not ready in {timeout} s:\n{self.log()}")
+            time.sleep(0.1)
 
     def log(self) -> str:
         self._log.flush()
@@ -94,6 +108,22 @@ class Server:
         return self.proc.returncode
 
 
+def stop_and_check(server: Server) -> None:
+    """Stop the server as an operator would (SIGTERM) and check it went cleanly: no traceback, every
+    worker process and pool shut down, nothing left running."""
+    workers = server.children()
+    code = server.stop()
+    log = server.log_path.read_text()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{p}").exists() for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in workers if Path(f"/proc/{p}").exists()], "worker processes outlived the server"
+    assert "Traceback" not in log, log
+    assert "leaked" not in log, log  # every worker and pool was shut down
+    # uvicorn (st.App) shuts down on SIGTERM, then re-raises it: -15 is its normal exit
+    assert code in (0, -signal.SIGTERM), log
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
@@ -110,10 +140,7 @@ def browser():
 def server(tmp_path_factory) -> Iterator[Server]:
     s = Server(tmp_path_factory.mktemp("app"))
     yield s
-    code = s.stop()
-    log = s.log_path.read_text()
-    assert "Traceback" not in log, log
-    assert code == 0, log
+    stop_and_check(s)
 
 
 @pytest.fixture

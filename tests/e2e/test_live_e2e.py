@@ -41,6 +41,24 @@ def wait_points(page, key: str, more_than: int, timeout: float = 60) -> int:
     raise AssertionError(f"{key} never had more than {more_than} points")
 
 
+TRAINING_LOSS = """gd => ((gd._fullData || []).find(tr => tr.name === "training loss") || {})._length || 0"""
+
+
+def loss_steps(page) -> int:
+    """Training-loss points drawn on the live loss chart (its axes, unigram line and planned learning
+    rate are drawn before Start)."""
+    try:
+        return chart(page, "loss_chart").evaluate(TRAINING_LOSS, timeout=2_000)
+    except Exception:  # noqa: BLE001 - mid-redraw
+        return 0
+
+
+def status_step(page) -> int:
+    """The step number in the status line (`Step 120/300 | ...`)."""
+    text = status_text(page)
+    return int(text.split("/")[0].split()[-1]) if text.startswith(("Step", "스텝")) else 0
+
+
 def status_text(page) -> str:
     return page.locator("[data-testid='stMarkdown'] strong").filter(has_text="|").first.inner_text()
 
@@ -56,13 +74,16 @@ def test_start_shows_moving_charts_then_stop(server, page):
     page.locator(".st-key-start button").click()
     page.wait_for_selector(".st-key-loss_chart .js-plotly-plot", timeout=60_000)
     first_chart_s = time.monotonic() - t0
-    n1 = wait_points(page, "loss_chart", 0)
+    deadline = time.monotonic() + 60
+    while loss_steps(page) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
     first_data_s = time.monotonic() - t0
+    n1 = points(page, "loss_chart")
     n2 = wait_points(page, "loss_chart", n1 + 5)
     assert n2 > n1  # the loss chart moves
     h1 = wait_points(page, "grad_heatmap", 0)
     wait_points(page, "grad_heatmap", h1)  # more probe steps arrive
-    assert points(page, "act_dist") > 0
+    wait_points(page, "act_dist", 0)
     z1 = chart(page, "act_dist").evaluate(Z_SUM)
     deadline = time.monotonic() + 30
     while chart(page, "act_dist").evaluate(Z_SUM) == z1 and time.monotonic() < deadline:

@@ -5,7 +5,6 @@ the distribution chart in the browser, with no server round-trip and no retraini
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import zipfile
 from collections.abc import Iterator
@@ -13,16 +12,7 @@ from pathlib import Path
 
 import pytest
 
-# The shared e2e helpers, loaded by path: "conftest" names two modules (tests/ and tests/e2e/).
-_spec = importlib.util.spec_from_file_location("e2e_helpers", Path(__file__).with_name("conftest.py"))
-_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_helpers)
-Server, chart, settled_screenshot, wait_idle = (
-    _helpers.Server,
-    _helpers.chart,
-    _helpers.settled_screenshot,
-    _helpers.wait_idle,
-)
+from tests.e2e.conftest import Server, chart, settled_screenshot, stop_and_check, wait_idle
 
 pytestmark = pytest.mark.e2e
 ROW_H = 35  # px: glide-data-grid's default row height, also its header's, in st.dataframe
@@ -33,10 +23,7 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """The app on its own empty store, told to load the bundled demo runs (as for a talk)."""
     s = Server(tmp_path_factory.mktemp("runs_app"), env={"LN_VIZ_LOAD_DEMOS": "1"})
     yield s
-    code = s.stop()
-    log = s.log_path.read_text()
-    assert "Traceback" not in log, log
-    assert code == 0, log
+    stop_and_check(s)
 
 
 def click_row(page, row: int) -> None:
