@@ -1216,6 +1216,32 @@ def _band(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, color: str, name: str, 
     )
 
 
+def _seed_band_and_mean(
+    fig: go.Figure, df: pd.DataFrame, column: str, pos: str, color: str, lang: str, presenter: bool
+) -> pd.DataFrame:
+    """Per layer, the mean of `column` over seeds as a line, and their min-max as a band when there
+    are several seeds; returns the per-layer mean/min/max."""
+    agg = df.groupby("layer")[column].agg(["mean", "min", "max"]).sort_index()
+    x = agg.index.to_numpy(dtype=np.int16)
+    name = _norm_label(pos, lang)
+    n_seeds = df["seed"].nunique()
+    if n_seeds > 1:
+        fig.add_trace(_band(x, agg["min"].to_numpy(), agg["max"].to_numpy(), color, name, pos))
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=_f32(agg["mean"]),
+            mode="lines+markers",
+            name=t("chart.seed_mean", lang, name=name, n=n_seeds),
+            legendgroup=pos,
+            line={"color": color, "width": 3},
+            marker={"size": _px(7, presenter)},
+            hovertemplate=name + "<br>" + _hover(lang, ("chart.layer", "%{x}"), (f"chart.{column}", "%{y:.3g}")),
+        )
+    )
+    return agg
+
+
 def init_grad_profile(
     dfs_by_position: dict[str, pd.DataFrame], lang: str = "en", param: str = "ffn.w2", presenter: bool = False
 ) -> go.Figure:
@@ -1229,26 +1255,9 @@ def init_grad_profile(
         sub = df[df["param"] == param]
         if sub.empty:
             continue
-        agg = sub.groupby("layer")["grad_norm"].agg(["mean", "min", "max"]).sort_index()
-        x = agg.index.to_numpy(dtype=np.int16)
-        max_L = max(max_L, int(x.max()))
+        agg = _seed_band_and_mean(fig, sub, "grad_norm", pos, color, lang, presenter)
+        max_L = max(max_L, int(agg.index.max()))
         values.append(agg.to_numpy().ravel())
-        name = _norm_label(pos, lang)
-        n_seeds = sub["seed"].nunique()
-        if n_seeds > 1:
-            fig.add_trace(_band(x, agg["min"].to_numpy(), agg["max"].to_numpy(), color, name, pos))
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=_f32(agg["mean"]),
-                mode="lines+markers",
-                name=t("chart.seed_mean", lang, name=name, n=n_seeds),
-                legendgroup=pos,
-                line={"color": color, "width": 3},
-                marker={"size": _px(7, presenter)},
-                hovertemplate=name + "<br>" + _hover(lang, ("chart.layer", "%{x}"), ("chart.grad_norm", "%{y:.3g}")),
-            )
-        )
     if not values:
         _empty_note(fig, lang, presenter, "chart.no_data")
     rng = _nice_log_range(np.concatenate(values)) if values else (1e-3, 10.0)
@@ -1394,25 +1403,8 @@ def resid_growth_chart(
             continue
         any_data = True
         color = NORM_COLORS.get(pos, GREY)
-        agg = df.groupby("layer")["mean_sq"].agg(["mean", "min", "max"]).sort_index()
-        x = agg.index.to_numpy(dtype=np.int16)
+        agg = _seed_band_and_mean(fig, df, "mean_sq", pos, color, lang, presenter)
         top = max(top, float(np.nanmax(agg["max"])))
-        name = _norm_label(pos, lang)
-        n_seeds = df["seed"].nunique()
-        if n_seeds > 1:
-            fig.add_trace(_band(x, agg["min"].to_numpy(), agg["max"].to_numpy(), color, name, pos))
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=_f32(agg["mean"]),
-                mode="lines+markers",
-                name=t("chart.seed_mean", lang, name=name, n=n_seeds),
-                legendgroup=pos,
-                line={"color": color, "width": 3},
-                marker={"size": _px(7, presenter)},
-                hovertemplate=name + "<br>" + _hover(lang, ("chart.layer", "%{x}"), ("chart.mean_sq", "%{y:.3g}")),
-            )
-        )
     if not any_data:
         _empty_note(fig, lang, presenter, "chart.no_data")
     _layout(fig, t("chart.resid_title", lang), presenter, "init-resid")

@@ -131,6 +131,30 @@ PROBE_ARRAYS = (
 
 
 @dataclass
+class RunStatus:
+    """A run's status as its snapshots tell it (RunData keeps the same four fields)."""
+
+    status: str = "queued"
+    message: str | None = None  # i18n key of the last status message
+    stalled_since: int | None = None  # first step of the current stall (None when not stalled)
+    diverged_at: int | None = None
+
+
+def track_status(state: RunStatus | RunData, snap: Snapshot) -> None:
+    """Fold one snapshot into a run's status; the one rule for RunData and the store's writer, so a
+    stored run's summary matches the run reopened from its rows."""
+    state.status = snap.status
+    if snap.message:
+        state.message = snap.message
+    if snap.stalled and state.stalled_since is None:
+        state.stalled_since = snap.step
+    if not snap.stalled:
+        state.stalled_since = None
+    if snap.status == "diverged":
+        state.diverged_at = snap.step
+
+
+@dataclass
 class RunData:
     info: RunInfo
     status: str = "queued"
@@ -151,15 +175,7 @@ class RunData:
         s["elapsed"].append(snap.elapsed)
         s["steps_per_sec"].append(snap.steps_per_sec)
         s["eval_loss"].append(math.nan if snap.eval_loss is None else snap.eval_loss)
-        self.status = snap.status
-        if snap.message:
-            self.message = snap.message
-        if snap.stalled and self.stalled_since is None:
-            self.stalled_since = snap.step
-        if not snap.stalled:
-            self.stalled_since = None
-        if snap.status == "diverged":
-            self.diverged_at = snap.step
+        track_status(self, snap)
         if snap.probes is not None:
             self.add_probe(snap.step, snap.probes)
 

@@ -55,8 +55,9 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from ln_viz.i18n import LocalizedError
+from ln_viz.snapshot import RunStatus, track_status
 
-if TYPE_CHECKING:  # snapshot imports torch (through model.py); listing runs should not have to
+if TYPE_CHECKING:
     from ln_viz.snapshot import RunData, RunInfo, Snapshot
 
 LIVE_STATUSES = ("queued", "running")
@@ -781,10 +782,7 @@ class RunWriter:
         # summary state, kept as RunData would compute it
         self._steps_done = 0
         self._recent: list[float] = []  # last FINAL_LOSS_WINDOW finite losses
-        self._status = "queued"
-        self._message: str | None = None
-        self._stalled_since: int | None = None
-        self._diverged_at: int | None = None
+        self._run = RunStatus()
         self._written: dict[str, Any] | None = None  # the summary last committed
 
     def begin(self, info: RunInfo, label: str | None = None, status: str = "running") -> int:
@@ -798,7 +796,7 @@ class RunWriter:
         except OSError as e:
             raise StoreError("err.write_failed", path=str(self.store.lock_dir), reason=e.strerror) from e
         self._db = connect(self.store.path)
-        self._status = status
+        self._run.status = status
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self.run_id = _insert_run(self._db, info, label=label, status=status, writer_token=token)
@@ -843,15 +841,7 @@ class RunWriter:
             self._steps_done = snap.step
             if math.isfinite(snap.loss):
                 self._recent = (self._recent + [snap.loss])[-FINAL_LOSS_WINDOW:]
-            self._status = snap.status
-            if snap.message:
-                self._message = snap.message
-            if snap.stalled and self._stalled_since is None:
-                self._stalled_since = snap.step
-            if not snap.stalled:
-                self._stalled_since = None
-            if snap.status == "diverged":
-                self._diverged_at = snap.step
+            track_status(self._run, snap)
 
     def flush(self) -> None:
         """Commit everything queued so far (the background thread calls this every flush_every s)."""
@@ -886,10 +876,10 @@ class RunWriter:
         return {
             "steps_done": self._steps_done,
             "final_loss": sum(recent) / len(recent) if recent else None,
-            "status": self._status,
-            "message": self._message,
-            "stalled_since": self._stalled_since,
-            "diverged_at": self._diverged_at,
+            "status": self._run.status,
+            "message": self._run.message,
+            "stalled_since": self._run.stalled_since,
+            "diverged_at": self._run.diverged_at,
         }
 
     def _loop(self) -> None:
@@ -917,11 +907,11 @@ class RunWriter:
         try:
             with self._cond:
                 if status is not None:
-                    self._status = status
-                elif self._status in LIVE_STATUSES:
-                    self._status = "stopped"  # finished without a final snapshot: stopped early
+                    self._run.status = status
+                elif self._run.status in LIVE_STATUSES:
+                    self._run.status = "stopped"  # finished without a final snapshot: stopped early
                 if message is not None:
-                    self._message = message
+                    self._run.message = message
             self.flush()
             with self._io:
                 self._db.execute("UPDATE runs SET writer_token = NULL WHERE id = ?", (self.run_id,))

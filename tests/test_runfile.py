@@ -20,7 +20,6 @@ import pandas as pd
 import pytest
 
 from ln_viz.cli import main
-from ln_viz.config import RunConfig
 from ln_viz.runfile import (
     FORMAT_VERSION,
     MAX_FILE_BYTES,
@@ -33,21 +32,12 @@ from ln_viz.runfile import (
     tables,
     write_run_file,
 )
-from ln_viz.snapshot import PROBE_ARRAYS, RunData
+from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.train import run
+from tests.runs import TINY, assert_same_run
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = RunConfig(
-    depth=2,
-    d_model=16,
-    heads=2,
-    seq_len=16,
-    batch_size=4,
-    steps=30,
-    probe_every=5,
-    eval_every=10,
-)
 
 
 @pytest.fixture(scope="module")
@@ -59,25 +49,6 @@ def measured() -> RunData:
 def store(tmp_path: Path) -> Store:
     with Store(tmp_path / "runs.sqlite") as s:
         yield s
-
-
-def assert_same_run(a: RunData, b: RunData) -> None:
-    assert a.info.to_dict() == b.info.to_dict()
-    for name in a.scalars:
-        np.testing.assert_array_equal(
-            np.asarray(a.scalars[name], np.float64),
-            np.asarray(b.scalars[name], np.float64),
-            err_msg=name,
-        )
-    assert a.probe_steps == b.probe_steps
-    for name in PROBE_ARRAYS:
-        np.testing.assert_array_equal(a.probe(name), b.probe(name), err_msg=name)
-    assert (a.status, a.message, a.stalled_since, a.diverged_at) == (
-        b.status,
-        b.message,
-        b.stalled_since,
-        b.diverged_at,
-    )
 
 
 # --- tidy tables ------------------------------------------------------------------------------------

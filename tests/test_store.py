@@ -34,17 +34,7 @@ from ln_viz.store import (
     migrate,
 )
 from ln_viz.train import Trainer
-
-TINY = RunConfig(
-    depth=2,
-    d_model=16,
-    heads=2,
-    seq_len=16,
-    batch_size=4,
-    steps=30,
-    probe_every=5,
-    eval_every=10,
-)
+from tests.runs import TINY, assert_same_run
 
 
 @pytest.fixture(scope="module")
@@ -52,28 +42,6 @@ def trained() -> tuple[RunInfo, list[Snapshot]]:
     """One real tiny run's snapshots, probes included (trained once for the module)."""
     trainer = Trainer(TINY)
     return trainer.info, list(trainer)
-
-
-def assert_same_run(a: RunData, b: RunData) -> None:
-    """Equal scalars and probe arrays, bit for bit (NaN equals NaN), and the same run state."""
-    assert a.info.to_dict() == b.info.to_dict()
-    for name in a.scalars:
-        np.testing.assert_array_equal(
-            np.asarray(a.scalars[name], np.float64),
-            np.asarray(b.scalars[name], np.float64),
-            err_msg=name,
-        )
-    assert a.probe_steps == b.probe_steps
-    for name in PROBE_ARRAYS:
-        x, y = a.probe(name), b.probe(name)
-        assert x.dtype == y.dtype == np.float32
-        np.testing.assert_array_equal(x, y, err_msg=name)
-    assert (a.status, a.message, a.stalled_since, a.diverged_at) == (
-        b.status,
-        b.message,
-        b.stalled_since,
-        b.diverged_at,
-    )
 
 
 def write_run(store: Store, info: RunInfo, snaps: list[Snapshot], label: str | None = None) -> int:
