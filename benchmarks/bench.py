@@ -311,7 +311,8 @@ def bench_start(quick: bool, repeats: int) -> dict:
 
 # The live loss chart has drawn at least one training-loss point (its axes, the unigram line and the
 # planned learning rate are drawn from the start, before any step).
-FIRST_LOSS_POINT = """() => { const gd = document.querySelector(".st-key-loss_chart[data-stale='false'] .js-plotly-plot");
+FIRST_LOSS_POINT = """() => {
+    const gd = document.querySelector(".st-key-loss_chart[data-stale='false'] .js-plotly-plot");
     return !!gd && (gd._fullData || []).some(tr => tr.name === "training loss" && tr._length > 0); }"""
 
 

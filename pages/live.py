@@ -50,6 +50,8 @@ def live_view() -> None:
     view = handle.view()
     st.markdown(f"**{live.status_line(view, lang, runner.max_concurrent)}**")
     live.run_message(view, lang)
+    if view.status == "queued":  # its place in the line only: ten queued tabs redrawing five charts
+        return  # every second would starve the server
     data = view.data if view.data is not None else live.preview_data(view.config)
     live.draw_charts(data, lang, done=view.done, presenter=present)
     if view.done and active:  # it ended while this fragment ticked: a full rerun stops the timer
