@@ -357,6 +357,45 @@ def bench_browser(repeats: int) -> dict:
     return out
 
 
+def bench_init_lab(repeats: int) -> dict:
+    """Opening the Init lab (/init-lab, its defaults) on a freshly started server: seconds from the
+    launch of `streamlit run app.py` and from opening the page until all three charts have data."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
+
+    drawn = """() => ["init_profile", "init_vs_depth", "init_resid"].every(k => {
+        const gd = document.querySelector(`.st-key-${k}[data-stale='false'] .js-plotly-plot`);
+        return !!gd && (gd._fullData || []).some(tr => tr._length > 0); })"""
+    from_open, from_launch = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                t_launch = time.perf_counter()
+                server = Server(Path(tmp), wait_workers=False)
+                try:
+                    page = browser.new_page(viewport={"width": 1280, "height": 720})
+                    t0 = time.perf_counter()
+                    page.goto(server.url + "/init-lab")
+                    page.wait_for_function(drawn, timeout=120_000)
+                    from_open.append(time.perf_counter() - t0)
+                    from_launch.append(time.perf_counter() - t_launch)
+                    page.close()
+                finally:
+                    server.stop()
+        browser.close()
+    out = {"open_to_drawn_s": stats(from_open), "launch_to_drawn_s": stats(from_launch)}
+    print(
+        f"  Init lab on a fresh server: all three charts drawn {fmt(out['open_to_drawn_s'], 1)} s after opening "
+        f"the page ({fmt(out['launch_to_drawn_s'], 1)} s after launching the server)",
+        flush=True,
+    )
+    return out
+
+
 # --- live payload --------------------------------------------------------------------------------
 def synthetic_run(depth: int, d: int, steps: int, probe_every: int):
     """A RunData with realistic shapes (from a real model's RunInfo) and random values."""
@@ -513,7 +552,7 @@ def bench_threads(quick: bool) -> dict:
     return out
 
 
-SECTIONS = ("steps", "mfu", "start", "browser", "payload", "memory", "threads")
+SECTIONS = ("steps", "mfu", "start", "browser", "initlab", "payload", "memory", "threads")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -531,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if args.sizes:
         SIZES[:] = [tuple(int(v) for v in pair.split("x")) for pair in args.sizes.split(",")]
-    sections = args.only or [s for s in SECTIONS if not (args.quick and s in ("browser", "threads"))]
+    sections = args.only or [s for s in SECTIONS if not (args.quick and s in ("browser", "initlab", "threads"))]
     result: dict = {
         "machine": {"cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads()},
         "quick": args.quick,
@@ -551,6 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     if "browser" in sections:
         print("browser:")
         result["browser"] = bench_browser(args.repeats)
+    if "initlab" in sections:
+        print("Init lab:")
+        result["initlab"] = bench_init_lab(args.repeats)
     if "payload" in sections:
         print("live refresh payload (figures' JSON):")
         result["payload"] = bench_payload(args.quick)

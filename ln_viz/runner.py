@@ -505,6 +505,11 @@ class Runner:
         if h is not None:
             h.stop()
 
+    def busy(self) -> bool:
+        """Whether any run is training or queued."""
+        with self._lock:
+            return bool(self._state.active or self._state.pending)
+
     def wait_warm(self, timeout: float = 30.0) -> bool:
         """Block until the warm pool is full and every pooled worker has finished warming up."""
         deadline = time.monotonic() + timeout

@@ -6,7 +6,6 @@ import streamlit as st
 from ln_viz import charts
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.initlab import init_lab
 from ln_viz.names import PARAM_NAMES
 from ln_viz.ui import session
 
@@ -15,23 +14,24 @@ lang = session.current_lang()
 present = session.presenter_mode_on()
 st.title(t("init.title", lang))
 st.caption(t("init.intro", lang))
+D = session.INIT_LAB_DEFAULTS  # the scenario the server measures while it starts
 
 c1, c2, c3, c4 = st.columns(4)
 positions = c1.multiselect(
-    t("ui.norm_position", lang), NORM_POSITIONS, default=["post", "pre"], key="init_positions",
+    t("ui.norm_position", lang), NORM_POSITIONS, default=list(D["positions"]), key="init_positions",
     format_func=lambda v: t(f"norm.{v}", lang),
 )  # fmt: skip
-depth = c2.slider(t("ui.depth", lang), 2, 48, 12, key="init_depth")
-seeds = c3.slider(t("init.seeds", lang), 1, 10, 3, key="init_seeds")
-param = c4.selectbox(t("init.param", lang), PARAM_NAMES, index=PARAM_NAMES.index("ffn.w2"), key="init_param")
+depth = c2.slider(t("ui.depth", lang), 2, 48, D["depth"], key="init_depth")
+seeds = c3.slider(t("init.seeds", lang), 1, 10, D["seeds"], key="init_seeds")
+param = c4.selectbox(t("init.param", lang), PARAM_NAMES, index=PARAM_NAMES.index(D["param"]), key="init_param")
 with st.expander(t("ui.advanced", lang)):
     a1, a2, a3, a4 = st.columns(4)
-    d_model = a1.number_input(t("ui.d_model", lang), 8, 512, 64, step=8, key="init_d_model")
-    heads = a2.number_input(t("ui.heads", lang), 1, 16, 4, key="init_heads")
-    batch = a3.number_input(t("ui.batch_size", lang), 1, 256, 32, step=8, key="init_batch")
-    seq = a4.number_input(t("ui.seq_len", lang), 4, 512, 64, step=16, key="init_seq")
+    d_model = a1.number_input(t("ui.d_model", lang), 8, 512, D["d_model"], step=8, key="init_d_model")
+    heads = a2.number_input(t("ui.heads", lang), 1, 16, D["heads"], key="init_heads")
+    batch = a3.number_input(t("ui.batch_size", lang), 1, 256, D["batch_size"], step=8, key="init_batch")
+    seq = a4.number_input(t("ui.seq_len", lang), 4, 512, D["seq_len"], step=16, key="init_seq")
     depths = st.multiselect(
-        t("init.depths", lang), [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48], [2, 4, 8, 16], key="init_depths"
+        t("init.depths", lang), [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48], list(D["depths"]), key="init_depths"
     )
 st.caption(t("init.noise_note", lang))
 
@@ -46,13 +46,8 @@ if not positions:
     st.stop()
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def measure(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tuple[int, ...], param: str):
-    return init_lab(cfg, positions, seeds, depths, param, executor=session.init_lab_pool())
-
-
 with st.spinner(t("init.measuring", lang)):
-    lab = measure(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
+    lab = session.init_lab_measure(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
 
 st.plotly_chart(
     charts.init_grad_profile(lab.grads, lang, param, present), key="init_profile", width="stretch", theme=None
