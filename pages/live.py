@@ -27,6 +27,7 @@ if start:
     try:
         cfg = config_form.read_config().validate()
         st.session_state["live_run_id"] = runs.start("live", cfg)
+        live.wait_first_step(runner.get(st.session_state["live_run_id"]))
     except LocalizedError as e:
         st.error(t("ui.invalid_config", lang, reason=e.message(lang)))
 if stop:

@@ -4,13 +4,14 @@ run trains (a fragment with run_every), animated in the browser once it has ende
 from __future__ import annotations
 
 import math
+import time
 
 import streamlit as st
 
 from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
-from ln_viz.runner import RunView
+from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData, RunInfo
 
 REFRESH_S = 1.0
@@ -21,6 +22,14 @@ def preview_data(cfg: RunConfig) -> RunData:
     """Empty RunData of a run whose worker has not reported yet: the charts draw their fixed axes, the
     unigram line and the planned learning rate at once, and fill in as steps arrive."""
     return RunData(RunInfo.preview(cfg))
+
+
+def wait_first_step(handle: RunHandle | None, timeout: float = 0.5) -> None:
+    """Give a run just started on a warm worker the moment its first step takes (0.05-0.1 s), so the
+    page's draw right after Start already shows it instead of waiting for the next refresh."""
+    deadline = time.monotonic() + timeout
+    while handle is not None and not handle.done and handle.view().steps_done == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def status_line(view: RunView, lang: str, cap: int) -> str:
