@@ -852,7 +852,7 @@ KO: dict[str, str] = {
     "chart.norm.peri": "Peri-LN",
     "chart.norm.deepnorm": "DeepNorm",
     "chart.norm.none": "정규화 없음",
-    "chart.waiting": "아직 학습 스텝이 없습니다",
+    "chart.waiting": "아직 스텝 없음",
     "chart.no_data": "아직 데이터가 없습니다.",
     "chart.step": "스텝",
     "chart.step_axis": "학습 스텝",
