@@ -19,6 +19,7 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
         from ln_viz.ui import session
 
         session.prewarm()  # returns at once; the workers start in the background
+        session.open_browser()
         yield
         session.shutdown_workers()  # on SIGINT/SIGTERM too: uvicorn shuts down, then re-raises the signal
 

@@ -106,6 +106,21 @@ def prewarm() -> None:
     threading.Thread(target=_prewarm, name="ln-viz-prewarm", daemon=True).start()
 
 
+def open_browser() -> None:
+    """Open the app in the user's browser unless the server is headless, as `streamlit run` does for
+    a plain script (its launcher for an st.App does not). Never fails the server's start."""
+    try:
+        from streamlit import cli_util, config
+        from streamlit.web.server import server_util
+
+        if config.get_option("server.headless"):
+            return
+        address = config.get_option("server.address") if config.is_manually_set("server.address") else None
+        cli_util.open_browser(server_util.get_url(server_util.get_display_address(address) if address else "localhost"))
+    except Exception:  # noqa: BLE001 -- a convenience: the URL is printed anyway
+        log.exception("ln-viz: could not open a browser")
+
+
 def shutdown_workers() -> None:
     """Stop every run and end every worker process of the server (when the server stops)."""
     get_runner.clear()  # on_release: Runner.shutdown
