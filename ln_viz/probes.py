@@ -54,31 +54,34 @@ def tensor_summary(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     centred = x - mean
     var = torch.dot(centred, centred) / n
     ms = torch.dot(x, x) / n
-    # index 0: below the first edge; 1..HIST_BINS: the bins; HIST_BINS + 1: at or above the last edge
+    fractions = _bin_fractions(x, n)
+    stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
+    out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
+    return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
+
+
+def _bin_fractions(x: torch.Tensor, n: int) -> torch.Tensor:
+    """Fractions of n in [below the first edge, the HIST_BINS bins, at or above the last edge] of the
+    values of x (no NaN in it; infinities land in the outer two): one bincount over bin indices."""
     scale = HIST_BINS / (2 * HIST_LIMIT)
     idx = x.mul(scale).add_(HIST_LIMIT * scale + 1).clamp_(0, HIST_BINS + 1).to(torch.int64)
-    counts = torch.bincount(idx, minlength=HIST_BINS + 2).to(torch.float64) / n
-    stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
-    out = np.concatenate([stats.numpy(), counts[[0, HIST_BINS + 1]].numpy()])
-    return counts[1:-1].numpy().astype(np.float32), out.astype(np.float32)
+    return torch.bincount(idx, minlength=HIST_BINS + 2).to(torch.float64) / n
 
 
 def _summary_nonfinite(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """tensor_summary of a tensor holding NaN or +-inf (a diverging step): infinities count as outside
     the edges, NaNs nowhere; the moments are NaN/inf as they are."""
     n = x.numel()
-    finite = x[~torch.isnan(x)]
-    hist = torch.histc(finite.clamp(-HIST_LIMIT - 1, HIST_LIMIT + 1), bins=HIST_BINS, min=-HIST_LIMIT, max=HIST_LIMIT)
-    hist -= torch.zeros_like(hist).index_fill_(0, torch.tensor([HIST_BINS - 1]), float((finite == HIST_LIMIT).sum()))
+    fractions = _bin_fractions(x[~torch.isnan(x)], n).numpy()
     stats = [
         float(x.mean()),
         float(x.std(correction=0)),
         float(x.square().mean().sqrt()),
         float(x.abs().max()),
-        float((finite < -HIST_LIMIT).sum()) / n,
-        float((finite >= HIST_LIMIT).sum()) / n,
+        fractions[0],
+        fractions[HIST_BINS + 1],
     ]
-    return (hist / n).numpy().astype(np.float32), np.array(stats, np.float32)
+    return fractions[1:-1].astype(np.float32), np.array(stats, np.float32)
 
 
 def attention_entropy(q: torch.Tensor, k: torch.Tensor, heads: int) -> float:
