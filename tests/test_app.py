@@ -16,13 +16,10 @@ APP = "../app.py"
 
 
 @pytest.fixture
-def at(tmp_path, monkeypatch):
-    monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
-    app = AppTest.from_file(APP, default_timeout=60)
-    app.run()
+def at(start_app):
+    app = start_app(60)
     assert not app.exception
-    yield app
-    st.cache_resource.clear()  # stops this session's runs and shuts the runner down (on_release)
+    return app
 
 
 def tiny(at: AppTest, steps: int = 30) -> AppTest:

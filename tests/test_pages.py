@@ -27,12 +27,8 @@ def plotly_array(value) -> np.ndarray:
 
 
 @pytest.fixture
-def at(tmp_path, monkeypatch):
-    monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
-    app = AppTest.from_file(APP, default_timeout=120)
-    app.run()
-    yield app
-    st.cache_resource.clear()
+def at(start_app):
+    return start_app(120)
 
 
 def shrink(at: AppTest, prefix: str, steps: int = 20) -> None:

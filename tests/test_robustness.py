@@ -16,12 +16,8 @@ APP = "../app.py"
 
 
 @pytest.fixture
-def at(tmp_path, monkeypatch):
-    monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
-    app = AppTest.from_file(APP, default_timeout=60)
-    app.run()
-    yield app
-    st.cache_resource.clear()
+def at(start_app):
+    return start_app(60)
 
 
 # Inputs a widget lets through: Start must refuse them with one sentence and start nothing.
