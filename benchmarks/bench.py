@@ -15,7 +15,6 @@ import json
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -457,69 +456,20 @@ def bench_payload(quick: bool) -> dict:
 
 
 # --- memory --------------------------------------------------------------------------------------
-def rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
-
-
 def bench_memory(quick: bool) -> dict:
-    """RSS of the server side (this process: runner, drain thread, RunData) and of the worker, sampled
-    every 0.5 s over a depth-24 run of 2,000 steps (preset sizes), with a page-like reader taking a
-    view and building the live figures once a second."""
-    from ln_viz import charts
-    from ln_viz.config import preset
-    from ln_viz.runner import Runner
+    """RSS over a depth-24 run of 2,000 steps, at the preset's probe cadence (every 5th step) and at
+    every 10th; each in a fresh process that, like the server, never imports torch
+    (benchmarks/memory.py)."""
+    import subprocess
 
-    cfg = preset("deep-pre-ln").replace(steps=60 if quick else 2000, probe_every=10)
-    if quick:
-        cfg = cfg.replace(depth=2, d_model=32, heads=2)
-    samples = []
-    with Runner(warm_workers=0) as runner:
-        handle = runner.start(cfg)
-        stop = threading.Event()
-
-        def reader() -> None:
-            while not stop.is_set():
-                view = handle.view()
-                if view.data is not None:
-                    for build in (charts.loss_chart, charts.grad_heatmap, charts.act_dist, charts.layer_profile):
-                        build(view.data).to_json()
-                time.sleep(1.0)
-
-        th = threading.Thread(target=reader, daemon=True)
-        th.start()
-        t0 = time.perf_counter()
-        while not handle.done:
-            view = handle.view()
-            samples.append((time.perf_counter() - t0, view.steps_done, rss_mb(os.getpid()), rss_mb(handle.pid or 0)))
-            time.sleep(0.5)
-        stop.set()
-        th.join()
-    steps = np.array([s[1] for s in samples])
-    server = np.array([s[2] for s in samples])
-    worker = np.array([s[3] for s in samples])
-    after = steps >= (50 if quick else 500)
-    out = {
-        "steps": int(steps.max()),
-        "seconds": samples[-1][0],
-        "server_rss_mb": {"start": float(server[0]), "peak": float(np.nanmax(server)), "end": float(server[-1])},
-        "server_rss_mb_at_500": float(server[after][0]) if after.any() else None,
-        "worker_rss_mb_peak": float(np.nanmax(worker)),
-        "samples": [list(map(float, s)) for s in samples[:: max(1, len(samples) // 60)]],
-    }
-    print(
-        f"  {out['steps']} steps at depth {cfg.depth} in {out['seconds']:.0f} s: server RSS start "
-        f"{out['server_rss_mb']['start']:.0f} MB, at step 500 {out['server_rss_mb_at_500'] or float('nan'):.0f} MB, "
-        f"peak {out['server_rss_mb']['peak']:.0f} MB, end {out['server_rss_mb']['end']:.0f} MB; worker peak "
-        f"{out['worker_rss_mb_peak']:.0f} MB",
-        flush=True,
-    )
+    out = {}
+    for probe_every in (5, 10):
+        print(f"  probes every {probe_every} steps:", flush=True)
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "memory.py"), "--probe-every", str(probe_every)]
+        done = subprocess.run(cmd + (["--quick"] if quick else []), capture_output=True, text=True, check=True)
+        lines = done.stdout.rstrip().splitlines()
+        print("\n".join(lines[:-1]), flush=True)
+        out[f"probe_every_{probe_every}"] = json.loads(lines[-1])
     return out
 
 

@@ -177,6 +177,11 @@ EN: dict[str, str] = {
     "init.noise_note": "Small batches make the per-layer shape noisy: at batch 8, sequence 32 it is much noisier.",
     "init.pick_position": "Pick at least one LayerNorm position.",
     "init.measuring": "Measuring gradients at initialisation...",
+    "init.shipped": (
+        "These default figures were measured in advance with this code (scripts/make_init_lab_default.py; "
+        "the test suite measures them again and compares), so they appear at once. Change any setting to "
+        "measure now."
+    ),
     "init.pre_not_flat": (
         "Note: here Pre-LN's {param} gradient is not flat across layers as in the paper's Figure 3; it falls "
         "toward the output (last layer / first layer = {ratio}). Small models show this; what the paper "
@@ -220,7 +225,15 @@ EN: dict[str, str] = {
     "ui.stop": "Stop",
     "ui.not_started": "Pick a preset or your own settings, then press Start.",
     "ui.status_line": "Step {step}/{steps} | {rate} steps/s | ETA {eta} | {status}",
-    "ui.queued": "Queued: place {pos} in line ({cap} runs train at once on this server). It starts by itself.",
+    "ui.queued": "Queued: place {pos} in line (this server trains at most {cap} at a time). It starts by itself.",
+    "ui.thinned": (
+        "While it trains, the charts over steps show one probe step in {stride} (at most {kept}), to keep the "
+        "server light; every step is stored, and all are shown once the run ends."
+    ),
+    "ui.thinned_unstored": (
+        "These charts show one probe step in {stride}: the run could not be stored (the server log says why), "
+        "so only the live copy is left."
+    ),
     "ui.url_ignored": "Ignored '{param}={value}' from the link: {reason} The default is kept.",
     "ui.invalid_config": "Not started: {reason}",
     "ui.step_select": "Probe step to show",
@@ -765,6 +778,10 @@ KO: dict[str, str] = {
     "init.noise_note": "배치가 작으면 층별 모양이 흔들립니다. 배치 8, 시퀀스 32에서는 훨씬 더 들쭉날쭉합니다.",
     "init.pick_position": "LayerNorm 위치를 하나 이상 고르세요.",
     "init.measuring": "초기화 시점의 그래디언트를 재는 중...",
+    "init.shipped": (
+        "이 기본값 그림은 같은 코드로 미리 측정해 둔 값입니다(scripts/make_init_lab_default.py; "
+        "테스트가 다시 측정해 비교합니다). 그래서 바로 나타납니다. 설정을 하나라도 바꾸면 지금 측정합니다."
+    ),
     "init.pre_not_flat": (
         "참고: 여기서 Pre-LN의 {param} 그래디언트는 논문 그림 3처럼 층마다 평평하지 않고, 출력 쪽으로 갈수록 줄어듭니다 "
         "(마지막 층 / 첫 층 = {ratio}). 작은 모델에서 나타나는 모습입니다. 논문의 예측 중 여기서도 성립하는 것은, "
@@ -805,6 +822,14 @@ KO: dict[str, str] = {
     "ui.not_started": "프리셋이나 직접 설정을 고른 뒤 시작을 누르세요.",
     "ui.status_line": "스텝 {step}/{steps} | 초당 {rate} 스텝 | 남은 시간 {eta} | {status}",
     "ui.queued": "대기 중: {pos}번째 순서입니다 (이 서버에서는 동시에 {cap}개까지 학습합니다). 차례가 되면 자동으로 시작합니다.",
+    "ui.thinned": (
+        "학습 중에는 서버 부담을 줄이려고 스텝별 차트에 측정 스텝 {stride}개 중 1개만 그립니다(최대 {kept}개). "
+        "모든 스텝은 저장되며, 학습이 끝나면 전부 보여 줍니다."
+    ),
+    "ui.thinned_unstored": (
+        "이 차트는 측정 스텝 {stride}개 중 1개만 보여 줍니다: 실행을 저장하지 못해(이유는 서버 로그에 있습니다) "
+        "학습 중 사본만 남았습니다."
+    ),
     "ui.url_ignored": "링크의 '{param}={value}'은(는) 무시했습니다: {reason} 기본값을 유지합니다.",
     "ui.invalid_config": "시작하지 않았습니다: {reason}",
     "ui.step_select": "보여 줄 측정 스텝",

@@ -51,9 +51,15 @@ MSG_WORKER_DIED = "msg.worker_died"  # params: how ("killed by SIGKILL", "exit c
 
 DEFAULT_MAX_SECONDS = 600.0
 DEFAULT_MAX_STEPS = 10_000
+# Probe steps kept in the server's live copy of a run. At depth 24 a probe step is ~37 KB, so a run
+# holds at most ~2.4 MB of them; the live charts show 33-64 evenly spaced steps of a long run.
+LIVE_PROBE_STEPS = 64
 STOP_GRACE_S = 0.5  # a worker gets this long to finish its step and exit by itself...
 KILL_AFTER_S = 0.2  # ...then SIGTERM, and this long later SIGKILL: stop always ends within ~0.8 s
 _POLL_S = 0.05  # how often a drain thread looks at deadlines when its worker is quiet
+# Workers run at this niceness: the server (every tab's page, the health check, a click) comes first
+# when the cores are contended, training takes whatever is left. See `lower_priority`.
+WORKER_NICE = 10
 
 OnStart = Callable[[str, RunInfo], None]
 OnSnapshot = Callable[[str, Snapshot], None]
@@ -78,8 +84,19 @@ def default_threads(n_running: int, cpus: int | None = None) -> int:
 # ("threads", n) between steps; None tells an idle worker to exit.
 
 
+def lower_priority() -> None:
+    """Make this (worker) process yield the CPU to the server. On 2 cores, two training runs and ten
+    tabs' page scripts contend; at equal priority the server's answers waited behind the runs' steps
+    for seconds. Best effort: a system that refuses leaves the priority as it is."""
+    try:
+        os.nice(WORKER_NICE)
+    except OSError:
+        pass
+
+
 def _worker_main(cmd: Connection, out: Connection, warm: bool, parent_pid: int) -> None:
     """Entry point of a worker process (spawned: a fresh interpreter, so it imports everything)."""
+    lower_priority()
     # Ctrl-C in the terminal reaches the whole process group; the server decides when workers end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # OpenMP threads spin while waiting for work by default. With two threads per run and anything
@@ -426,6 +443,9 @@ class Runner:
     - `on_start(run_id, info)`, `on_snapshot(run_id, snap)`, `on_finish(run_id, view)`: optional
       hooks, called from the run's drain thread, in order, never under a lock; an exception in one
       is logged and ignored. `on_finish` runs for every run that `start` returned, exactly once.
+    - `live_probe_steps`: probe steps a handle's data keeps (evenly thinned, the latest always in:
+      `RunData.max_probe_steps`), so the server's memory stays flat however long a run is; every
+      snapshot still reaches `on_snapshot` (the store keeps them all). None keeps all.
     """
 
     def __init__(
@@ -440,6 +460,7 @@ class Runner:
         on_snapshot: OnSnapshot | None = None,
         on_finish: OnFinish | None = None,
         stop_grace_s: float = STOP_GRACE_S,
+        live_probe_steps: int | None = LIVE_PROBE_STEPS,
     ) -> None:
         self.max_concurrent = max(1, max_concurrent or os.cpu_count() or 1)
         self.warm_workers = max(0, warm_workers)
@@ -452,6 +473,7 @@ class Runner:
             on_finish,
         )
         self.stop_grace_s = stop_grace_s
+        self.live_probe_steps = live_probe_steps
         self._ctx = multiprocessing.get_context("spawn")
         self._lock = threading.RLock()
         self._state = _RunnerState()
@@ -734,7 +756,7 @@ class Runner:
         elif kind == "info":
             info: RunInfo = msg[1]
             with self._lock:
-                h._data = RunData(info, status="running")
+                h._data = RunData(info, status="running", max_probe_steps=self.live_probe_steps)
                 h._version += 1
             self._call(self.on_start, h.run_id, info)
         elif kind == "ready":

@@ -164,6 +164,12 @@ class RunData:
     scalars: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in SCALAR_COLUMNS})
     probe_steps: list[int] = field(default_factory=list)
     probes: dict[str, list[np.ndarray]] = field(default_factory=lambda: {n: [] for n in PROBE_ARRAYS})
+    # A live copy keeps at most this many probe steps, so a long run's memory stays flat: evenly
+    # spaced from the first (every `probe_stride`-th one measured) plus always the latest. None: all.
+    max_probe_steps: int | None = None
+    probe_stride: int = 1
+    _probes_received: int = field(default=0, repr=False, compare=False)
+    _probe_ordinals: list[int] = field(default_factory=list, repr=False, compare=False)
 
     # --- building --------------------------------------------------------------------------------
     def append(self, snap: Snapshot) -> None:
@@ -188,6 +194,25 @@ class RunData:
             self.probes[name].append(
                 np.full(blank[name], np.nan, np.float32) if value is None else np.asarray(value, np.float32)
             )
+        self._probe_ordinals.append(self._probes_received)
+        self._probes_received += 1
+        if self.max_probe_steps is not None:
+            self._thin_probes()
+
+    def _thin_probes(self) -> None:
+        """Keep the probe steps whose ordinal is a multiple of the stride, and the latest; double the
+        stride whenever more than max_probe_steps are kept. The lists are rebuilt, never edited in
+        place, so a reader's copy of them stays whole."""
+        assert self.max_probe_steps is not None
+        ordinals = self._probe_ordinals
+        keep = [i for i, k in enumerate(ordinals) if k % self.probe_stride == 0 or i == len(ordinals) - 1]
+        while len(keep) > max(2, self.max_probe_steps):
+            self.probe_stride *= 2
+            keep = [i for i in keep if ordinals[i] % self.probe_stride == 0 or i == len(ordinals) - 1]
+        if len(keep) < len(ordinals):
+            self._probe_ordinals = [ordinals[i] for i in keep]
+            self.probe_steps = [self.probe_steps[i] for i in keep]
+            self.probes = {name: [arrays[i] for i in keep] for name, arrays in self.probes.items()}
 
     # --- reading ---------------------------------------------------------------------------------
     @property

@@ -53,7 +53,8 @@ def live_view() -> None:
     live.run_message(view, lang)
     if view.status == "queued":  # its place in the line only: ten queued tabs redrawing five charts
         return  # every second would starve the server
-    data = view.data if view.data is not None else live.preview_data(view.config)
+    data = live.complete_data(handle, view) or live.preview_data(view.config)
+    live.thinning_note(data, handle, lang)
     live.draw_charts(data, lang, done=view.done, presenter=present)
     if view.done and active:  # it ended while this fragment ticked: a full rerun stops the timer
         st.rerun(scope="app")

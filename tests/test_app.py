@@ -87,6 +87,23 @@ def test_stop_ends_the_run_within_a_second_and_keeps_its_steps(at):
     assert view.status == "stopped" and view.steps_done >= 3
 
 
+def test_a_long_run_is_drawn_thinned_while_it_trains_and_whole_once_it_ends(at):
+    tiny(at, steps=5000)
+    at.number_input(key="probe_every").set_value(2).run()
+    at.button(key="start").click().run()
+    wait_for(lambda: live_handle(at).view().steps_done >= 300)  # 150+ probe steps, the live copy keeps 64
+    at.run()
+    assert any("one probe step in" in c.value for c in at.caption)
+    at.button(key="stop").click().run()
+    wait_for(lambda: live_handle(at).done, timeout=5)
+    at.run()
+    steps_done = live_handle(at).view().steps_done
+    options = at.select_slider(key="probe_step").options
+    # Every probe step the run measured, read back from the store: 1, 2, 4, ... (and none thinned).
+    assert [int(o) for o in options] == [1, *range(2, steps_done + 1, 2)]
+    assert not any("one probe step in" in c.value for c in at.caption)
+
+
 def test_a_second_start_replaces_the_first_run(at):
     tiny(at, steps=5000)
     at.button(key="start").click().run()

@@ -24,6 +24,7 @@ from ln_viz.runner import (
     MSG_STOPPED,
     MSG_TIME_CAP,
     MSG_WORKER_DIED,
+    WORKER_NICE,
     RunHandle,
     Runner,
     default_threads,
@@ -151,6 +152,34 @@ def test_stream_from_a_warm_worker_matches_a_direct_trainer_run(
     fresh = runner.get(h.run_id)._data  # type: ignore[union-attr]
     assert len(fresh.scalars["loss"]) == TINY.steps
     assert len(fresh.probes["resid_hist"]) == len(got.probe_steps)
+
+
+def test_the_live_copy_keeps_a_bounded_number_of_probe_steps_and_the_hooks_get_all(
+    make_runner: Callable[..., Runner],
+) -> None:
+    probed: list[int] = []
+    runner = make_runner(
+        live_probe_steps=6, on_snapshot=lambda rid, snap: probed.append(snap.step) if snap.probes else None
+    )
+    cfg = TINY.replace(steps=60, probe_every=2)  # 31 probe steps
+    h = runner.start(cfg)
+    assert h.wait(90)
+    data = h.view().data
+    assert data is not None and data.status == "completed"
+    assert probed == [1, *range(2, 61, 2)]  # every probe step reached the hooks (the store)
+    assert 3 <= len(data.probe_steps) <= 6 and data.probe_stride > 1
+    assert data.probe_steps[0] == 1 and data.probe_steps[-1] == 60
+    assert data.scalars["step"] == list(range(1, 61))  # scalars: every step
+
+
+def test_a_worker_yields_the_cpu_to_the_server(make_runner: Callable[..., Runner]) -> None:
+    runner = make_runner()
+    h = runner.start(LONG)
+    wait_steps(h, 1)
+    me = os.getpriority(os.PRIO_PROCESS, 0)
+    assert h.pid is not None and os.getpriority(os.PRIO_PROCESS, h.pid) == min(19, me + WORKER_NICE)
+    h.stop()
+    assert h.wait(10)
 
 
 # --- stopping --------------------------------------------------------------------------------------

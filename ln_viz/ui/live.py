@@ -3,18 +3,21 @@ run trains (a fragment with run_every), animated in the browser once it has ende
 
 from __future__ import annotations
 
+import logging
 import math
+import sqlite3
 import time
 
 import streamlit as st
 
 from ln_viz import charts
 from ln_viz.config import RunConfig
-from ln_viz.i18n import t
+from ln_viz.i18n import LocalizedError, t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData, RunInfo
 
 REFRESH_S = 1.0
+log = logging.getLogger(__name__)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -30,6 +33,43 @@ def wait_first_step(handle: RunHandle | None, timeout: float = 0.5) -> None:
     deadline = time.monotonic() + timeout
     while handle is not None and not handle.done and handle.view().steps_done == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _stored_run(store_id: int) -> RunData:
+    """A finished run read back from the store, shared by every tab showing it (it no longer changes)."""
+    from ln_viz.ui.storage import get_store
+
+    store = get_store()
+    assert store is not None  # only called with an id the store's recorder gave
+    return store.open_run(store_id)
+
+
+def complete_data(handle: RunHandle, view: RunView) -> RunData | None:
+    """The run's data with every probe step: the live copy while it trains or when it kept them all,
+    else, once it has ended and been written, the stored run (the live copy keeps at most
+    `Runner.live_probe_steps`). The live copy when the store has not got it."""
+    data = view.data
+    if data is None or data.probe_stride == 1 or not handle.done:  # done: the store's writer finished
+        return data
+    from ln_viz.ui.storage import get_recorder
+
+    recorder = get_recorder()
+    store_id = recorder.store_id(handle.run_id) if recorder is not None else None
+    if store_id is None:
+        return data
+    try:
+        return _stored_run(store_id)
+    except (LocalizedError, OSError, sqlite3.Error) as e:
+        log.warning("ln-viz: run %s could not be read back from the store: %s", store_id, e)
+        return data
+
+
+def thinning_note(data: RunData, handle: RunHandle, lang: str) -> None:
+    """Say so when the charts over steps show a thinned live copy (`complete_data`'s result)."""
+    if data.probe_stride > 1:
+        key = "ui.thinned_unstored" if handle.done else "ui.thinned"
+        st.caption(t(key, lang, stride=data.probe_stride, kept=data.max_probe_steps))
 
 
 def status_line(view: RunView, lang: str, cap: int) -> str:
