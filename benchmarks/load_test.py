@@ -1,16 +1,21 @@
-"""A classroom on one server: N browser tabs press Start at once (loopback only, bounded in count and time).
+"""A classroom on one server: N sessions press Start at once (loopback only, bounded in count and time).
 
-    .venv/bin/python benchmarks/load_test.py [--sessions 10] [--cap 2]
+    .venv/bin/python benchmarks/load_test.py [--sessions 10] [--cap 2] [--clients ws|browser]
 
+Clients: `ws` (default) are websocket clients speaking Streamlit's protocol as a browser tab does
+(the page's script runs, its live fragment re-runs every second, a click is a widget change) but
+without rendering, as when every student's browser runs on their own machine; `browser` are headless
+Chromium tabs on this same machine, whose rendering then competes with the server for its cores.
 Checks and prints: the health endpoint's and a click's answer times while everything trains, that at
 most `cap` runs train at once and the rest show their place in the queue and start in turn, and that
-once every tab is closed no worker process is left and the server's memory is back near its start.
+once every session is closed no worker process is left and the server's memory is back near its start.
 Exits 1 when a check fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
 import statistics
 import sys
@@ -18,28 +23,48 @@ import tempfile
 import threading
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench import rss_mb  # noqa: E402
+from benchmarks.memory import rss_mb  # noqa: E402
 from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server  # noqa: E402
 
 STATUS_LINE = re.compile(r"\||Queued: place")  # `Step 12/400 | ...` or the queue place
-SMALL_RUN = "?depth=2&d=32&heads=2&steps=400&probe=10"  # ~10 s each on 2 cores: the queue must form
+SMALL_RUN = "depth=2&d=32&heads=2&steps=400&probe=10"  # ~10 s each on 2 cores: the queue must form
+ENDED = ("completed", "stalled")
+
+
+@dataclass
+class Observed:
+    """What the clients saw; filled by a driver."""
+
+    max_children: int = 0
+    queue_seen: set[str] = field(default_factory=set)
+    click_ms: list[float] = field(default_factory=list)
+    done: list[bool] = field(default_factory=list)
+    all_done_s: float = float("nan")
+
+    def status(self, i: int, text: str) -> None:
+        """Read one session's status line."""
+        if "Queued: place" in text:
+            self.queue_seen.add(text.split("place")[1].split()[0])
+        if any(word in text for word in ENDED):
+            self.done[i] = True
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--cap", type=int, default=2)
+    parser.add_argument("--clients", choices=("ws", "browser"), default="ws")
     parser.add_argument("--time-limit", type=float, default=300, help="seconds before the test gives up")
     args = parser.parse_args(argv)
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
+    if not 1 <= args.sessions <= 50:
+        parser.error("--sessions must be between 1 and 50")
 
-    failures: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)})
         health_ms: list[float] = []
@@ -57,51 +82,16 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.25)
 
         try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
-                contexts = [browser.new_context(viewport={"width": 1280, "height": 720}) for _ in range(args.sessions)]
-                pages = [c.new_page() for c in contexts]
-                for page in pages:
-                    page.goto(server.url + "/" + SMALL_RUN)
-                for page in pages:
-                    page.wait_for_selector(".st-key-start button", timeout=120_000)
-                    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-                baseline_children = len(server.children())
-                rss_start = rss_mb(server.proc.pid)
-                poller = threading.Thread(target=poll_health, daemon=True)
-                poller.start()
-                t_start = time.perf_counter()
-                for page in pages:  # everyone presses Start within about a second
-                    page.locator(".st-key-start button").click(no_wait_after=True)
-                max_children, queue_seen, click_ms = 0, set(), []
-                deadline = time.monotonic() + args.time_limit
-                done = [False] * len(pages)
-                while not all(done) and time.monotonic() < deadline:
-                    max_children = max(max_children, len(server.children()))
-                    for i, page in enumerate(pages):
-                        if done[i]:
-                            continue
-                        try:  # the status line, once this tab's run exists (a busy tab may take a while)
-                            status = page.locator("[data-testid='stMarkdown'] strong").filter(has_text=STATUS_LINE)
-                            text = status.first.inner_text(timeout=5_000)
-                        except PlaywrightTimeout:
-                            continue
-                        if "Queued: place" in text or "place" in text:
-                            queue_seen.add(text.split("place")[1].split()[0])
-                        if "completed" in text or "stalled" in text:
-                            done[i] = True
-                    t0 = time.perf_counter()  # a click on the first tab: open and close its Advanced expander
-                    pages[0].get_by_test_id("stExpander").first.locator("summary").click()
-                    pages[0].get_by_text("Norm type").first.wait_for(state="visible", timeout=10_000)
-                    click_ms.append(1000 * (time.perf_counter() - t0))
-                    pages[0].get_by_test_id("stExpander").first.locator("summary").click()
-                    time.sleep(0.5)
-                all_done_s = time.perf_counter() - t_start
-                stop.set()
-                poller.join()
-                for c in contexts:
-                    c.close()
-                browser.close()
+            baseline_children = len(server.children())
+            rss_start = rss_mb(server.proc.pid)
+            cpu_start = cpu_seconds(server.proc.pid)
+            poller = threading.Thread(target=poll_health, daemon=True)
+            poller.start()
+            drive = drive_websockets if args.clients == "ws" else drive_browsers
+            seen = drive(server, args.sessions, args.time_limit)
+            cpu_used = cpu_seconds(server.proc.pid) - cpu_start
+            stop.set()
+            poller.join()
             time.sleep(5)  # sessions released, their runs stopped, workers reaped
             left = len(server.children())
             rss_end = rss_mb(server.proc.pid)
@@ -110,37 +100,230 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
     # The warm pool keeps `baseline_children` workers; every run adds one while it trains.
-    trained_at_once = max_children - baseline_children
-    print(f"sessions {args.sessions}, cap {args.cap}: all runs ended in {all_done_s:.0f} s")
+    trained_at_once = seen.max_children - baseline_children
     slow = sum(ms > 1000 for ms in health_ms)
+    print(
+        f"{args.clients} clients: {args.sessions} sessions, cap {args.cap}: all runs ended in {seen.all_done_s:.0f} s"
+    )
     print(
         f"health: median {statistics.median(health_ms):.0f} ms, max {max(health_ms):.0f} ms over {len(health_ms)} polls"
         f" ({slow} over a second)"
     )
+    click = seen.click_ms or [float("nan")]
     print(
-        f"click answered: median {statistics.median(click_ms):.0f} ms, max {max(click_ms):.0f} ms over "
-        f"{len(click_ms)} clicks ({sum(ms > 1000 for ms in click_ms)} over a second)"
+        f"click answered: median {statistics.median(click):.0f} ms, max {max(click):.0f} ms over "
+        f"{len(seen.click_ms)} clicks ({sum(ms > 1000 for ms in seen.click_ms)} over a second)"
     )
-    print(f"worker processes beyond the warm pool, at most: {trained_at_once}; queue places seen: {sorted(queue_seen)}")
-    print(f"after every tab closed: {left} worker process(es) (warm pool {baseline_children})")
+    print(
+        f"server process CPU: {cpu_used:.0f} s over {seen.all_done_s:.0f} s ({100 * cpu_used / seen.all_done_s:.0f} %)"
+    )
+    print(
+        f"worker processes beyond the warm pool, at most: {trained_at_once}; "
+        f"queue places seen: {sorted(seen.queue_seen, key=int)}"
+    )
+    print(f"after every session closed: {left} worker process(es) (warm pool {baseline_children})")
     print(f"server RSS: {rss_start:.0f} MB before, {rss_end:.0f} MB after")
-    if not all(done):
-        failures.append("not every run ended in time")
+    failures = []
+    if not all(seen.done):
+        failures.append(f"{seen.done.count(False)} run(s) did not end in time")
     if max(health_ms) > 1000:
         failures.append("the health endpoint took over a second")
-    if statistics.median(click_ms) > 1000:
-        failures.append("clicks took over a second")
+    if not seen.click_ms or max(seen.click_ms) > 1000:
+        failures.append("a click took over a second")
     if trained_at_once > args.cap + 1:  # +1: a stopping worker may still be exiting as the next starts
         failures.append(f"{trained_at_once} workers at once for a cap of {args.cap}")
-    if not queue_seen:
-        failures.append("no tab showed its place in the queue")
+    if args.sessions > args.cap and len(seen.queue_seen) < min(args.sessions - args.cap, 2):
+        failures.append(f"queue places seen: {sorted(seen.queue_seen)}")
     if left > baseline_children:
-        failures.append(f"{left - baseline_children} worker(s) left after the tabs closed")
+        failures.append(f"{left - baseline_children} worker(s) left after the sessions closed")
     if rss_end > rss_start + 150:
         failures.append("the server kept more than 150 MB")
     for f in failures:
         print("FAILED:", f)
     return 1 if failures else 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --- websocket clients ---------------------------------------------------------------------------
+class Tab:
+    """One browser tab as the server sees it: a websocket speaking Streamlit's protocol. It runs the
+    page with a query string, re-runs the page's fragments as the server asks (auto_rerun, as the
+    browser's timer does), presses buttons and changes widgets, and reads the markdown it is sent."""
+
+    def __init__(self, url: str, query: str) -> None:
+        self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        self.query = query
+        self.ws = None
+        self.page_hash = ""
+        self.widget_ids: dict[str, str] = {}  # user key -> widget id
+        self.texts: list[str] = []  # markdown bodies seen (newest last)
+        self.finished = asyncio.Event()  # a full (not fragment) script run finished
+        self._timers: dict[str, asyncio.Task] = {}
+        self._reader: asyncio.Task | None = None
+
+    async def open(self) -> None:
+        import websockets
+
+        self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None)
+        self._reader = asyncio.create_task(self._read())
+        await self.rerun()
+        await asyncio.wait_for(self.finished.wait(), 120)
+
+    async def rerun(self, widgets: list | None = None, fragment_id: str = "") -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = self.query
+        state.page_script_hash = self.page_hash
+        if fragment_id:
+            state.fragment_id = fragment_id
+            state.is_auto_rerun = True
+        else:
+            self.finished.clear()
+        for w in widgets or []:
+            state.widget_states.widgets.append(w)
+        await self.ws.send(msg.SerializeToString())
+
+    async def click(self, key: str) -> None:
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        await self.rerun([WidgetState(id=self.widget_ids[key], trigger_value=True)])
+
+    async def set_int(self, key: str, value: int) -> None:
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        await self.rerun([WidgetState(id=self.widget_ids[key], int_value=value)])
+
+    def status(self) -> str | None:
+        return next((t for t in reversed(self.texts) if STATUS_LINE.search(t)), None)
+
+    async def close(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        if self._reader is not None:
+            self._reader.cancel()
+        await self.ws.close()
+
+    async def _read(self) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        async for data in self.ws:
+            msg = ForwardMsg()
+            msg.ParseFromString(data)
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                self.page_hash = msg.new_session.page_script_hash
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                element = msg.delta.new_element
+                body = getattr(element, element.WhichOneof("type"))
+                widget_id = getattr(body, "id", "")
+                if widget_id and "-" in widget_id:
+                    self.widget_ids[widget_id.rsplit("-", 1)[1]] = widget_id
+                if element.WhichOneof("type") == "markdown":
+                    self.texts = [*self.texts[-20:], element.markdown.body]
+            elif kind == "auto_rerun":
+                self._every(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+            elif kind == "script_finished":
+                if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                    self._stop_timers()  # a full run re-registers the timers it still wants
+                    self.finished.set()
+
+    def _every(self, fragment_id: str, interval: float) -> None:
+        if fragment_id in self._timers:
+            return
+
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                await self.rerun(fragment_id=fragment_id)
+
+        self._timers[fragment_id] = asyncio.create_task(tick())
+
+    def _stop_timers(self) -> None:
+        pass  # the browser keeps a fragment's timer until the fragment is gone; so do we
+
+
+def drive_websockets(server: Server, sessions: int, time_limit: float) -> Observed:
+    seen = Observed(done=[False] * sessions)
+
+    async def run() -> None:
+        tabs = [Tab(server.url, SMALL_RUN) for _ in range(sessions)]
+        await asyncio.gather(*(tab.open() for tab in tabs))
+        t_start = time.perf_counter()
+        await asyncio.gather(*(tab.click("start") for tab in tabs))  # everyone presses Start at once
+        deadline = time.monotonic() + time_limit
+        seed = 1
+        while not all(seen.done) and time.monotonic() < deadline:
+            seen.max_children = max(seen.max_children, len(server.children()))
+            for i, tab in enumerate(tabs):
+                text = tab.status()
+                if text:
+                    seen.status(i, text)
+            # A click on the first tab: change its seed (a widget change: the page's script runs again).
+            seed = 3 - seed
+            t0 = time.perf_counter()
+            await tabs[0].set_int("seed", seed)
+            try:
+                await asyncio.wait_for(tabs[0].finished.wait(), 30)
+                seen.click_ms.append(1000 * (time.perf_counter() - t0))
+            except TimeoutError:
+                seen.click_ms.append(30_000.0)
+            await asyncio.sleep(0.5)
+        seen.all_done_s = time.perf_counter() - t_start
+        await asyncio.gather(*(tab.close() for tab in tabs))
+
+    asyncio.run(run())
+    return seen
+
+
+# --- Chromium tabs -------------------------------------------------------------------------------
+def drive_browsers(server: Server, sessions: int, time_limit: float) -> Observed:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    seen = Observed(done=[False] * sessions)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        contexts = [browser.new_context(viewport={"width": 1280, "height": 720}) for _ in range(sessions)]
+        pages = [c.new_page() for c in contexts]
+        for page in pages:
+            page.goto(server.url + "/?" + SMALL_RUN)
+        for page in pages:
+            page.wait_for_selector(".st-key-start button", timeout=120_000)
+            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+        t_start = time.perf_counter()
+        for page in pages:  # everyone presses Start within about a second
+            page.locator(".st-key-start button").click(no_wait_after=True)
+        deadline = time.monotonic() + time_limit
+        while not all(seen.done) and time.monotonic() < deadline:
+            seen.max_children = max(seen.max_children, len(server.children()))
+            for i, page in enumerate(pages):
+                if seen.done[i]:
+                    continue
+                try:  # the status line, once this tab's run exists (a busy tab may take a while)
+                    status = page.locator("[data-testid='stMarkdown'] strong").filter(has_text=STATUS_LINE)
+                    seen.status(i, status.first.inner_text(timeout=5_000))
+                except PlaywrightTimeout:
+                    continue
+            t0 = time.perf_counter()  # a click on the first tab: open and close its Advanced expander
+            pages[0].get_by_test_id("stExpander").first.locator("summary").click()
+            pages[0].get_by_text("Norm type").first.wait_for(state="visible", timeout=10_000)
+            seen.click_ms.append(1000 * (time.perf_counter() - t0))
+            pages[0].get_by_test_id("stExpander").first.locator("summary").click()
+            time.sleep(0.5)
+        seen.all_done_s = time.perf_counter() - t_start
+        for c in contexts:
+            c.close()
+        browser.close()
+    return seen
 
 
 if __name__ == "__main__":

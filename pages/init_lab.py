@@ -6,6 +6,7 @@ import streamlit as st
 from ln_viz import charts
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.initlab import DEFAULT_SCENARIO
 from ln_viz.names import PARAM_NAMES
 from ln_viz.ui import session
 
@@ -14,7 +15,7 @@ lang = session.current_lang()
 present = session.presenter_mode_on()
 st.title(t("init.title", lang))
 st.caption(t("init.intro", lang))
-D = session.INIT_LAB_DEFAULTS  # the scenario the server measures while it starts
+D = DEFAULT_SCENARIO  # shipped measured: the page draws at once
 
 c1, c2, c3, c4 = st.columns(4)
 positions = c1.multiselect(
@@ -47,7 +48,9 @@ if not positions:
 
 
 with st.spinner(t("init.measuring", lang)):
-    lab = session.init_lab_measure(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
+    lab, shipped = session.init_lab_results(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
+if shipped:
+    st.caption(t("init.shipped", lang))
 
 st.plotly_chart(
     charts.init_grad_profile(lab.grads, lang, param, present), key="init_profile", width="stretch", theme=None

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from ln_viz.cli import main as cli_main
 from ln_viz.config import COMPARE_PRESETS, PRESETS
+from ln_viz.initlab import bundled_default
 from ln_viz.ui import session
 
 APP = "../app.py"
@@ -122,6 +123,24 @@ def test_init_lab_draws_and_agrees_with_the_cli(at):
     )
     ys = plotly_array(pre_trace["y"])
     assert ys == pytest.approx(cli_mean, rel=1e-5)
+
+
+def test_init_lab_default_draws_the_shipped_measurement_and_says_so(at):
+    at.switch_page("pages/init_lab.py").run()
+    assert not at.exception
+    shipped = bundled_default()
+    assert shipped is not None
+    assert any("measured in advance" in c.value for c in at.caption)
+    profile = json.loads(next(c for c in at.get("plotly_chart") if c.key == "init_profile").proto.spec)
+    pre = shipped.grads["pre"]
+    want = pre[pre.param == "ffn.w2"].groupby("layer").grad_norm.mean().to_numpy()
+    pre_trace = next(
+        tr for tr in profile["data"] if "Pre-LN" in tr.get("name", "") and tr.get("mode") == "lines+markers"
+    )
+    assert plotly_array(pre_trace["y"]) == pytest.approx(want, rel=1e-6)
+    at.slider(key="init_seeds").set_value(1)
+    at.multiselect(key="init_depths").set_value([2]).run()  # another scenario: measured now, no such note
+    assert not at.exception and not any("measured in advance" in c.value for c in at.caption)
 
 
 def test_init_lab_in_korean(at):

@@ -1,0 +1,31 @@
+"""Measure the Init lab's default scenario and write ln_viz/data/init_lab_default.json, which the page
+shows on a cold server instead of measuring for ~10 s. Run it after changing the model, its init, the
+probes or the scenario (tests/test_initlab.py measures again and says so when the file is stale).
+
+    .venv/bin/python scripts/make_init_lab_default.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
+
+from ln_viz.initlab import BUNDLED_DEFAULT, make_executor, write_bundled_default  # noqa: E402
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    pool = make_executor(2)
+    try:
+        write_bundled_default(BUNDLED_DEFAULT, pool)
+    finally:
+        pool.shutdown()
+    size = BUNDLED_DEFAULT.stat().st_size
+    print(f"wrote {BUNDLED_DEFAULT} ({size / 1024:.0f} KB) in {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
