@@ -33,7 +33,7 @@ from benchmarks.memory import rss_mb  # noqa: E402
 from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server  # noqa: E402
 
 STATUS_LINE = re.compile(r"\||Queued: place")  # `Step 12/400 | ...` or the queue place
-SMALL_RUN = "depth=2&d=32&heads=2&steps=400&probe=10"  # ~10 s each on 2 cores: the queue must form
+SMALL_RUN = "depth=2&d=32&heads=2&steps=1000&probe=10"  # ~6 s each alone on 2 cores: a queue forms
 ENDED = ("completed", "stalled")
 
 
@@ -163,6 +163,7 @@ class Tab:
         self.ws = None
         self.page_hash = ""
         self.widget_ids: dict[str, str] = {}  # user key -> widget id
+        self.widget_states: dict[str, object] = {}  # widget id -> its WidgetState, sent with every rerun
         self.texts: list[str] = []  # markdown bodies seen (newest last)
         self.finished = asyncio.Event()  # a full (not fragment) script run finished
         self._timers: dict[str, asyncio.Task] = {}
@@ -188,8 +189,13 @@ class Tab:
             state.is_auto_rerun = True
         else:
             self.finished.clear()
-        for w in widgets or []:
+        # As the browser does: the value of every widget on the page, these ones changed.
+        changed = {w.id: w for w in widgets or []}
+        for w in [*(v for k, v in self.widget_states.items() if k not in changed), *changed.values()]:
             state.widget_states.widgets.append(w)
+        for w in changed.values():
+            if not w.HasField("trigger_value"):
+                self.widget_states[w.id] = w
         await self.ws.send(msg.SerializeToString())
 
     async def click(self, key: str) -> None:
@@ -197,10 +203,10 @@ class Tab:
 
         await self.rerun([WidgetState(id=self.widget_ids[key], trigger_value=True)])
 
-    async def set_int(self, key: str, value: int) -> None:
+    async def set_number(self, key: str, value: float) -> None:
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-        await self.rerun([WidgetState(id=self.widget_ids[key], int_value=value)])
+        await self.rerun([WidgetState(id=self.widget_ids[key], double_value=value)])
 
     def status(self) -> str | None:
         return next((t for t in reversed(self.texts) if STATUS_LINE.search(t)), None)
@@ -221,22 +227,31 @@ class Tab:
             kind = msg.WhichOneof("type")
             if kind == "new_session":
                 self.page_hash = msg.new_session.page_script_hash
+                if not msg.metadata.run.fragment_ids:  # a full run: the browser drops every timer, and
+                    self._stop_timers()  # the fragments that still want one ask again (auto_rerun)
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 element = msg.delta.new_element
                 body = getattr(element, element.WhichOneof("type"))
                 widget_id = getattr(body, "id", "")
                 if widget_id and "-" in widget_id:
                     self.widget_ids[widget_id.rsplit("-", 1)[1]] = widget_id
+                    state = widget_state(element)
+                    # The browser keeps its own value unless the server sets one (set_value).
+                    if state is not None and (widget_id not in self.widget_states or getattr(body, "set_value", False)):
+                        self.widget_states[widget_id] = state
                 if element.WhichOneof("type") == "markdown":
                     self.texts = [*self.texts[-20:], element.markdown.body]
             elif kind == "auto_rerun":
                 self._every(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+            elif kind == "stop_auto_rerun":
+                for fragment_id in msg.stop_auto_rerun.fragment_ids:
+                    self._stop_timer(fragment_id)
             elif kind == "script_finished":
                 if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
-                    self._stop_timers()  # a full run re-registers the timers it still wants
                     self.finished.set()
 
     def _every(self, fragment_id: str, interval: float) -> None:
+        """Re-run a fragment every `interval` seconds until told otherwise (as the browser does)."""
         if fragment_id in self._timers:
             return
 
@@ -247,8 +262,43 @@ class Tab:
 
         self._timers[fragment_id] = asyncio.create_task(tick())
 
+    def _stop_timer(self, fragment_id: str) -> None:
+        timer = self._timers.pop(fragment_id, None)
+        if timer is not None:
+            timer.cancel()
+
     def _stop_timers(self) -> None:
-        pass  # the browser keeps a fragment's timer until the fragment is gone; so do we
+        for fragment_id in list(self._timers):
+            self._stop_timer(fragment_id)
+
+
+def widget_state(element) -> object | None:
+    """The value a browser would report for a widget element just drawn: the value the server set,
+    else the widget's default, in the form its type reports it. None for buttons (triggers) and for
+    elements that hold no value."""
+    from streamlit.proto.Slider_pb2 import Slider
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    kind = element.WhichOneof("type")
+    w = getattr(element, kind)
+    state = WidgetState(id=w.id)
+    if kind == "number_input":
+        state.double_value = w.value if w.set_value else w.default
+    elif kind == "slider" and w.type == Slider.SELECT_SLIDER:
+        state.string_array_value.data.extend(
+            list(w.raw_value) if w.set_value else [w.options[int(i)] for i in w.default]
+        )
+    elif kind == "slider":
+        state.double_array_value.data.extend(list(w.value) if w.set_value else list(w.default))
+    elif kind in ("selectbox", "radio"):
+        state.string_value = w.raw_value if w.set_value else w.options[w.default]
+    elif kind == "multiselect":
+        state.string_array_value.data.extend(list(w.raw_values) if w.set_value else [w.options[i] for i in w.default])
+    elif kind == "checkbox":
+        state.bool_value = w.value if w.set_value else w.default
+    else:
+        return None
+    return state
 
 
 def drive_websockets(server: Server, sessions: int, time_limit: float) -> Observed:
@@ -270,12 +320,14 @@ def drive_websockets(server: Server, sessions: int, time_limit: float) -> Observ
             # A click on the first tab: change its seed (a widget change: the page's script runs again).
             seed = 3 - seed
             t0 = time.perf_counter()
-            await tabs[0].set_int("seed", seed)
+            await tabs[0].set_number("seed", seed)
             try:
                 await asyncio.wait_for(tabs[0].finished.wait(), 30)
                 seen.click_ms.append(1000 * (time.perf_counter() - t0))
             except TimeoutError:
                 seen.click_ms.append(30_000.0)
+            if seen.click_ms[-1] > 1000:
+                print(f"slow click: {seen.click_ms[-1]:.0f} ms, tab 1 said: {tabs[0].status()}", flush=True)
             await asyncio.sleep(0.5)
         seen.all_done_s = time.perf_counter() - t_start
         await asyncio.gather(*(tab.close() for tab in tabs))
