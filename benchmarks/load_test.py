@@ -46,6 +46,8 @@ class Observed:
     click_ms: list[float] = field(default_factory=list)
     done: list[bool] = field(default_factory=list)
     all_done_s: float = float("nan")
+    exceptions: int = 0  # exception elements the pages showed
+    folded: int = 0  # clicks answered by a rerun that was already on its way (see drive_websockets)
 
     def status(self, i: int, text: str) -> None:
         """Read one session's status line."""
@@ -68,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)})
         health_ms: list[float] = []
+        health_errors: list[str] = []
+        rss_samples: list[float] = []
         stop = threading.Event()
 
         def poll_health() -> None:
@@ -75,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 try:
                     with urllib.request.urlopen(server.url + "/_stcore/health", timeout=10) as r:
-                        r.read()
-                except OSError:  # no answer within 10 s: counted as such, and polling goes on
-                    pass
+                        if r.read() != b"ok":
+                            health_errors.append("not ok")
+                except OSError as e:  # no answer within 10 s, refused, an HTTP error: counted, polling goes on
+                    health_errors.append(str(e))
                 health_ms.append(1000 * (time.perf_counter() - t0))
+                rss_samples.append(rss_mb(server.proc.pid))
                 time.sleep(0.25)
 
         try:
@@ -112,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     click = seen.click_ms or [float("nan")]
     print(
         f"click answered: median {statistics.median(click):.0f} ms, max {max(click):.0f} ms over "
-        f"{len(seen.click_ms)} clicks ({sum(ms > 1000 for ms in seen.click_ms)} over a second)"
+        f"{len(seen.click_ms)} clicks ({sum(ms > 1000 for ms in seen.click_ms)} over a second; "
+        f"{seen.folded} folded into a rerun already on its way)"
     )
     print(
         f"server process CPU: {cpu_used:.0f} s over {seen.all_done_s:.0f} s ({100 * cpu_used / seen.all_done_s:.0f} %)"
@@ -122,8 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         f"queue places seen: {sorted(seen.queue_seen, key=int)}"
     )
     print(f"after every session closed: {left} worker process(es) (warm pool {baseline_children})")
-    print(f"server RSS: {rss_start:.0f} MB before, {rss_end:.0f} MB after")
+    print(f"server RSS: {rss_start:.0f} MB before, peak {max(rss_samples):.0f} MB, {rss_end:.0f} MB after")
+    print(f"health errors: {len(health_errors)}; exceptions shown in the pages: {seen.exceptions}")
     failures = []
+    if health_errors:
+        failures.append(f"the health endpoint failed {len(health_errors)} time(s): {health_errors[0]}")
+    if seen.exceptions:
+        failures.append(f"{seen.exceptions} exception(s) shown in the pages")
     if not all(seen.done):
         failures.append(f"{seen.done.count(False)} run(s) did not end in time")
     if max(health_ms) > 1000:
@@ -165,8 +177,13 @@ class Tab:
         self.widget_ids: dict[str, str] = {}  # user key -> widget id
         self.widget_states: dict[str, object] = {}  # widget id -> its WidgetState, sent with every rerun
         self.texts: list[str] = []  # markdown bodies seen (newest last)
-        self.finished = asyncio.Event()  # a full (not fragment) script run finished
+        self.finished = asyncio.Event()  # the full script run started after the last rerun() finished
+        self.exceptions = 0
+        self._awaiting = False  # a full rerun was asked for; its run id is not known yet
+        self.any_finished_at: float | None = None  # when a full run (any) last finished after a rerun()
+        self._run_id: str | None = None  # the run answering the last full rerun asked for
         self._timers: dict[str, asyncio.Task] = {}
+        self._intervals: dict[str, float] = {}
         self._reader: asyncio.Task | None = None
 
     async def open(self) -> None:
@@ -189,6 +206,7 @@ class Tab:
             state.is_auto_rerun = True
         else:
             self.finished.clear()
+            self._awaiting, self._run_id, self.any_finished_at = True, None, None
         # As the browser does: the value of every widget on the page, these ones changed.
         changed = {w.id: w for w in widgets or []}
         for w in [*(v for k, v in self.widget_states.items() if k not in changed), *changed.values()]:
@@ -229,6 +247,8 @@ class Tab:
                 self.page_hash = msg.new_session.page_script_hash
                 if not msg.metadata.run.fragment_ids:  # a full run: the browser drops every timer, and
                     self._stop_timers()  # the fragments that still want one ask again (auto_rerun)
+                    if self._awaiting:  # the first full run to start after the request answers it
+                        self._awaiting, self._run_id = False, msg.metadata.run.script_run_id
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 element = msg.delta.new_element
                 body = getattr(element, element.WhichOneof("type"))
@@ -241,19 +261,30 @@ class Tab:
                         self.widget_states[widget_id] = state
                 if element.WhichOneof("type") == "markdown":
                     self.texts = [*self.texts[-20:], element.markdown.body]
+                elif element.WhichOneof("type") == "exception":
+                    self.exceptions += 1
             elif kind == "auto_rerun":
                 self._every(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
             elif kind == "stop_auto_rerun":
                 for fragment_id in msg.stop_auto_rerun.fragment_ids:
                     self._stop_timer(fragment_id)
             elif kind == "script_finished":
-                if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                full = not msg.metadata.run.fragment_ids
+                if full and msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY and self.any_finished_at is None:
+                    self.any_finished_at = time.perf_counter()
+                ours = self._run_id is not None and msg.metadata.run.script_run_id == self._run_id
+                if ours and msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
                     self.finished.set()
+                elif ours:  # interrupted by a newer rerun (the page's own st.rerun): that one answers
+                    self._awaiting, self._run_id = True, None
 
     def _every(self, fragment_id: str, interval: float) -> None:
-        """Re-run a fragment every `interval` seconds until told otherwise (as the browser does)."""
-        if fragment_id in self._timers:
+        """Re-run a fragment every `interval` seconds until told otherwise (as the browser does: a
+        new interval replaces the timer)."""
+        if self._intervals.get(fragment_id) == interval:
             return
+        self._stop_timer(fragment_id)
+        self._intervals[fragment_id] = interval
 
         async def tick() -> None:
             while True:
@@ -263,6 +294,7 @@ class Tab:
         self._timers[fragment_id] = asyncio.create_task(tick())
 
     def _stop_timer(self, fragment_id: str) -> None:
+        self._intervals.pop(fragment_id, None)
         timer = self._timers.pop(fragment_id, None)
         if timer is not None:
             timer.cancel()
@@ -321,15 +353,20 @@ def drive_websockets(server: Server, sessions: int, time_limit: float) -> Observ
             seed = 3 - seed
             t0 = time.perf_counter()
             await tabs[0].set_number("seed", seed)
-            try:
-                await asyncio.wait_for(tabs[0].finished.wait(), 30)
+            try:  # answered by the first full run that starts after the click and finishes
+                await asyncio.wait_for(tabs[0].finished.wait(), 10)
                 seen.click_ms.append(1000 * (time.perf_counter() - t0))
             except TimeoutError:
-                seen.click_ms.append(30_000.0)
+                # No run started after it: Streamlit folded the click into a rerun already on its way
+                # (the page's own st.rerun as a run ends), whose end is what the browser would show.
+                done_at = tabs[0].any_finished_at
+                seen.click_ms.append(30_000.0 if done_at is None else 1000 * (done_at - t0))
+                seen.folded += done_at is not None
             if seen.click_ms[-1] > 1000:
                 print(f"slow click: {seen.click_ms[-1]:.0f} ms, tab 1 said: {tabs[0].status()}", flush=True)
             await asyncio.sleep(0.5)
         seen.all_done_s = time.perf_counter() - t_start
+        seen.exceptions = sum(tab.exceptions for tab in tabs)
         await asyncio.gather(*(tab.close() for tab in tabs))
 
     asyncio.run(run())

@@ -228,7 +228,11 @@ EN: dict[str, str] = {
     "ui.queued": "Queued: place {pos} in line (this server trains at most {cap} at a time). It starts by itself.",
     "ui.thinned": (
         "While it trains, the charts over steps show one probe step in {stride} (at most {kept}), to keep the "
-        "server light; every step is stored, and all are shown once the run ends."
+        "server light; every step is stored, and once the run ends the charts show all of them (up to 512)."
+    ),
+    "ui.thinned_finished": (
+        "This run measured more probe steps than the charts draw: they show one in {stride}, evenly spaced "
+        "(at most {kept}); the Runs page exports every one."
     ),
     "ui.thinned_unstored": (
         "These charts show one probe step in {stride}: the run could not be stored (the server log says why), "
@@ -824,7 +828,11 @@ KO: dict[str, str] = {
     "ui.queued": "대기 중: {pos}번째 순서입니다 (이 서버에서는 동시에 {cap}개까지 학습합니다). 차례가 되면 자동으로 시작합니다.",
     "ui.thinned": (
         "학습 중에는 서버 부담을 줄이려고 스텝별 차트에 측정 스텝 {stride}개 중 1개만 그립니다(최대 {kept}개). "
-        "모든 스텝은 저장되며, 학습이 끝나면 전부 보여 줍니다."
+        "모든 스텝은 저장되며, 학습이 끝나면 차트가 전부(최대 512개) 보여 줍니다."
+    ),
+    "ui.thinned_finished": (
+        "이 실행은 차트가 그릴 수 있는 것보다 많은 측정 스텝을 쟀습니다: 측정 스텝 {stride}개 중 1개를 고르게 보여 줍니다"
+        "(최대 {kept}개). 실행 목록 페이지에서 모두 내보낼 수 있습니다."
     ),
     "ui.thinned_unstored": (
         "이 차트는 측정 스텝 {stride}개 중 1개만 보여 줍니다: 실행을 저장하지 못해(이유는 서버 로그에 있습니다) "

@@ -201,8 +201,8 @@ class RunData:
 
     def _thin_probes(self) -> None:
         """Keep the probe steps whose ordinal is a multiple of the stride, and the latest; double the
-        stride whenever more than max_probe_steps are kept. The lists are rebuilt, never edited in
-        place, so a reader's copy of them stays whole."""
+        stride whenever more than max_probe_steps (at least 2) are kept. The lists are rebuilt, so a
+        reader's earlier copy of them stays whole; the runner's lock orders this against its copies."""
         assert self.max_probe_steps is not None
         ordinals = self._probe_ordinals
         keep = [i for i, k in enumerate(ordinals) if k % self.probe_stride == 0 or i == len(ordinals) - 1]

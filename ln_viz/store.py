@@ -496,8 +496,9 @@ class Store:
             raise self._not_found(run_id)
         return RunSummary(*row)
 
-    def open_run(self, run_id: int) -> RunData:
-        """The whole run as RunData, as its writer measured it (probe arrays bit for bit)."""
+    def open_run(self, run_id: int, max_probe_steps: int | None = None) -> RunData:
+        """The whole run as RunData, as its writer measured it (probe arrays bit for bit); with
+        `max_probe_steps`, at most that many probe steps, evenly thinned (RunData.max_probe_steps)."""
         from ln_viz.snapshot import PROBE_ARRAYS, RunData, RunInfo, Snapshot
 
         with self._read() as db:
@@ -514,7 +515,9 @@ class Store:
             ).fetchall()
             probe_rows = db.execute("SELECT step, name, shape, data FROM probes WHERE run_id = ?", (run_id,)).fetchall()
         config, info, status, message, diverged_at = row
-        data = RunData(RunInfo.from_dict({**json.loads(info), "config": json.loads(config)}))
+        data = RunData(
+            RunInfo.from_dict({**json.loads(info), "config": json.loads(config)}), max_probe_steps=max_probe_steps
+        )
         by_step: dict[int, dict[str, np.ndarray]] = {}
         for step, name, shape, blob in probe_rows:
             if name in PROBE_ARRAYS:  # a newer writer's extra arrays are not ours to show

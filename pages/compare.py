@@ -88,8 +88,7 @@ def compare_live() -> None:
         st.markdown(f"**{label}:** {live.status_line(view, lang, runner.max_concurrent)}")
         live.run_message(view, lang)
     datas = [live.complete_data(h, v) or live.preview_data(v.config) for h, v in zip(handles, views)]
-    thinned = max(range(len(datas)), key=lambda i: datas[i].probe_stride)  # one note for both
-    live.thinning_note(datas[thinned], handles[thinned], lang)
+    live.thinning_notes(datas, handles, lang)
     compare_view.draw(datas, labels, lang, done=all(v.done for v in views), presenter=present)
     if all(v.done for v in views) and active:
         st.rerun(scope="app")

@@ -54,7 +54,7 @@ def live_view() -> None:
     if view.status == "queued":  # its place in the line only: ten queued tabs redrawing five charts
         return  # every second would starve the server
     data = live.complete_data(handle, view) or live.preview_data(view.config)
-    live.thinning_note(data, handle, lang)
+    live.thinning_notes([data], [handle], lang)
     live.draw_charts(data, lang, done=view.done, presenter=present)
     if view.done and active:  # it ended while this fragment ticked: a full rerun stops the timer
         st.rerun(scope="app")

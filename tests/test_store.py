@@ -109,6 +109,18 @@ def test_written_listed_reopened_equal(tmp_path: Path, trained) -> None:
         assert_same_run(store.open_run(run_id), measured)
 
 
+def test_a_run_opened_for_display_keeps_at_most_the_probe_steps_asked_for(tmp_path: Path, trained) -> None:
+    info, snaps = trained
+    measured = RunData.from_snapshots(info, snaps)  # TINY: 7 probe steps
+    with Store(tmp_path / "runs.sqlite") as store:
+        thin = store.open_run(write_run(store, info, snaps), max_probe_steps=3)
+    assert 2 <= len(thin.probe_steps) <= 3 and thin.probe_stride > 1
+    assert thin.probe_steps[0] == measured.probe_steps[0] and thin.probe_steps[-1] == measured.probe_steps[-1]
+    for step, row in zip(thin.probe_steps, thin.probe("grad_norm")):
+        np.testing.assert_array_equal(row, measured.probe("grad_norm")[measured.probe_steps.index(step)])
+    assert thin.scalars["step"] == measured.scalars["step"]
+
+
 def test_non_finite_values_and_missing_probes_come_back(tmp_path: Path, trained) -> None:
     """A diverged step: NaN loss (stored as NULL), inf grad norm, probe arrays missing (NaN blanks)."""
     info, snaps = trained

@@ -35,6 +35,11 @@ def wait_first_step(handle: RunHandle | None, timeout: float = 0.5) -> None:
         time.sleep(0.02)
 
 
+# A finished run's charts show at most this many probe steps (evenly spaced): the heatmap draws 400
+# columns at most, and at depth 48 with a probe every step a whole 10,000-step run would hold ~750 MB.
+FINISHED_PROBE_STEPS = 512
+
+
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _stored_run(store_id: int) -> RunData:
     """A finished run read back from the store, shared by every tab showing it (it no longer changes)."""
@@ -42,7 +47,14 @@ def _stored_run(store_id: int) -> RunData:
 
     store = get_store()
     assert store is not None  # only called with an id the store's recorder gave
-    return store.open_run(store_id)
+    return store.open_run(store_id, max_probe_steps=FINISHED_PROBE_STEPS)
+
+
+def _store_id(handle: RunHandle) -> int | None:
+    from ln_viz.ui.storage import get_recorder
+
+    recorder = get_recorder()
+    return recorder.store_id(handle.run_id) if recorder is not None else None
 
 
 def complete_data(handle: RunHandle, view: RunView) -> RunData | None:
@@ -52,24 +64,36 @@ def complete_data(handle: RunHandle, view: RunView) -> RunData | None:
     data = view.data
     if data is None or data.probe_stride == 1 or not handle.done:  # done: the store's writer finished
         return data
-    from ln_viz.ui.storage import get_recorder
-
-    recorder = get_recorder()
-    store_id = recorder.store_id(handle.run_id) if recorder is not None else None
+    store_id = _store_id(handle)
     if store_id is None:
         return data
     try:
-        return _stored_run(store_id)
+        stored = _stored_run(store_id)
     except (LocalizedError, OSError, sqlite3.Error) as e:
         log.warning("ln-viz: run %s could not be read back from the store: %s", store_id, e)
         return data
+    if stored.steps_done != data.steps_done:  # the writer failed part way (logged): not the whole run
+        return data
+    return stored
 
 
-def thinning_note(data: RunData, handle: RunHandle, lang: str) -> None:
-    """Say so when the charts over steps show a thinned live copy (`complete_data`'s result)."""
-    if data.probe_stride > 1:
-        key = "ui.thinned_unstored" if handle.done else "ui.thinned"
-        st.caption(t(key, lang, stride=data.probe_stride, kept=data.max_probe_steps))
+def thinning_notes(datas: list[RunData], handles: list[RunHandle], lang: str) -> None:
+    """Say so when the charts over steps show a thinned copy (`complete_data`'s results): while a run
+    trains, when its store copy is missing, or when a finished run has more probe steps than shown."""
+    notes = []
+    for data, handle in zip(datas, handles):
+        if data.probe_stride == 1:
+            continue
+        stored = _store_id(handle) is not None
+        if handle.done and data is not handle.view().data:
+            key = "ui.thinned_finished"  # read back from the store, thinned to FINISHED_PROBE_STEPS
+        elif not stored or handle.done:
+            key = "ui.thinned_unstored"
+        else:
+            key = "ui.thinned"
+        notes.append(t(key, lang, stride=data.probe_stride, kept=data.max_probe_steps))
+    for note in dict.fromkeys(notes):
+        st.caption(note)
 
 
 def status_line(view: RunView, lang: str, cap: int) -> str:
