@@ -55,7 +55,8 @@ def live_view() -> None:
         return  # every second would starve the server
     data = live.complete_data(handle, view) or live.preview_data(view.config)
     live.thinning_notes([data], [handle], lang)
-    live.draw_charts(data, lang, done=view.done, presenter=present)
+    key = live.finished_key(handle, view, data)
+    live.draw_charts(data, lang, done=view.done, presenter=present, cache_key=key)
     if view.done and active:  # it ended while this fragment ticked: a full rerun stops the timer
         st.rerun(scope="app")
 

@@ -133,20 +133,62 @@ def run_message(view: RunView, lang: str) -> None:
             st.info(text)
 
 
-def draw_charts(data: RunData, lang: str, done: bool, presenter: bool = False, key_prefix: str = "") -> None:
+_BUILDERS = {
+    "loss_chart": charts.loss_chart,
+    "grad_heatmap": charts.grad_heatmap,
+    "update_ratio": charts.update_ratio_chart,
+    "act_dist": lambda data, step, **kw: charts.act_dist(data, step=step, animate=True, **kw),
+    "layer_profile": lambda data, step, **kw: charts.layer_profile(data, step=step, **kw),
+}
+
+
+@st.cache_resource(show_spinner=False, max_entries=20)
+def _finished_figure(cache_key: str, name: str, lang: str, presenter: bool, step: int | None, _data: RunData):
+    """A figure of a run that has ended, built once for every tab and rerun showing it (`_data` is not
+    hashed: `cache_key` names the run's final data). A finished page's figures cost ~120 ms to build,
+    its animation most; a click on that page re-ran them all."""
+    if name in ("act_dist", "layer_profile"):
+        return _BUILDERS[name](_data, step, lang=lang, presenter=presenter)
+    return _BUILDERS[name](_data, lang=lang, presenter=presenter)
+
+
+def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
+    """The cache key of a finished run's figures (None while it trains, or until it is stored)."""
+    if not handle.done:
+        return None
+    return f"{handle.run_id}@{view.version}/{data.probe_stride}/{len(data.probe_steps)}/{data.steps_done}"
+
+
+def draw_charts(
+    data: RunData,
+    lang: str,
+    done: bool,
+    presenter: bool = False,
+    key_prefix: str = "",
+    cache_key: str | None = None,
+) -> None:
     """Place the five charts with their captions. After the end, the distribution chart animates in
-    the browser (Plotly frames) and a step picker drives the layer profile."""
+    the browser (Plotly frames) and a step picker drives the layer profile; with `cache_key` (a
+    finished run's `finished_key`) the figures are built once and shared."""
     kw = {"lang": lang, "presenter": presenter}
-    st.plotly_chart(charts.loss_chart(data, **kw), key=key_prefix + "loss_chart", width="stretch", theme=None)
+
+    def figure(name: str, step: int | None = None):
+        if done and cache_key is not None:
+            return _finished_figure(cache_key, name, lang, presenter, step, data)
+        if name == "act_dist":
+            return charts.act_dist(data, step=step, animate=done, **kw)
+        if name == "layer_profile":
+            return charts.layer_profile(data, step=step, **kw)
+        return _BUILDERS[name](data, **kw)
+
+    st.plotly_chart(figure("loss_chart"), key=key_prefix + "loss_chart", width="stretch", theme=None)
     st.caption(t("caption.loss", lang))
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.grad_heatmap(data, **kw), key=key_prefix + "grad_heatmap", width="stretch", theme=None)
+        st.plotly_chart(figure("grad_heatmap"), key=key_prefix + "grad_heatmap", width="stretch", theme=None)
         st.caption(t("caption.grad_heatmap", lang))
     with right:
-        st.plotly_chart(
-            charts.update_ratio_chart(data, **kw), key=key_prefix + "update_ratio", width="stretch", theme=None
-        )
+        st.plotly_chart(figure("update_ratio"), key=key_prefix + "update_ratio", width="stretch", theme=None)
         st.caption(t("caption.update_ratio", lang))
     step = None
     if done and len(data.probe_steps) > 1:
@@ -158,11 +200,8 @@ def draw_charts(data: RunData, lang: str, done: bool, presenter: bool = False, k
         )
     left, right = st.columns(2)
     with left:
-        fig = charts.act_dist(data, step=step, animate=done, **kw)
-        st.plotly_chart(fig, key=key_prefix + "act_dist", width="stretch", theme=None)
+        st.plotly_chart(figure("act_dist", step), key=key_prefix + "act_dist", width="stretch", theme=None)
         st.caption(t("caption.act_dist", lang))
     with right:
-        st.plotly_chart(
-            charts.layer_profile(data, step=step, **kw), key=key_prefix + "layer_profile", width="stretch", theme=None
-        )
+        st.plotly_chart(figure("layer_profile", step), key=key_prefix + "layer_profile", width="stretch", theme=None)
         st.caption(t("caption.layer_profile", lang))
