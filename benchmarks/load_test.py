@@ -382,7 +382,20 @@ def drive_websockets(server: Server, sessions: int, time_limit: float, query: st
         seen.folded = tabs[0].folded
         await asyncio.gather(*(tab.close() for tab in tabs))
 
-    asyncio.run(run())
+    # In a thread of its own: a caller may already run an event loop (Playwright's sync API does).
+    errors: list[BaseException] = []
+
+    def main_thread() -> None:
+        try:
+            asyncio.run(run())
+        except BaseException as e:  # noqa: BLE001 -- raised again in the caller
+            errors.append(e)
+
+    worker = threading.Thread(target=main_thread, name="load-test-clients")
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
     return seen
 
 
