@@ -315,17 +315,16 @@ FIRST_LOSS_POINT = """() => {
     return !!gd && (gd._fullData || []).some(tr => tr.name === "training loss" && tr._length > 0); }"""
 
 
-def bench_browser(repeats: int) -> dict:
-    """Start -> first drawn loss point in headless Chromium, on a freshly started server each time: the
-    page is opened as soon as the server answers its health check and Start is pressed as soon as it
-    can be clicked (the hardest case: the server's workers are still warming up)."""
+def fresh_server_pages(repeats: int):
+    """For each repeat: a server launched afresh (its workers still warming up) and a new Chromium page,
+    yielded as (page, server URL, launch time) once the server answers its health check; the page is
+    closed and the server stopped afterwards."""
     import tempfile
 
     from playwright.sync_api import sync_playwright
 
     from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
 
-    times, launch_to_click = [], []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
         for _ in range(repeats):
@@ -334,19 +333,28 @@ def bench_browser(repeats: int) -> dict:
                 server = Server(Path(tmp), wait_workers=False)
                 try:
                     page = browser.new_page(viewport={"width": 1280, "height": 720})
-                    page.goto(server.url)
-                    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-                    page.wait_for_selector(".st-key-start button")
-                    t0 = time.perf_counter()
-                    launch_to_click.append(t0 - t_launch)
-                    page.locator(".st-key-start button").click()
-                    page.wait_for_function(FIRST_LOSS_POINT, timeout=60_000)
-                    times.append(time.perf_counter() - t0)
-                    page.locator(".st-key-stop button").click()
+                    yield page, server.url, t_launch
                     page.close()
                 finally:
                     server.stop()
         browser.close()
+
+
+def bench_browser(repeats: int) -> dict:
+    """Start -> first drawn loss point in headless Chromium, on a freshly started server each time: the
+    page is opened as soon as the server answers its health check and Start is pressed as soon as it
+    can be clicked (the hardest case: the server's workers are still warming up)."""
+    times, launch_to_click = [], []
+    for page, url, t_launch in fresh_server_pages(repeats):
+        page.goto(url)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+        page.wait_for_selector(".st-key-start button")
+        t0 = time.perf_counter()
+        launch_to_click.append(t0 - t_launch)
+        page.locator(".st-key-start button").click()
+        page.wait_for_function(FIRST_LOSS_POINT, timeout=60_000)
+        times.append(time.perf_counter() - t0)
+        page.locator(".st-key-stop button").click()
     out = {"start_to_first_drawn_chart_s": stats(times), "server_launch_to_click_s": stats(launch_to_click)}
     print(
         f"  fresh server, Start pressed {fmt(out['server_launch_to_click_s'], 1)} s after launching it: first loss "
@@ -359,33 +367,16 @@ def bench_browser(repeats: int) -> dict:
 def bench_init_lab(repeats: int) -> dict:
     """Opening the Init lab (/init-lab, its defaults) on a freshly started server: seconds from the
     launch of `streamlit run app.py` and from opening the page until all three charts have data."""
-    import tempfile
-
-    from playwright.sync_api import sync_playwright
-
-    from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
-
     drawn = """() => ["init_profile", "init_vs_depth", "init_resid"].every(k => {
         const gd = document.querySelector(`.st-key-${k}[data-stale='false'] .js-plotly-plot`);
         return !!gd && (gd._fullData || []).some(tr => tr._length > 0); })"""
     from_open, from_launch = [], []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
-        for _ in range(repeats):
-            with tempfile.TemporaryDirectory() as tmp:
-                t_launch = time.perf_counter()
-                server = Server(Path(tmp), wait_workers=False)
-                try:
-                    page = browser.new_page(viewport={"width": 1280, "height": 720})
-                    t0 = time.perf_counter()
-                    page.goto(server.url + "/init-lab")
-                    page.wait_for_function(drawn, timeout=120_000)
-                    from_open.append(time.perf_counter() - t0)
-                    from_launch.append(time.perf_counter() - t_launch)
-                    page.close()
-                finally:
-                    server.stop()
-        browser.close()
+    for page, url, t_launch in fresh_server_pages(repeats):
+        t0 = time.perf_counter()
+        page.goto(url + "/init-lab")
+        page.wait_for_function(drawn, timeout=120_000)
+        from_open.append(time.perf_counter() - t0)
+        from_launch.append(time.perf_counter() - t_launch)
     out = {"open_to_drawn_s": stats(from_open), "launch_to_drawn_s": stats(from_launch)}
     print(
         f"  Init lab on a fresh server: all three charts drawn {fmt(out['open_to_drawn_s'], 1)} s after opening "

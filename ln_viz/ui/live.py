@@ -133,13 +133,20 @@ def run_message(view: RunView, lang: str) -> None:
             st.info(text)
 
 
-_BUILDERS = {
+_SIMPLE_CHARTS = {
     "loss_chart": charts.loss_chart,
     "grad_heatmap": charts.grad_heatmap,
     "update_ratio": charts.update_ratio_chart,
-    "act_dist": lambda data, step, **kw: charts.act_dist(data, step=step, animate=True, **kw),
-    "layer_profile": lambda data, step, **kw: charts.layer_profile(data, step=step, **kw),
 }
+
+
+def _build(name: str, data: RunData, step: int | None, lang: str, presenter: bool, animate: bool):
+    """One of the live page's five figures (`step`: the probe step the distribution and profile show)."""
+    if name == "act_dist":
+        return charts.act_dist(data, step=step, animate=animate, lang=lang, presenter=presenter)
+    if name == "layer_profile":
+        return charts.layer_profile(data, step=step, lang=lang, presenter=presenter)
+    return _SIMPLE_CHARTS[name](data, lang=lang, presenter=presenter)
 
 
 @st.cache_resource(show_spinner=False, max_entries=20)
@@ -147,9 +154,7 @@ def _finished_figure(cache_key: str, name: str, lang: str, presenter: bool, step
     """A figure of a run that has ended, built once for every tab and rerun showing it (`_data` is not
     hashed: `cache_key` names the run's final data). A finished page's figures cost ~120 ms to build,
     its animation most; a click on that page re-ran them all."""
-    if name in ("act_dist", "layer_profile"):
-        return _BUILDERS[name](_data, step, lang=lang, presenter=presenter)
-    return _BUILDERS[name](_data, lang=lang, presenter=presenter)
+    return _build(name, _data, step, lang, presenter, animate=True)
 
 
 def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
@@ -170,16 +175,11 @@ def draw_charts(
     """Place the five charts with their captions. After the end, the distribution chart animates in
     the browser (Plotly frames) and a step picker drives the layer profile; with `cache_key` (a
     finished run's `finished_key`) the figures are built once and shared."""
-    kw = {"lang": lang, "presenter": presenter}
 
     def figure(name: str, step: int | None = None):
         if done and cache_key is not None:
             return _finished_figure(cache_key, name, lang, presenter, step, data)
-        if name == "act_dist":
-            return charts.act_dist(data, step=step, animate=done, **kw)
-        if name == "layer_profile":
-            return charts.layer_profile(data, step=step, **kw)
-        return _BUILDERS[name](data, **kw)
+        return _build(name, data, step, lang, presenter, animate=done)
 
     st.plotly_chart(figure("loss_chart"), key=key_prefix + "loss_chart", width="stretch", theme=None)
     st.caption(t("caption.loss", lang))
