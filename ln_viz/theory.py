@@ -1,19 +1,29 @@
-"""The Theory page's structure: ordered sections, each a title and its paragraphs and formulas in reading order.
+"""The Theory page's content: its text, read from one Markdown file per language, and the shared reference list.
 
-The prose lives in `ln_viz/i18n.py` under `theory.*` keys, in English and Korean. Formulas are LaTeX for
-`st.latex` and the same in every language; so is the reference list. `pages/theory.py` only draws this.
+`ln_viz/content/theory.<lang>.md` holds the page in reading order. Its conventions (see the files' front matter):
+a TOML front matter between `+++` lines (`contents`: the heading of the table of contents), `# ` the page
+title, the paragraphs before the first section the introduction, `## Title {#anchor}` a section (the anchor is
+the URL fragment, ASCII, the same in every language), a `$$ ... $$` block a formula for `st.latex` (LaTeX, the
+same in every language), `<!-- references -->` the place of the reference list. Blocks are separated by one
+blank line and each reaches the page exactly as written. `pages/theory.py` only draws what `page()` returns.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+import tomllib
 from dataclasses import dataclass
+from importlib import resources
+
+from ln_viz.i18n import DEFAULT_LANG, LANGS
 
 
 @dataclass(frozen=True)
 class Text:
-    """A markdown paragraph (or list): an i18n key."""
+    """A markdown paragraph (or list), as the page draws it."""
 
-    key: str
+    markdown: str
 
 
 @dataclass(frozen=True)
@@ -33,16 +43,15 @@ Part = Text | Formula | ReferenceList
 
 @dataclass(frozen=True)
 class Section:
+    """One `## Title {#anchor}` of the page and what follows it, in reading order."""
+
     anchor: str  # URL fragment (#anchor), ASCII, the same in every language
+    title: str
     parts: tuple[Part, ...]
 
     @property
-    def title_key(self) -> str:
-        return f"theory.{self.anchor}.title"
-
-    @property
-    def body_keys(self) -> list[str]:
-        return [p.key for p in self.parts if isinstance(p, Text)]
+    def texts(self) -> list[str]:
+        return [p.markdown for p in self.parts if isinstance(p, Text)]
 
     @property
     def formulas(self) -> list[str]:
@@ -50,7 +59,72 @@ class Section:
 
 
 @dataclass(frozen=True)
+class TheoryPage:
+    """The whole page in one language."""
+
+    title: str
+    intro: tuple[str, ...]  # markdown paragraphs before the first section
+    contents: str  # the heading of the table of contents
+    sections: tuple[Section, ...]
+
+
+FRONT_MATTER = "+++"
+REFERENCES_MARK = "<!-- references -->"
+SECTION_RE = re.compile(r"## (?P<title>.+) \{#(?P<anchor>[a-z0-9-]+)\}")
+
+
+def _part(block: str) -> Part:
+    if block == REFERENCES_MARK:
+        return ReferenceList()
+    if block.startswith("$$\n") and block.endswith("\n$$"):
+        return Formula(block[3:-3])
+    return Text(block)
+
+
+def parse(text: str, source: str = "<theory>") -> TheoryPage:
+    """Split a theory Markdown file into its title, introduction and sections (see the module docstring)."""
+    lines = text.split("\n")
+    if lines[0] != FRONT_MATTER or FRONT_MATTER not in lines[1:]:
+        raise ValueError(f"{source}: must start with a front matter between {FRONT_MATTER} lines")
+    end = lines.index(FRONT_MATTER, 1)
+    front = tomllib.loads("\n".join(lines[1:end]))
+    blocks = "\n".join(lines[end + 1 :]).strip("\n").split("\n\n")
+    if not blocks[0].startswith("# "):
+        raise ValueError(f"{source}: the first block after the front matter must be the `# ` page title")
+    intro: list[str] = []
+    sections: list[tuple[str, str, list[Part]]] = []  # (anchor, title, parts)
+    for block in blocks[1:]:
+        if block.startswith("#"):
+            m = SECTION_RE.fullmatch(block)
+            if m is None:
+                raise ValueError(f"{source}: a heading must read `## Title {{#anchor}}`, got {block[:60]!r}")
+            sections.append((m["anchor"], m["title"], []))
+        elif sections:
+            sections[-1][2].append(_part(block))
+        elif isinstance(_part(block), Text):
+            intro.append(block)
+        else:
+            raise ValueError(f"{source}: the introduction holds paragraphs only, got {block[:60]!r}")
+    return TheoryPage(
+        title=blocks[0].removeprefix("# "),
+        intro=tuple(intro),
+        contents=front["contents"],
+        sections=tuple(Section(a, title, tuple(parts)) for a, title, parts in sections),
+    )
+
+
+@functools.cache
+def page(lang: str = DEFAULT_LANG) -> TheoryPage:
+    """The Theory page in `lang`, from ln_viz/content/theory.<lang>.md (read once). Unknown languages: English."""
+    lang = lang if lang in LANGS else DEFAULT_LANG
+    name = f"theory.{lang}.md"
+    return parse(resources.files(__package__).joinpath("content", name).read_text(encoding="utf-8"), name)
+
+
+@dataclass(frozen=True)
 class Reference:
+    """A cited work; the list is shared by every language (titles stay as published)."""
+
     authors: str
     year: int
     title: str
@@ -58,101 +132,10 @@ class Reference:
     note: str = ""  # e.g. where it appeared, when there is no arXiv id
 
     def markdown(self) -> str:
+        """One entry of the list: authors (year). *Title*. arXiv link or note."""
         where = f"arXiv:[{self.arxiv}](https://arxiv.org/abs/{self.arxiv})" if self.arxiv else self.note
         return f"{self.authors} ({self.year}). *{self.title}*. {where}."
 
-
-def _texts(section: str, *names: str) -> tuple[Text, ...]:
-    return tuple(Text(f"theory.{section}.{name}") for name in names)
-
-
-LN = r"\mathrm{LN}"
-GRAD_W2 = r"\left\lVert \dfrac{\partial \mathcal{L}}{\partial W^{2,L}} \right\rVert_F"
-
-# Page header keys (not part of a section).
-PAGE_TITLE_KEY = "theory.page_title"
-INTRO_KEY = "theory.intro"
-CONTENTS_KEY = "theory.contents"
-
-SECTIONS: tuple[Section, ...] = (
-    Section(
-        "block",
-        (
-            *_texts("block", "residual"),
-            Formula(r"x_{l+1} = x_l + F(x_l)"),
-            *_texts("block", "stream", "ln"),
-            Formula(
-                LN + r"(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta, \qquad "
-                r"\mu = \frac{1}{d}\sum_{i=1}^{d} x_i, \quad \sigma^2 = \frac{1}{d}\sum_{i=1}^{d} (x_i - \mu)^2"
-            ),
-            *_texts("block", "where"),
-        ),
-    ),
-    Section(
-        "placement",
-        (
-            *_texts("placement", "post"),
-            Formula(r"\text{Post-LN:}\quad x_{l+1} = " + LN + r"\big(x_l + F(x_l)\big)"),
-            *_texts("placement", "pre"),
-            Formula(
-                r"\text{Pre-LN:}\quad x_{l+1} = x_l + F\big(" + LN + r"(x_l)\big), "
-                r"\qquad \text{logits} = W_{\text{out}}\, " + LN + r"(x_L)"
-            ),
-            *_texts("placement", "same"),
-        ),
-    ),
-    Section(
-        "warmup",
-        (
-            *_texts("warmup", "problem"),
-            Formula(
-                r"\mathrm{lr}(t) = \frac{t}{T_{\text{warmup}}}\,\mathrm{lr}_{\max} \qquad (t \le T_{\text{warmup}})"
-            ),
-            *_texts("warmup", "result"),
-            Formula(
-                r"\begin{aligned} \text{Post-LN:}\quad & " + GRAD_W2 + r" \le \mathcal{O}\big(d\sqrt{\ln d}\big) \\ "
-                r"\text{Pre-LN:}\quad & " + GRAD_W2 + r" \le \mathcal{O}\Big(d\sqrt{\tfrac{\ln d}{L}}\Big) "
-                r"\end{aligned}"
-            ),
-            *_texts("warmup", "why", "setup"),
-        ),
-    ),
-    Section(
-        "preln",
-        (
-            *_texts("preln", "identity"),
-            Formula(r"x_L = x_0 + \sum_{l=0}^{L-1} F_l\big(" + LN + r"(x_l)\big)"),
-            *_texts("preln", "growth"),
-            Formula(
-                r"\Big(1 + \frac{l}{2}\Big)\, d \;\le\; \mathbb{E}\,\lVert x_l \rVert_2^2 "
-                r"\;\le\; \Big(1 + \frac{3l}{2}\Big)\, d"
-            ),
-            *_texts("preln", "final", "cost"),
-        ),
-    ),
-    Section("small", _texts("small", "scale", "holds", "differs", "presets")),
-    Section(
-        "charts",
-        _texts("charts", "loss", "heatmap", "activations", "profile", "update", "compare", "initlab"),
-    ),
-    Section(
-        "variants",
-        (
-            *_texts("variants", "intro", "peri"),
-            Formula(r"x_{l+1} = x_l + " + LN + r"\Big(F\big(" + LN + r"(x_l)\big)\Big)"),
-            *_texts("variants", "deepnorm"),
-            Formula(
-                r"x_{l+1} = " + LN + r"\big(\alpha\, x_l + F(x_l)\big), "
-                r"\qquad \alpha = (2L)^{1/4}, \quad \beta = (8L)^{-1/4}"
-            ),
-            *_texts("variants", "rmsnorm"),
-            Formula(r"\mathrm{RMSNorm}(x) = g \odot \frac{x}{\sqrt{\frac{1}{d}\sum_{i=1}^{d} x_i^2 + \epsilon}}"),
-            *_texts("variants", "none"),
-            Formula(r"x_{l+1} = x_l + F(x_l)"),
-        ),
-    ),
-    Section("references", (*_texts("references", "intro"), ReferenceList())),
-)
 
 REFERENCES: tuple[Reference, ...] = (
     Reference("Ba, J. L., Kiros, J. R., & Hinton, G. E.", 2016, "Layer Normalization", "1607.06450"),
@@ -193,11 +176,3 @@ REFERENCES: tuple[Reference, ...] = (
 def references_markdown() -> str:
     """The reference list as a numbered markdown list (the same in every language)."""
     return "\n".join(f"{i}. {ref.markdown()}" for i, ref in enumerate(REFERENCES, 1))
-
-
-def all_keys() -> list[str]:
-    """Every i18n key the page uses, in page order."""
-    keys = [PAGE_TITLE_KEY, INTRO_KEY, CONTENTS_KEY]
-    for section in SECTIONS:
-        keys += [section.title_key, *section.body_keys]
-    return keys

@@ -1,19 +1,10 @@
 """The Theory page: why LayerNorm placement decides whether a deep transformer trains, and how to read the
-app's charts. The structure is ln_viz/theory.py, the prose ln_viz/i18n.py (`theory.*`, English and Korean)."""
+app's charts. The text is ln_viz/content/theory.<lang>.md, read and split by ln_viz/theory.py."""
 
 import streamlit as st
 
-from ln_viz.i18n import t
-from ln_viz.theory import (
-    CONTENTS_KEY,
-    INTRO_KEY,
-    PAGE_TITLE_KEY,
-    SECTIONS,
-    Formula,
-    ReferenceList,
-    Text,
-    references_markdown,
-)
+from ln_viz import theory
+from ln_viz.theory import Formula, ReferenceList, Text, references_markdown
 from ln_viz.ui import session
 
 READING_WIDTH_PX = 860  # a readable line length, also under the app's wide layout
@@ -29,18 +20,20 @@ session.ensure_router()
 lang = session.current_lang()
 if lang == "ko":
     st.html(KEEP_WORDS_CSS)
+doc = theory.page(lang)
 page = st.container(width=READING_WIDTH_PX)
-page.title(t(PAGE_TITLE_KEY, lang))
-page.markdown(t(INTRO_KEY, lang))
-contents = "\n".join(f"{i}. [{t(s.title_key, lang)}](#{s.anchor})" for i, s in enumerate(SECTIONS, 1))
-page.markdown(f"**{t(CONTENTS_KEY, lang)}**\n\n{contents}")
+page.title(doc.title)
+for paragraph in doc.intro:
+    page.markdown(paragraph)
+contents = "\n".join(f"{i}. [{s.title}](#{s.anchor})" for i, s in enumerate(doc.sections, 1))
+page.markdown(f"**{doc.contents}**\n\n{contents}")
 
-for section in SECTIONS:
-    page.header(t(section.title_key, lang), anchor=section.anchor, divider="gray")
+for section in doc.sections:
+    page.header(section.title, anchor=section.anchor, divider="gray")
     for part in section.parts:
         if isinstance(part, Formula):
             page.latex(part.latex)
         elif isinstance(part, Text):
-            page.markdown(t(part.key, lang))
+            page.markdown(part.markdown)
         elif isinstance(part, ReferenceList):
             page.markdown(references_markdown())

@@ -1,4 +1,5 @@
-"""The Theory page: its text exists in both languages, and the page draws every section, in English and Korean."""
+"""The Theory page: its text (ln_viz/content/theory.<lang>.md) has the same sections, anchors and formulas in
+both languages, and the page draws every section, in English and Korean."""
 
 import re
 from pathlib import Path
@@ -6,22 +7,55 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ln_viz.i18n import EN, KO, placeholders, t
-from ln_viz.theory import INTRO_KEY, PAGE_TITLE_KEY, REFERENCES, SECTIONS, all_keys, references_markdown
+from ln_viz import theory
+from ln_viz.i18n import LANGS
+from ln_viz.theory import REFERENCES, Formula, ReferenceList, Text, references_markdown
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "theory.py"
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
-def test_every_theory_key_is_in_both_catalogs_with_the_same_placeholders():
-    keys = all_keys()
-    assert len(keys) == len(set(keys))
-    for key in keys:
-        assert key in EN and key in KO, key
-        assert placeholders(EN[key]) == placeholders(KO[key]), key
-    # no orphan prose: every theory.* entry is drawn by the page
-    assert {k for k in EN if k.startswith("theory.")} == set(keys)
-    assert {k for k in KO if k.startswith("theory.")} == set(keys)
+def shape(doc: theory.TheoryPage) -> list[tuple[str, list[str]]]:
+    """Each section's anchor and the kinds of its parts, in order: what must not differ between languages."""
+    return [(s.anchor, [type(p).__name__ for p in s.parts]) for s in doc.sections]
+
+
+def test_both_languages_have_the_same_anchors_structure_and_formulas():
+    en, ko = theory.page("en"), theory.page("ko")
+    anchors = [s.anchor for s in en.sections]
+    assert len(anchors) == len(set(anchors)) >= 8
+    assert all(re.fullmatch(r"[a-z0-9-]+", a) for a in anchors)
+    assert shape(ko) == shape(en)
+    assert [s.formulas for s in ko.sections] == [s.formulas for s in en.sections]
+    assert sum(len(s.formulas) for s in en.sections) >= 10
+    assert len(ko.intro) == len(en.intro) >= 1
+    for doc in (en, ko):
+        assert sum(isinstance(p, ReferenceList) for s in doc.sections for p in s.parts) == 1
+        for text in [doc.title, doc.contents, *doc.intro, *(t for s in doc.sections for t in [s.title, *s.texts])]:
+            assert text and text == text.strip(), text[:80]  # nothing empty, no stray blank lines kept
+
+
+def test_unknown_language_falls_back_to_english():
+    assert theory.page("fr") == theory.page("en")
+    assert set(LANGS) == {"en", "ko"}
+
+
+def test_parse_reads_the_conventions_and_refuses_a_heading_without_anchor():
+    text = (
+        '+++\ncontents = "Contents"\n+++\n\n# Title\n\nIntro.\n\n## One {#one}\n\nA paragraph.\n- a list\n- of two\n\n'
+        "$$\nx = 1\n$$\n\n<!-- references -->\n"
+    )
+    doc = theory.parse(text)
+    assert (doc.title, doc.intro, doc.contents) == ("Title", ("Intro.",), "Contents")
+    (section,) = doc.sections
+    assert (section.anchor, section.title) == ("one", "One")
+    assert section.parts == (Text("A paragraph.\n- a list\n- of two"), Formula("x = 1"), ReferenceList())
+    with pytest.raises(ValueError, match="anchor"):
+        theory.parse(text.replace(" {#one}", ""))
+    with pytest.raises(ValueError, match="front matter"):
+        theory.parse(text.removeprefix("+++\n"))
+    with pytest.raises(ValueError, match="introduction"):
+        theory.parse(text.replace("Intro.", "$$\ny\n$$"))
 
 
 def test_references_have_arxiv_ids_of_the_right_shape():
@@ -46,17 +80,16 @@ def pages() -> dict[str, AppTest]:
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_page_draws_every_section_title_body_and_formula(pages, lang):
-    at = pages[lang]
-    assert [h.value for h in at.title] == [t(PAGE_TITLE_KEY, lang)]
-    headers = [h.value for h in at.header]
-    assert headers == [t(s.title_key, lang) for s in SECTIONS]
+    at, doc = pages[lang], theory.page(lang)
+    assert [h.value for h in at.title] == [doc.title]
+    assert [h.value for h in at.header] == [s.title for s in doc.sections]
     markdown = [m.value for m in at.markdown]
-    for key in [INTRO_KEY] + [k for s in SECTIONS for k in s.body_keys]:
-        assert t(key, lang) in markdown, key
-    formulas = [s for section in SECTIONS for s in section.formulas]
-    assert len(formulas) >= 10
+    for text in [*doc.intro, *(t for s in doc.sections for t in s.texts)]:
+        assert text in markdown, text[:80]
+    toc = next(m for m in markdown if m.startswith(f"**{doc.contents}**"))
+    assert all(f"(#{s.anchor})" in toc for s in doc.sections)
     drawn = [el.value.removeprefix("$$\n").removesuffix("\n$$") for el in at.latex]  # st.latex adds $$...$$
-    assert drawn == formulas  # the same formulas, in order, in every language
+    assert drawn == [f for s in doc.sections for f in s.formulas]  # the same formulas, in order, in every language
     assert references_markdown() in markdown
 
 
@@ -68,5 +101,5 @@ def test_korean_page_has_no_english_paragraph(pages):
     for text in prose:
         assert text not in en, text[:80]
         assert HANGUL.search(text), text[:80]
-    for section in SECTIONS:
-        assert HANGUL.search(t(section.title_key, "ko")), section.anchor
+    for section in theory.page("ko").sections:
+        assert HANGUL.search(section.title), section.anchor
