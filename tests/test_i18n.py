@@ -1,12 +1,14 @@
-"""Both catalogs have every key with the same placeholders; every message key the engine, runner and
-store can set is in them; no page hard-codes a sentence."""
+"""Both catalogs (ln_viz/locales/*.toml) have every key with the same placeholders; every message key the engine,
+runner and store can set is in them; no page hard-codes a sentence."""
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from ln_viz import i18n
 from ln_viz.i18n import EN, KO, placeholders
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,6 +18,19 @@ def test_both_languages_have_every_key_with_the_same_placeholders():
     assert set(EN) == set(KO), set(EN) ^ set(KO)
     for key in EN:
         assert placeholders(EN[key]) == placeholders(KO[key]), key
+
+
+def test_toml_keys_round_trip_to_the_dotted_keys_of_the_code():
+    # runs.sort is both a sentence and the start of runs.sort.newest: quoted in the file, flat here
+    assert {"runs.sort", "runs.sort.newest", "err.range"} <= set(EN) & set(KO)
+    assert all(isinstance(v, str) and v for v in EN.values())
+    assert not [k for k in EN if k.startswith("theory.")]  # the Theory prose lives in ln_viz/content/
+    flat = i18n._flatten(tomllib.loads('"a.b" = "x"\na.b.c = "y"\na.d = "z"\n'))
+    assert flat == {"a.b": "x", "a.b.c": "y", "a.d": "z"}
+    with pytest.raises(KeyError, match="twice"):
+        i18n._flatten(tomllib.loads('"a.b" = "x"\na.b = "y"\n'))
+    with pytest.raises(TypeError, match="not a string"):
+        i18n._flatten(tomllib.loads("a.b = 1\n"))
 
 
 def test_korean_is_korean():
