@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -29,6 +30,11 @@ from ln_viz.runner import (
     Runner,
     default_threads,
 )
+from ln_viz.runner.handle import Outcome
+from ln_viz.runner.messages import End, Failed, Job, Ready, SetThreads, Stop
+from ln_viz.runner.worker import send_failure
+from ln_viz.snapshot import RunInfo
+from ln_viz.train import Trainer
 from ln_viz.train import run as train_directly
 
 # Tiny: a step takes milliseconds, so the time in these tests is process start-up.
@@ -337,3 +343,72 @@ def test_default_threads_share_the_cores() -> None:
     assert default_threads(2, cpus=2) == 1
     assert default_threads(3, cpus=2) == 1
     assert default_threads(0, cpus=8) == 8
+
+
+# --- the handle and the messages, without a process -----------------------------------------------------
+def bare_handle(stops: list[tuple[str, dict[str, object]]] | None = None) -> RunHandle:
+    """A handle as the runner makes one, outside any runner: never queued; `stop()` calls land in `stops`."""
+    asked = [] if stops is None else stops
+    return RunHandle(
+        "h1",
+        TINY,
+        lock=threading.RLock(),
+        queue_position=lambda h: None,
+        request_stop=lambda h, key, params: asked.append((key, params)),
+    )
+
+
+def test_a_stop_ends_a_run_with_the_first_stop_message_unless_the_last_step_came_first() -> None:
+    stops: list[tuple[str, dict[str, object]]] = []
+    h = bare_handle(stops)
+    h.stop()
+    assert stops == [(MSG_STOPPED, {})]  # stop() asks the runner, which owns the queue
+    asked = time.monotonic()
+    assert h.request_stop(MSG_TIME_CAP, {"seconds": 1}) is None  # no worker yet to tell
+    h.request_stop(MSG_STOPPED, {})  # the first request wins
+    assert h.stop_requested and not h.past_deadline(time.monotonic())
+    h.record_info(RunInfo.preview(TINY), max_probe_steps=None)  # a worker says Info before End
+    assert h.outcome_of_end(stopped=True) == Outcome("stopped", MSG_TIME_CAP, {"seconds": 1})
+    assert h.outcome_without_end("killed by SIGTERM") == Outcome("stopped", MSG_TIME_CAP, {"seconds": 1})
+    late = h.stop_late_by(asked + 2.0, grace=0.5)
+    assert late is not None and 1.4 < late <= 1.5
+
+    # A stop that crosses the last step: the trainer's own ending wins.
+    snaps = list(Trainer(TINY))
+    assert [h.record_snapshot(s) for s in snaps] == [False] * len(snaps)  # never attached: no start time
+    assert h.outcome_of_end(stopped=True) == Outcome("completed")
+
+
+def test_a_handle_finishes_once_and_its_view_says_how() -> None:
+    h = bare_handle()
+    h.record_info(RunInfo.preview(TINY), max_probe_steps=None)
+    assert h.outcome_of_end(stopped=False) == Outcome.failed("the worker ended its run without a final step")
+    died = h.outcome_without_end("exit code 1")
+    assert died.status == "failed" and died.key == MSG_WORKER_DIED and died.params == {"how": "exit code 1"}
+    before = h.view()
+    assert before.status == "queued" and before.message is None and before.error is None
+    assert h.finish(died) is True
+    assert h.finish(Outcome("stopped", MSG_STOPPED)) is False  # ended already: the first ending stays
+    view = h.view()
+    assert view is not before and view.version > before.version
+    assert (view.status, view.message, view.message_params) == ("failed", MSG_WORKER_DIED, {"how": "exit code 1"})
+    assert view.error == "the worker process ended unexpectedly (exit code 1)"
+    assert not h.done  # until the runner has run the hooks
+    h.release()
+    assert h.done and h.wait(0)
+
+
+def test_a_failure_keeps_its_i18n_key_and_survives_unpicklable_params() -> None:
+    err = ConfigError("err.choice", "norm_position", value="sideways", choices="pre, post")
+    assert Outcome.of_failure(Failed.of(err)) == Outcome.failed(Failed.of(err).line, "err.choice", dict(err.params))
+    assert Outcome.of_failure(Failed.of(ValueError("bad\nsecond line"))) == Outcome.failed("ValueError: bad")
+
+    read, write = multiprocessing.Pipe(duplex=False)
+    with read, write:
+        # A lambda does not pickle: the failure still arrives, as its line.
+        send_failure(write, LocalizedError("err.choice", "norm_position", value=lambda: None, choices="pre"))
+        got = read.recv()
+        assert isinstance(got, Failed) and got.key is None and got.line.startswith("LocalizedError: ")
+        for msg in (Ready(1.5), Job(TINY, 2), SetThreads(1), Stop(), End(stopped=True), got):
+            write.send(msg)
+            assert read.recv() == msg  # every message crosses a pipe as itself

@@ -1,0 +1,161 @@
+"""The server's end of a worker process: spawning it (without the parent's `__main__`), its pipes,
+and how to end it.
+
+Why plain pipes and not `multiprocessing.Queue`/`Event`: both hold locks that a worker killed at the
+wrong moment leaves held (the server's next `put`/`set` would hang), and both start the resource
+tracker process. A one-way pipe per direction has no lock, and its reader sees EOF the moment the
+worker dies, so a SIGKILLed worker turns into a `failed` run instead of a hang.
+"""
+
+from __future__ import annotations
+
+import multiprocessing.context
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+from ln_viz.runner.messages import Ready, ServerMessage, Stop, WorkerMessage
+from ln_viz.runner.worker import worker_main
+
+WORKER_NAME = "ln-viz-worker"
+_PATCH_LOCK = threading.Lock()
+
+
+def _skip_main_module_in_workers() -> None:
+    """Spawn normally re-runs the parent's `__main__` in the child. Under Streamlit that is the page
+    being run (its script runner installs the page as `__main__`): every worker would execute the page,
+    and one that starts a run would recurse. The worker's code lives in this importable package and
+    needs nothing from `__main__`, so drop it from the spawn data of our workers only (by name)."""
+    from multiprocessing import spawn
+
+    with _PATCH_LOCK:
+        original = spawn.get_preparation_data
+        if getattr(original, "ln_viz_skips_main", False):
+            return
+
+        def get_preparation_data(name: str) -> dict[str, Any]:
+            data = original(name)
+            if name == WORKER_NAME:
+                data.pop("init_main_from_path", None)
+                data.pop("init_main_from_name", None)
+            return data
+
+        get_preparation_data.ln_viz_skips_main = True  # type: ignore[attr-defined]
+        spawn.get_preparation_data = get_preparation_data
+
+
+class _NamedProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process named as our workers are, so it skips the parent's `__main__` (see above)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = WORKER_NAME
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    Process = _NamedProcess
+
+
+def worker_context() -> multiprocessing.context.SpawnContext:
+    """A spawn context whose processes skip the parent's `__main__`; for process pools."""
+    _skip_main_module_in_workers()
+    return _WorkerContext()
+
+
+class WorkerProcess:
+    """One spawned worker process as the server holds it: its pipes and how to end it."""
+
+    def __init__(self, ctx: Any, warm: bool) -> None:
+        _skip_main_module_in_workers()
+        out_r, out_w = ctx.Pipe(duplex=False)
+        cmd_r, cmd_w = ctx.Pipe(duplex=False)
+        self.warm = warm
+        self.spawned_at = time.time()
+        self.ready_at: float | None = None  # wall time of the worker's Ready
+        self.process = ctx.Process(
+            target=worker_main,
+            args=(cmd_r, out_w, warm, os.getpid()),
+            name=WORKER_NAME,
+            daemon=True,  # multiprocessing's own exit hook terminates it if all else fails
+        )
+        self.process.start()
+        # Close our copies of the child's ends: only then does our reader see EOF when it dies.
+        out_w.close()
+        cmd_r.close()
+        self._out, self._cmd = out_r, cmd_w
+        self._send_lock = threading.Lock()  # page thread (stop) and drain threads (threads) send
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def send(self, msg: ServerMessage) -> None:
+        """Send a command; a worker that has exited already is not an error."""
+        with self._send_lock:
+            try:
+                self._cmd.send(msg)
+            except OSError:  # BrokenPipeError is an OSError
+                pass
+
+    def receive(self, timeout: float) -> WorkerMessage | None:
+        """The worker's next message, or None if it sent none within `timeout` seconds. EOFError or
+        OSError once the worker is gone. Notes the time of its Ready."""
+        if not self._out.poll(timeout):
+            return None
+        msg = self._out.recv()
+        if isinstance(msg, Ready):
+            self.ready_at = msg.wall_time
+        return msg
+
+    def is_ready(self) -> bool:
+        """True once its Ready (or EOF, if it died) is waiting; reads nothing."""
+        try:
+            return self.ready_at is not None or self._out.poll(0)
+        except OSError:
+            return True
+
+    def is_alive(self) -> bool:
+        return self.process.is_alive()
+
+    def terminate(self) -> None:
+        """SIGTERM: for a worker that did not stop by itself within its grace period."""
+        self.process.terminate()
+
+    def kill(self) -> None:
+        """SIGKILL, if it is still there: for a worker that did not even answer SIGTERM in time."""
+        if self.process.is_alive():
+            self.process.kill()
+
+    def reap(self, grace: float = 1.0) -> None:
+        """After its last message or EOF: wait for it to exit (kill it if it lingers: it sent End
+        but did not exit, and must not be left behind) and close the pipes."""
+        self._join_or_kill(grace)
+        self.close()
+
+    def end(self, grace: float = 0.2) -> None:
+        """Ask an idle worker to exit; kill it if it has not after `grace` seconds (it may still be
+        importing torch, and holds nothing worth waiting for); reap it."""
+        self.send(Stop())
+        self.reap(grace)
+
+    def _join_or_kill(self, grace: float) -> None:
+        self.process.join(grace)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(1.0)
+
+    def close(self) -> None:
+        self._cmd.close()
+        self._out.close()
+
+    def exit_description(self) -> str:
+        """How the process ended, in words: "killed by SIGKILL", "exit code 1"."""
+        code = self.process.exitcode
+        if code is not None and code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
