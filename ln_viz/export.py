@@ -68,7 +68,7 @@ def _plain_template() -> Iterator[None]:
     "streamlit", and an export must look the same from the app and from the CLI."""
     with _EXPORT_LOCK:
         old = pio.templates.default
-        pio.templates.default = "none"  # the charts bring their own small template (charts._TEMPLATE)
+        pio.templates.default = "none"  # the charts bring their own small template (ln_viz/charts/style.py)
         try:
             yield
         finally:

@@ -1,5 +1,6 @@
-"""Figure builders (ln_viz/charts.py): traces and axes on real small runs, empty and diverged runs, the
-animation frames, the live page's payload at depth 24, Korean labels, and downsampling."""
+"""Figure builders (ln_viz/charts/): traces and axes on recorded runs (the shipped demo runs and the
+Init lab's shipped default, so nothing trains here), empty and diverged runs, the animation frames, the
+live page's payload at depth 24, Korean labels, and downsampling."""
 
 from __future__ import annotations
 
@@ -13,25 +14,36 @@ import pytest
 from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import EN, KO
-from ln_viz.initgrad import init_grads, last_layer_vs_depth
-from ln_viz.model import PARAM_NAMES
-from ln_viz.probes import HIST_BINS, HIST_EDGES, STAT_NAMES
+from ln_viz.initlab import InitLab, bundled_default
+from ln_viz.names import HIST_BINS, HIST_EDGES, PARAM_NAMES, STAT_NAMES
+from ln_viz.runfile import DEMO_DIR, read_run_file
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
-from ln_viz.train import run
 
-TINY = RunConfig(
-    depth=3, d_model=16, heads=2, seq_len=16, batch_size=4, steps=30, probe_every=5, eval_every=10, lr=3e-3
-)
+DIVERGED_AT = 151  # the step at which `diverged_run` diverges
+
+
+def demo(name: str) -> RunData:
+    return read_run_file(DEMO_DIR / f"{name}.json.gz").data
 
 
 @pytest.fixture(scope="module")
 def post_run() -> RunData:
-    return run(TINY.replace(norm_position="post"))
+    """Post-LN with warm-up, depth 6, 300 steps: 31 probe steps, held-out loss every 50."""
+    return demo("post-ln-warmup")
 
 
 @pytest.fixture(scope="module")
 def pre_run() -> RunData:
-    return run(TINY.replace(norm_position="pre", depth=2, warmup_steps=10))
+    """Pre-LN without warm-up, with the same probe steps as `post_run`."""
+    return demo("pre-ln-no-warmup")
+
+
+@pytest.fixture(scope="module")
+def lab() -> InitLab:
+    """The Init lab's default scenario as shipped: Post- and Pre-LN, depth 12, 3 seeds, depths 2-16."""
+    measured = bundled_default()
+    assert measured is not None
+    return measured
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +53,10 @@ def empty_run(post_run: RunData) -> RunData:
 
 @pytest.fixture(scope="module")
 def diverged_run(post_run: RunData) -> RunData:
-    """The real run's first 20 steps, then a step as the trainer reports a divergence: NaN loss and
+    """The recorded run's first 150 steps, then a step as the trainer reports a divergence: NaN loss and
     gradient, activation probes but no gradient probes."""
     data = RunData(post_run.info)
-    n = post_run.scalars["step"].index(20) + 1
+    n = post_run.scalars["step"].index(DIVERGED_AT - 1) + 1
     probes = {s: i for i, s in enumerate(post_run.probe_steps)}
     for k in range(n):
         step = post_run.scalars["step"][k]
@@ -56,7 +68,9 @@ def diverged_run(post_run: RunData) -> RunData:
         )
     acts = {name: post_run.probes[name][-1] for name in ("resid_hist", "resid_stats", "attn_entropy", "input_stats")}
     data.append(
-        Snapshot(21, math.nan, 3e-3, math.nan, 2.1, 10.0, status="diverged", message="msg.diverged", probes=acts)
+        Snapshot(
+            DIVERGED_AT, math.nan, 3e-3, math.nan, 2.1, 10.0, status="diverged", message="msg.diverged", probes=acts
+        )
     )
     return data
 
@@ -111,39 +125,42 @@ def names(fig: go.Figure) -> list[str]:
     return [tr.name for tr in fig.data if tr.name]
 
 
-# --- each builder on real small runs -------------------------------------------------------------
+# --- each builder on recorded runs ---------------------------------------------------------------
 def test_loss_chart_traces_and_fixed_axes(post_run: RunData) -> None:
+    steps = post_run.info.config.steps
     fig = charts.loss_chart(post_run)
     assert {EN["chart.train_loss"], EN["chart.eval_loss"], EN["chart.unigram"], EN["chart.lr"]} <= set(names(fig))
     train = next(tr for tr in fig.data if tr.name == EN["chart.train_loss"])
-    assert len(train.x) == TINY.steps
+    assert len(train.x) == steps
     evals = next(tr for tr in fig.data if tr.name == EN["chart.eval_loss"])
-    assert list(evals.x) == [10, 20, 30]
-    assert tuple(fig.layout.xaxis.range) == (0, TINY.steps)
+    assert list(evals.x) == list(range(50, steps + 1, 50))
+    assert tuple(fig.layout.xaxis.range) == (0, steps)
     assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > post_run.info.unigram_entropy
     assert fig.layout.yaxis2.overlaying == "y"
     assert fig.layout.uirevision
 
 
-def test_loss_chart_shows_full_lr_schedule_and_floor(pre_run: RunData) -> None:
-    fig = charts.loss_chart(pre_run)
+def test_loss_chart_shows_full_lr_schedule_and_floor(post_run: RunData) -> None:
+    cfg = post_run.info.config
+    fig = charts.loss_chart(post_run)
     lr = next(tr for tr in fig.data if tr.name == EN["chart.lr"])
-    assert lr.x[0] == 1 and lr.x[-1] == pre_run.info.config.steps
-    assert lr.y[0] == pytest.approx(3e-4, rel=1e-3)  # warm-up ramp from t/T * lr
-    info = RunInfo(pre_run.info.config, 30, 100, 3.0, floor=2.2, norm_names=["ln1"])
+    assert lr.x[0] == 1 and lr.x[-1] == cfg.steps
+    assert cfg.warmup_steps > 1 and lr.y[0] == pytest.approx(cfg.lr / cfg.warmup_steps, rel=1e-3)  # t/T * lr
+    info = RunInfo(cfg, 30, 100, 3.0, floor=2.2, norm_names=["ln1"])
     floored = charts.loss_chart(RunData(info))
     assert EN["chart.floor"] in names(floored)
     assert EN["chart.floor"] not in names(fig)
 
 
 def test_grad_heatmap(post_run: RunData) -> None:
+    L = post_run.info.config.depth
     fig = charts.grad_heatmap(post_run)
     (heat,) = [tr for tr in fig.data if tr.type == "heatmap"]
-    assert np.asarray(heat.z).shape == (3, len(post_run.probe_steps))
+    assert np.asarray(heat.z).shape == (L, len(post_run.probe_steps))
     assert heat.zmin < heat.zmax
     ticks = heat.colorbar.ticktext
     assert all(not s.startswith("-") for s in ticks)  # real units, not log10 values
-    assert tuple(fig.layout.yaxis.range) == (0.5, 3.5)
+    assert tuple(fig.layout.yaxis.range) == (0.5, L + 0.5)
 
 
 def test_grad_heatmap_shared_zrange(post_run: RunData, pre_run: RunData) -> None:
@@ -155,11 +172,11 @@ def test_grad_heatmap_shared_zrange(post_run: RunData, pre_run: RunData) -> None
 
 
 def test_act_dist_static(post_run: RunData) -> None:
-    fig = charts.act_dist(post_run, step=12)
+    fig = charts.act_dist(post_run, step=post_run.probe_steps[2] + 2)
     heat = fig.data[0]
-    assert heat.type == "heatmap" and np.asarray(heat.z).shape[0] == 3
+    assert heat.type == "heatmap" and np.asarray(heat.z).shape[0] == post_run.info.config.depth
     assert np.asarray(heat.z).dtype == np.uint8  # colour codes: small frames
-    assert str(10) in fig.layout.title.text  # nearest probe step to 12
+    assert str(post_run.probe_steps[2]) in fig.layout.title.text  # the nearest probe step
     assert not fig.frames
     # The value axis is narrowed to 4, 8 or 16 only where nothing is left out.
     lo, hi = fig.layout.xaxis.range
@@ -188,7 +205,7 @@ def test_act_dist_shows_overflow(post_run: RunData) -> None:
     fig = charts.act_dist(data)
     heat = fig.data[0]
     # The whole histogram plus an open bin at each side, coloured by the share of values beyond ±16.
-    assert np.asarray(heat.z).shape == (3, HIST_BINS + 2)
+    assert np.asarray(heat.z).shape == (post_run.info.config.depth, HIST_BINS + 2)
     shares = np.asarray(heat.customdata, dtype=float)
     assert shares[1, -1] == pytest.approx(25) and shares[0, -1] == 0 and np.asarray(heat.z)[1, -1] > 0
     assert np.asarray(heat.x)[-1] > 16 and "> 16" in fig.layout.xaxis.ticktext
@@ -201,12 +218,12 @@ def test_layer_profile(post_run: RunData) -> None:
     assert w2.line.width > max(tr.line.width for tr in fig.data if tr.name in PARAM_NAMES[:-1])
     assert fig.layout.yaxis.type == "log"
     std = fig.data[-1]
-    assert std.xaxis == "x2" and len(std.y) == 4  # layers 0 (embeddings) .. 3
+    assert std.xaxis == "x2" and len(std.y) == post_run.info.config.depth + 1  # layers 0 (embeddings) .. L
 
 
 def test_update_ratio_chart(post_run: RunData) -> None:
     fig = charts.update_ratio_chart(post_run)
-    assert len(fig.data) == 3 + 1  # three layers and the 1e-3 reference
+    assert len(fig.data) == post_run.info.config.depth + 1  # each layer (6 <= 8) and the 1e-3 reference
     assert fig.layout.yaxis.type == "log"
     deep = charts.update_ratio_chart(synthetic_run(depth=24, steps=100))
     assert len(deep.data) <= 12
@@ -214,31 +231,33 @@ def test_update_ratio_chart(post_run: RunData) -> None:
 
 def test_compare_builders(post_run: RunData, pre_run: RunData) -> None:
     labels = ["post", "pre"]
-    fig = charts.compare_loss([post_run, pre_run], labels)
+    fig = charts.loss_chart([post_run, pre_run], labels=labels)
     assert {"post", "pre"} <= set(names(fig))
     colors = {tr.name: tr.line.color for tr in fig.data}
     assert colors["post"] == charts.NORM_COLORS["post"] and colors["pre"] == charts.NORM_COLORS["pre"]
-    prof = charts.compare_layer_profile([post_run, pre_run], labels, step=15)
+    step = post_run.probe_steps[3]
+    prof = charts.layer_profile([post_run, pre_run], step=step + 1, labels=labels)
     assert len(prof.data) == 4
-    assert "15" in prof.layout.title.text
+    assert str(step) in prof.layout.title.text
+    # The Compare page's names draw the same figures.
+    assert charts.compare_loss([post_run, pre_run], labels).to_json() == fig.to_json()
+    assert charts.compare_layer_profile([post_run, pre_run], labels, step=step + 1).to_json() == prof.to_json()
 
 
-def test_init_lab_builders() -> None:
-    cfg = RunConfig(depth=3, d_model=16, heads=2, seq_len=16, batch_size=4)
-    grads, resid = {}, {}
-    for pos in ("post", "pre"):
-        grads[pos], resid[pos] = init_grads(cfg.replace(norm_position=pos), seeds=[0, 1])
-    fig = charts.init_grad_profile(grads)
+def test_init_lab_builders(lab: InitLab) -> None:
+    fig = charts.init_grad_profile(lab.grads)
     assert sum(tr.fill == "toself" for tr in fig.data) == 2 and fig.layout.yaxis.type == "log"
-    depth_df = last_layer_vs_depth(cfg, depths=[1, 2, 4], seeds=[0, 1])
-    fig = charts.last_layer_vs_depth_chart(depth_df)
+    fig = charts.last_layer_vs_depth_chart(lab.vs_depth)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     ref = next(tr for tr in fig.data if tr.name == EN["chart.ref_inv_sqrt"])
     pre = next(tr for tr in fig.data if tr.name == EN["chart.norm.pre"])
-    assert ref.y[0] == pytest.approx(pre.y[0]) and ref.y[-1] == pytest.approx(pre.y[0] / 2, rel=1e-5)
-    fig = charts.resid_growth_chart(resid)
+    depths = sorted(lab.vs_depth["depth"].unique())
+    assert ref.y[0] == pytest.approx(pre.y[0])
+    assert ref.y[-1] == pytest.approx(pre.y[0] * math.sqrt(depths[0] / depths[-1]), rel=1e-5)  # 1/sqrt(L)
+    fig = charts.resid_growth_chart(lab.resid)
     band = next(tr for tr in fig.data if tr.name == EN["chart.pre_band"])
-    assert max(band.y) == pytest.approx(1 + 1.5 * 3)
+    L = int(lab.resid["pre"]["layer"].max())
+    assert max(band.y) == pytest.approx(1 + 1.5 * L)
     assert EN["chart.post_ref"] in names(fig)
 
 
@@ -248,26 +267,26 @@ def test_empty_run_draws_empty_axes(empty_run: RunData) -> None:
         assert isinstance(fig, go.Figure), name
         fig.to_json()
     loss = charts.loss_chart(empty_run)
-    assert tuple(loss.layout.xaxis.range) == (0, TINY.steps)
+    assert tuple(loss.layout.xaxis.range) == (0, empty_run.info.config.steps)
     assert any(EN["chart.waiting"] in a.text for a in loss.layout.annotations)
     assert charts.act_dist(empty_run, animate=True).frames == ()
-    charts.compare_loss([empty_run, empty_run], ["a", "b"]).to_json()
-    charts.compare_layer_profile([empty_run], ["a"]).to_json()
+    charts.loss_chart([empty_run, empty_run], labels=["a", "b"]).to_json()
+    charts.layer_profile([empty_run], labels=["a"]).to_json()
     charts.init_grad_profile({}).to_json()
 
 
 def test_diverged_run(diverged_run: RunData) -> None:
     figs = live_figures(diverged_run)
-    text = EN["chart.diverged_at"].format(step=21)
+    text = EN["chart.diverged_at"].format(step=DIVERGED_AT)
     assert text in names(figs["loss"])
     marker = next(tr for tr in figs["loss"].data if tr.name == text)
-    assert list(marker.x) == [21] and np.isfinite(marker.y[0])
+    assert list(marker.x) == [DIVERGED_AT] and np.isfinite(marker.y[0])
     heat = figs["grad"].data[0]
     assert np.isnan(np.asarray(heat.z, dtype=float)[:, -1]).all()  # no gradients at the diverged step
     assert len(charts.act_dist(diverged_run, animate=True).frames) == len(diverged_run.probe_steps)
     for fig in figs.values():
         fig.to_json()
-    assert text in names(charts.compare_loss([diverged_run], ["x"]))
+    assert text in names(charts.loss_chart([diverged_run], labels=["x"]))
 
 
 def test_stalled_band(post_run: RunData) -> None:
@@ -342,18 +361,15 @@ def english_left(text: str) -> list[str]:
     return re.findall(r"[A-Za-z]{2,}", text)
 
 
-def test_korean_labels(post_run: RunData, pre_run: RunData) -> None:
-    cfg = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4)
-    g, r = init_grads(cfg, seeds=[0, 1])
-    depth_df = last_layer_vs_depth(cfg, depths=[1, 2], seeds=[0])
+def test_korean_labels(post_run: RunData, pre_run: RunData, lab: InitLab) -> None:
     figs = [
         *live_figures(post_run, "ko").values(),
         charts.act_dist(post_run, "ko", animate=True),
-        charts.compare_loss([post_run, pre_run], ["Post-LN", "Pre-LN"], "ko"),
-        charts.compare_layer_profile([post_run, pre_run], ["Post-LN", "Pre-LN"], "ko"),
-        charts.init_grad_profile({"pre": g}, "ko"),
-        charts.last_layer_vs_depth_chart(depth_df, "ko"),
-        charts.resid_growth_chart({"pre": r}, "ko"),
+        charts.loss_chart([post_run, pre_run], "ko", labels=["Post-LN", "Pre-LN"]),
+        charts.layer_profile([post_run, pre_run], "ko", labels=["Post-LN", "Pre-LN"]),
+        charts.init_grad_profile({"pre": lab.grads["pre"]}, "ko"),
+        charts.last_layer_vs_depth_chart(lab.vs_depth, "ko"),
+        charts.resid_growth_chart({"pre": lab.resid["pre"]}, "ko"),
     ]
     for fig in figs:
         texts = visible_texts(fig)

@@ -1,0 +1,73 @@
+"""Plotly figure builders: RunData (or Init lab DataFrames) in, `plotly.graph_objects.Figure` out.
+
+Pure functions, no streamlit, no tensors. Every visible string comes from the i18n catalog (`chart.*`).
+Built for a live page that redraws about once a second and for a projector:
+- axis ranges are fixed from the config and from theory (or rounded out to whole decades) so nothing
+  jumps while data streams in; `uirevision` keeps the user's zoom across redraws;
+- long series are downsampled (`downsample`), arrays go out as float32 numpy (Plotly sends them as
+  binary), traces stay few;
+- fonts start at 16 px (`presenter=True`: 1.4x), colours are Okabe-Ito (colour-blind safe) and each
+  norm position keeps its colour on every chart (`NORM_COLORS`).
+
+The package: `style` (colours, fonts, the shared layout, presenter scaling), `axes` (ranges, ticks,
+colorbars), `sample` (downsampling, which probe step), and one module per family of views: `loss`,
+`grads` (gradient heatmap, update ratio), `dist` (activation distributions), `profile` (per-layer
+profile), `initlab` (the Init lab). In each, a `_prepare_*` step computes what is drawn, apart from the
+drawing; `loss_chart` and `layer_profile` take one run (its full view) or a sequence of runs (compared).
+"""
+
+from ln_viz.charts.dist import ACT_CODES, ACT_LOG_MIN, act_dist
+from ln_viz.charts.grads import MAX_RATIO_LAYERS, UPDATE_RATIO_REF, grad_heatmap, shared_zrange, update_ratio_chart
+from ln_viz.charts.initlab import init_grad_profile, last_layer_vs_depth_chart, resid_growth_chart
+from ln_viz.charts.loss import compare_loss, loss_chart
+from ln_viz.charts.profile import PROFILE_HEIGHTS, PROFILE_SPACING, compare_layer_profile, layer_profile
+from ln_viz.charts.sample import (
+    MAX_HEATMAP_COLUMNS,
+    MAX_LOSS_POINTS,
+    MAX_LR_POINTS,
+    downsample,
+    downsample_index,
+)
+from ln_viz.charts.style import (
+    BASE_FONT,
+    FAINT,
+    FONT_FAMILY,
+    GREY,
+    NORM_COLORS,
+    PARAM_COLORS,
+    PRESENTER_SCALE,
+    norm_label,
+)
+
+__all__ = [
+    "ACT_CODES",
+    "ACT_LOG_MIN",
+    "BASE_FONT",
+    "FAINT",
+    "FONT_FAMILY",
+    "GREY",
+    "MAX_HEATMAP_COLUMNS",
+    "MAX_LOSS_POINTS",
+    "MAX_LR_POINTS",
+    "MAX_RATIO_LAYERS",
+    "NORM_COLORS",
+    "PARAM_COLORS",
+    "PRESENTER_SCALE",
+    "PROFILE_HEIGHTS",
+    "PROFILE_SPACING",
+    "UPDATE_RATIO_REF",
+    "act_dist",
+    "compare_layer_profile",
+    "compare_loss",
+    "downsample",
+    "downsample_index",
+    "grad_heatmap",
+    "init_grad_profile",
+    "last_layer_vs_depth_chart",
+    "layer_profile",
+    "loss_chart",
+    "norm_label",
+    "resid_growth_chart",
+    "shared_zrange",
+    "update_ratio_chart",
+]

@@ -1,0 +1,141 @@
+"""Axes that hold still while a run streams in: ranges rounded out to whole decades or a 1-2-5 grid,
+log axes and colorbars labelled in real units at one readable size, and layer-axis ticks."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ln_viz.charts.style import _px
+
+_NICE = (1.0, 2.0, 5.0)
+
+
+def _positive(values: np.ndarray, at_least: tuple[float, float] | None) -> np.ndarray:
+    """The finite positive values, plus `at_least` (two values the range must hold)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
+    if at_least is not None:
+        v = np.concatenate([v, np.asarray(at_least, dtype=np.float64)])
+    return v
+
+
+def _decade_range(values: np.ndarray, at_least: tuple[float, float] | None = None) -> tuple[int, int] | None:
+    """Whole decades (lo, hi exponents) around the finite positive values: ranges change only when data
+    crosses a power of ten, so the axes stay still while a run streams in."""
+    v = _positive(values, at_least)
+    if v.size == 0:
+        return None
+    lo, hi = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
+    if hi <= lo:
+        hi = lo + 1
+    return lo, hi
+
+
+def _nice_log_range(values: np.ndarray, at_least: tuple[float, float] | None = None) -> tuple[float, float] | None:
+    """(lo, hi) on a 1-2-5 grid around the finite positive values: tighter than whole decades, and it
+    still only moves when the data passes a grid value (so a streaming axis rarely moves)."""
+    rng = _decade_range(values, at_least)
+    if rng is None:
+        return None
+    v = _positive(values, at_least)
+    grid = [m * 10.0**k for k in range(rng[0] - 1, rng[1] + 1) for m in _NICE]
+    lo = max(g for g in grid if g <= v.min() * (1 + 1e-9))
+    hi = min(g for g in grid if g >= v.max() * (1 - 1e-9))
+    if hi <= lo:
+        hi = next(g for g in grid if g > lo)
+    return lo, hi
+
+
+def _short_number(v: float, exponent: bool = False) -> str:
+    """0.5, 20, or 5e-4 style (`exponent`, or when very small or large)."""
+    if v == 0:
+        return "0"
+    if not exponent and 1e-3 <= abs(v) < 1e4:
+        return f"{v:g}"
+    mant, exp = f"{v:.1e}".split("e")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}e{int(exp)}"
+
+
+def _log_axis(rng: tuple[float, float]) -> dict[str, Any]:
+    """A log axis over `rng` (real units) with ticks at 1-2-5 (or whole decades over a wide range), all
+    labels the same size (Plotly's own minor labels are too small to read on a projector)."""
+    lo, hi = rng
+    ticks = _log_ticks(lo, hi)
+    small = min(ticks) < 1e-3  # then every tick below 1 in e-notation, so the column reads evenly
+    return {
+        "type": "log",
+        "range": [math.log10(lo), math.log10(hi)],
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": [_short_number(v, exponent=small and v < 1) for v in ticks],
+    }
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """1-2-5 ticks over up to 3 decades, whole decades up to 8, then every 2nd, 3rd... decade."""
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    span = k1 - k0
+    mults = _NICE if span <= 3 else (1.0,)
+    every = 1 if span <= 8 else math.ceil(span / 7)
+    ticks = [m * 10.0**k for k in range(k0, k1 + 1) if (k - k1) % every == 0 for m in mults]
+    return [v for v in ticks if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
+
+
+def _log10(x: np.ndarray) -> np.ndarray:
+    """log10 with NaN (not -inf, not a warning) for zero, negative and non-finite values."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.full(x.shape, np.nan)
+    ok = np.isfinite(x) & (x > 0)
+    out[ok] = np.log10(x[ok])
+    return out
+
+
+def _layer_ticks(L: int, start: int = 1) -> dict[str, Any]:
+    """Layer-axis ticks: every layer up to 12, else about 8 evenly spread (always the first and last)."""
+    if L - start + 1 <= 12:
+        return {"tickmode": "array", "tickvals": list(range(start, L + 1))}
+    step = next(s for s in (2, 4, 5, 8, 10, 20, 25, 50) if L / s <= 8)
+    vals = sorted({start, *range(step, L + 1, step), L})
+    if L % step and L - vals[-2] < step / 2:  # the last round tick crowds L
+        vals.remove(vals[-2])
+    return {"tickmode": "array", "tickvals": vals}
+
+
+def _wrap(text: str, width: int = 12) -> str:
+    """Break a short label into lines of about `width` characters at spaces (Plotly's <br>)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+def _colorbar(
+    title: str, tickvals: Sequence[float], ticktext: Sequence[str], presenter: bool, top: float | None = None
+) -> dict[str, Any]:
+    """A vertical colorbar with its title on top, wrapped (on the right side the title is drawn over long
+    tick labels and cut by the figure's edge). A tick at the very top (`top`) is left out: its label,
+    centred on the bar's end, would run into the title."""
+    if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
+        tickvals, ticktext = tickvals[:-1], ticktext[:-1]
+    return {
+        "title": {"text": _wrap(title), "side": "top", "font": {"size": _px(14, presenter)}},
+        "tickvals": list(tickvals),
+        "ticktext": list(ticktext),
+        "tickfont": {"size": _px(14, presenter)},
+        "thickness": _px(16, presenter),
+        "len": 0.9,
+    }
+
+
+def _log_colorbar(title: str, lo: float, hi: float, presenter: bool) -> dict[str, Any]:
+    """A colorbar for log10 colour values, labelled in real units (1-2-5 or decade ticks)."""
+    axis = _log_axis((lo, hi))
+    return _colorbar(title, [math.log10(v) for v in axis["tickvals"]], axis["ticktext"], presenter, math.log10(hi))

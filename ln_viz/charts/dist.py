@@ -1,0 +1,291 @@
+"""How the residual stream's values are spread after each layer at one probe step: a layer x value
+heatmap of the fixed-edge histograms with each layer's ±1 std, and after a run an animation with one
+frame per probe step (step slider, Play/Pause), all driven in the browser."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+
+from ln_viz.charts.axes import _colorbar, _layer_ticks
+from ln_viz.charts.sample import _probe_index, _run_key
+from ln_viz.charts.style import _empty_note, _f32, _hover, _layout, _px, _scale
+from ln_viz.i18n import t
+from ln_viz.snapshot import RunData
+
+# Activation histograms go out as uint8 codes of log10(share of values in a bin), so the animation with
+# one frame per probe step stays small: code 0 = empty bin (white), 1..250 = log10 share from
+# ACT_LOG_MIN to 0 (shares below 10^ACT_LOG_MIN get code 1).
+ACT_LOG_MIN = -5.0
+ACT_CODES = 249
+
+
+def _act_codes(hist: np.ndarray) -> np.ndarray:
+    """uint8 colour codes of histogram shares: 0 empty, 1..ACT_CODES+1 for log10 share ACT_LOG_MIN..0."""
+    h = np.asarray(hist, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lg = np.log10(np.where(h > 0, h, np.nan))
+    frac = np.clip((lg - ACT_LOG_MIN) / -ACT_LOG_MIN, 0.0, 1.0)
+    codes = np.where(np.isfinite(lg), 1 + np.round(frac * ACT_CODES), 0)
+    return codes.astype(np.uint8)
+
+
+def _act_colorscale() -> list[list[Any]]:
+    """White for empty bins, then viridis reversed (pale = rare values, dark = common ones)."""
+    top = ACT_CODES + 1
+    cols = sample_colorscale("Viridis", list(np.linspace(1.0, 0.0, 9)))
+    scale: list[list[Any]] = [[0.0, "white"], [0.5 / top, "white"]]
+    for i, c in enumerate(cols):
+        scale.append([(1 + i * ACT_CODES / (len(cols) - 1)) / top, c])
+    return scale
+
+
+def _act_code_ticks() -> tuple[list[float], list[str]]:
+    vals, labels = [], []
+    for k in range(int(ACT_LOG_MIN), 1):
+        vals.append(1 + (k - ACT_LOG_MIN) / -ACT_LOG_MIN * ACT_CODES)
+        labels.append(f"{100 * 10.0**k:g}%")
+    return vals, labels
+
+
+class _ActGrid:
+    """Which bins the distribution chart draws, the same for every probe step of a run (so neither the
+    axis nor the frames change shape): the value axis spans ±4, ±8 or the histogram's ±16, the smallest
+    that holds every nonempty bin of the run; when any value ever fell beyond ±16, two open bins
+    (< −16, > 16) are added at the sides, coloured on the same scale: the share of values beyond."""
+
+    def __init__(self, data: RunData) -> None:
+        edges = np.asarray(data.info.hist_edges, dtype=np.float64)
+        names = list(data.info.stat_names)
+        self.i_below, self.i_above = names.index("frac_below"), names.index("frac_above")
+        self.edge = float(edges[-1])
+        self.overflow = False
+        reach = self.edge
+        if data.probe_steps:
+            over = data.probe("resid_stats")[..., [self.i_below, self.i_above]]
+            self.overflow = bool(np.nansum(over) > 0)
+            used = np.nansum(data.probe("resid_hist"), axis=(0, 1)) > 0
+            if used.any() and not self.overflow:
+                reach = max(abs(edges[:-1][used].min()), abs(edges[1:][used].max()))
+        self.width = next((w for w in (4.0, 8.0) if w < self.edge and reach <= w + 1e-9), self.edge)
+        self.cols = np.flatnonzero((edges[:-1] >= -self.width - 1e-9) & (edges[1:] <= self.width + 1e-9))
+        x = edges[self.cols[0] : self.cols[-1] + 2]  # cell edges (one more than columns)
+        self.pad = 0.15 * self.width if self.overflow else 0.0  # width of each open bin's cell
+        if self.overflow:
+            x = np.concatenate([[x[0] - self.pad], x, [x[-1] + self.pad]])
+        self.x_edges = x
+
+    def shares(self, hist: np.ndarray, stats: np.ndarray) -> np.ndarray:
+        """(L, columns) shares of values per drawn cell, open bins included."""
+        h = np.asarray(hist, dtype=np.float64)[:, self.cols]
+        if not self.overflow:
+            return h
+        return np.concatenate([stats[:, [self.i_below]], h, stats[:, [self.i_above]]], axis=1)
+
+
+def _std_trace(stats: np.ndarray, stat_names: Sequence[str], width: float) -> dict[str, Any]:
+    """x, y and marker symbols of one line through -std and one through +std, split by a gap (one trace,
+    not two). A std beyond the axis sits at its edge as an outward triangle, never as a circle."""
+    std = stats[:, list(stat_names).index("std")].astype(np.float64)
+    xs: list[Any] = []
+    ys: list[Any] = []
+    symbols: list[str] = []
+    for sign, arrow in ((-1, "triangle-left"), (1, "triangle-right")):
+        if xs:
+            xs.append(None)
+            ys.append(None)
+            symbols.append("circle")
+        for layer, s in enumerate(std, start=1):
+            ok = bool(np.isfinite(s))
+            xs.append(round(sign * float(min(s, width)), 3) if ok else None)
+            ys.append(layer)
+            symbols.append(arrow if ok and s > width else "circle")
+    return {"x": xs, "y": ys, "marker": {"symbol": symbols}}
+
+
+class _ActInfo(NamedTuple):
+    """The distribution chart's cells and the probe step it shows (None before the first probe)."""
+
+    grid: _ActGrid
+    p: int | None
+    shares: np.ndarray  # (L, cells) share of values per drawn cell at step p
+    stats: np.ndarray  # (L, stats) at step p
+
+
+def _prepare_act(data: RunData, step: int | None) -> _ActInfo:
+    grid = _ActGrid(data)
+    p = _probe_index(data, step)
+    if p is None:
+        L = data.info.config.depth
+        return _ActInfo(grid, p, np.zeros((L, len(grid.x_edges) - 1)), np.full((L, len(data.info.stat_names)), np.nan))
+    stats = data.probe("resid_stats")[p]
+    return _ActInfo(grid, p, grid.shares(data.probe("resid_hist")[p], stats), stats)
+
+
+def _act_heatmap(info: _ActInfo, L: int, lang: str, presenter: bool, animate: bool) -> go.Heatmap:
+    """The layer x value cells, coloured by code; the share in the hover only when not animated (in
+    every frame it would double the animation's size)."""
+    tick_vals, tick_text = _act_code_ticks()
+    heat: dict[str, Any] = {
+        "x": _f32(info.grid.x_edges),
+        "y": np.arange(1, L + 1, dtype=np.int16),
+        "z": _act_codes(info.shares),
+        "zmin": 0,
+        "zmax": ACT_CODES + 1,
+        "colorscale": _act_colorscale(),
+        "colorbar": _colorbar(t("chart.act_share", lang), tick_vals, tick_text, presenter, ACT_CODES + 1),
+        "showlegend": False,
+        "name": "",
+    }
+    if animate:
+        heat["hovertemplate"] = _hover(lang, ("chart.value", "%{x:.2f}"), ("chart.layer", "%{y}"))
+    else:
+        heat["customdata"] = _f32(info.shares * 100)
+        heat["hovertemplate"] = _hover(
+            lang, ("chart.value", "%{x:.2f}"), ("chart.layer", "%{y}"), ("chart.share", "%{customdata:.3g}%")
+        )
+    return go.Heatmap(**heat)
+
+
+def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, presenter: bool) -> go.Scatter:
+    std = _std_trace(info.stats, stat_names, info.grid.width)
+    return go.Scatter(
+        x=std["x"],
+        y=std["y"],
+        mode="lines+markers",
+        name=t("chart.std_pm", lang),
+        line={"color": "#D55E00", "width": 2.5},
+        marker={"size": _px(7, presenter), "symbol": std["marker"]["symbol"]},
+        hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{x:.2f}")),
+    )
+
+
+def _value_axis(fig: go.Figure, grid: _ActGrid, lang: str) -> dict[str, Any]:
+    """The value axis; with open bins, labelled where ±16 would be and ±16 marked by white lines."""
+    w = grid.width
+    ticks = [-w, -w / 2, 0.0, w / 2, w]
+    labels = [f"{v:g}".replace("-", "−") for v in ticks]
+    if grid.overflow:
+        ticks = [-w - grid.pad / 2, -w / 2, 0.0, w / 2, w + grid.pad / 2]
+        labels = [t("chart.below_edge", lang, edge=f"{w:g}"), labels[1], "0", labels[3]]
+        labels.append(t("chart.above_edge", lang, edge=f"{w:g}"))
+        for x in (-w, w):
+            fig.add_vline(x=x, line={"color": "white", "width": 3})
+    return {
+        "title": {"text": t("chart.value_axis", lang)},
+        "range": [float(grid.x_edges[0]), float(grid.x_edges[-1])],
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": labels,
+        "showgrid": False,
+    }
+
+
+def act_dist(
+    data: RunData, lang: str = "en", step: int | None = None, animate: bool = False, presenter: bool = False
+) -> go.Figure:
+    """How the residual stream's values are spread after each layer (rows, 1 = input at the bottom) at one
+    probe step: a layer x value heatmap of the fixed-edge histograms, coloured by the log share of values
+    per bin, with each layer's ±1 std marked. The value axis spans ±4, ±8 or the histogram's ±16, the
+    smallest that holds every value of the run; values beyond ±16 get their own open bin at each side.
+    `animate=True` (after a run) adds one frame per probe step, a step slider and Play/Pause buttons,
+    starting at `step`."""
+    L = data.info.config.depth
+    info = _prepare_act(data, step)
+    fig = go.Figure(_act_heatmap(info, L, lang, presenter, animate))
+    fig.add_trace(_std_scatter(info, data.info.stat_names, lang, presenter))
+    if info.p is None:
+        _empty_note(fig, lang, presenter)
+    title_of = lambda s: t("chart.act_title", lang, step=s)  # noqa: E731
+    title = title_of(data.probe_steps[info.p]) if info.p is not None else t("chart.act_title_empty", lang)
+    _layout(
+        fig,
+        title,
+        presenter,
+        "act-" + _run_key(data),
+        legend_below=False,
+        xaxis=_value_axis(fig, info.grid, lang),
+        yaxis={
+            "title": {"text": t("chart.layer_axis", lang)},
+            "range": [0.5, L + 0.5],
+            "showgrid": False,
+            **_layer_ticks(L),
+        },
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
+    )
+    if animate and info.p is not None:
+        _add_frames(fig, data, info.p, title_of, info.grid)
+        _play_controls(fig, data.probe_steps, info.p, lang, presenter)
+    return fig
+
+
+def _add_frames(fig: go.Figure, data: RunData, start: int, title_of: Callable[[int], str], grid: _ActGrid) -> None:
+    """One frame per probe step (plain dicts: graph_objects validation is slow for hundreds of frames)."""
+    hist, stats, names = data.probe("resid_hist"), data.probe("resid_stats"), data.info.stat_names
+    fig.frames = [
+        {
+            "name": str(s),
+            "data": [
+                {"type": "heatmap", "z": _act_codes(grid.shares(hist[i], stats[i]))},
+                {"type": "scatter", **_std_trace(stats[i], names, grid.width)},
+            ],
+            "traces": [0, 1],
+            "layout": {"title": {"text": title_of(s)}},
+        }
+        for i, s in enumerate(data.probe_steps)
+    ]
+
+
+_JUMP = {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}
+_PLAY = {
+    "frame": {"duration": 120, "redraw": True},
+    "transition": {"duration": 0},
+    "fromcurrent": True,
+    "mode": "immediate",
+}
+
+
+def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, presenter: bool) -> None:
+    """With two or more frames, Play/Pause buttons and under them a step slider, stacked under the x
+    axis title (buttons, then the slider) so nothing overlaps at half width."""
+    if len(steps) < 2:
+        return
+    s = _scale(presenter)
+    many = len(steps) > 25  # then the tick labels would overlap: the current value names the step
+    buttons = {
+        "type": "buttons",
+        "direction": "left",
+        "showactive": False,
+        "x": 0,
+        "y": 0,
+        "xanchor": "left",
+        "yanchor": "top",
+        "pad": {"t": round(62 * s)},
+        "font": {"size": _px(15, presenter)},
+        "buttons": [
+            {"label": "▶ " + t("chart.play", lang), "method": "animate", "args": [None, _PLAY]},
+            {"label": "❚❚ " + t("chart.pause", lang), "method": "animate", "args": [[None], _JUMP]},
+        ],
+    }
+    slider = {
+        "active": start,
+        "currentvalue": {
+            "prefix": t("chart.step", lang) + " ",
+            "xanchor": "right",
+            "font": {"size": _px(15, presenter), "color": "#222222"},
+        },
+        "pad": {"t": round(100 * s), "b": 0, "l": 0, "r": 0},
+        "len": 1.0,
+        "x": 0,
+        "y": 0,
+        "yanchor": "top",
+        "ticklen": 4 if many else 7,
+        "minorticklen": 0 if many else 4,
+        "font": {"size": _px(14, presenter), "color": "rgba(0,0,0,0)" if many else "#444444"},
+        "steps": [{"label": str(st), "method": "animate", "args": [[str(st)], _JUMP]} for st in steps],
+    }
+    fig.update_layout(updatemenus=[buttons], sliders=[slider], margin={"b": round(175 * s)})

@@ -1,0 +1,296 @@
+"""The training loss over steps, of one run (the live page: held-out loss, reference lines, the planned
+learning rate, stalled and diverged marks) or of several on one axis (the Compare page: colour = norm
+position, dash = which run). Axes are fixed from the config and from theory, so nothing jumps while
+data streams in."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ln_viz.charts.axes import _short_number
+from ln_viz.charts.sample import MAX_LOSS_POINTS, MAX_LR_POINTS, _run_key, _run_styles, _runs_key, downsample_index
+from ln_viz.charts.style import GREY, NORM_COLORS, _corner_note, _empty_note, _f32, _hover, _layout, _px, norm_label
+from ln_viz.i18n import t
+from ln_viz.names import lr_schedule
+from ln_viz.snapshot import RunData
+
+
+class _LossInfo(NamedTuple):
+    """What the loss chart draws, prepared from the runs."""
+
+    runs: list[RunData]
+    lines: list[tuple[str, str, str, float]]  # per run's loss line: name, colour, dash, width
+    colors: list[str]  # per run: the colour of its divergence mark
+    top: float  # nats: the fixed top of the loss axis
+    max_steps: int
+    unigrams: list[float]  # nats: one dashed reference line each
+    over: int  # loss values beyond `top` (clipped, and a note says so)
+    # One run's planned learning rate per step 1..steps; None for a comparison of runs, which draws no
+    # held-out loss, schedule or stall.
+    schedule: np.ndarray | None
+
+
+def _loss_top(datas: Sequence[RunData]) -> float:
+    """A fixed top for the loss axis: above the uniform-guess loss ln(V), the unigram loss and the first
+    loss, rounded up to 0.5 nats; at most twice the larger of ln(V) and the unigram loss."""
+    top = 0.0
+    for d in datas:
+        base = max(math.log(max(d.info.vocab_size, 2)), d.info.unigram_entropy)
+        first = next((v for v in d.scalars["loss"] if math.isfinite(v)), base)
+        top = max(top, min(max(base, first), 2 * base))
+    return math.ceil(top * 1.1 * 2) / 2
+
+
+def _count_over(d: RunData, top: float) -> int:
+    loss = np.asarray(d.scalars["loss"], dtype=np.float64)
+    return int(np.sum(np.isfinite(loss) & (loss > top)))
+
+
+def _prepare_loss(runs: RunData | Sequence[RunData], labels: Sequence[str] | None, lang: str) -> _LossInfo:
+    datas = [runs] if isinstance(runs, RunData) else list(runs)
+    top = _loss_top(datas) if datas else 5.0
+    max_steps = max((d.info.config.steps for d in datas), default=1)
+    if isinstance(runs, RunData):
+        color = NORM_COLORS.get(runs.info.config.norm_position, GREY)
+        lines: list[tuple[str, str, str, float]] = [(t("chart.train_loss", lang), color, "solid", 2.5)]
+        colors, unigrams, schedule = [color], [runs.info.unigram_entropy], lr_schedule(runs.info.config)
+    else:
+        if labels is None:
+            labels = [norm_label(d.info.config.norm_position, lang) for d in datas]
+        styles = _run_styles(datas)
+        lines = [(label, color, dash, 3) for label, (color, dash) in zip(labels, styles)]
+        colors, schedule = [color for color, _ in styles], None
+        unigrams = sorted({round(d.info.unigram_entropy, 4) for d in datas})
+    over = sum(_count_over(d, top) for d in datas)
+    return _LossInfo(datas, lines, colors, top, max_steps, unigrams, over, schedule)
+
+
+def _loss_line(
+    fig: go.Figure, d: RunData, name: str, color: str, top: float, lang: str, dash: str, width: float
+) -> None:
+    """The (downsampled) training loss of one run, clipped just above `top`."""
+    steps = np.asarray(d.scalars["step"], dtype=np.int64)
+    loss = np.asarray(d.scalars["loss"], dtype=np.float64)
+    if steps.size == 0:
+        fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name=name, line={"color": color, "dash": dash}))
+        return
+    idx = downsample_index(loss, MAX_LOSS_POINTS)
+    x, y = steps[idx], loss[idx]
+    shown = np.where(np.isfinite(y), np.minimum(y, top * 1.02), np.nan)  # off the chart, visibly up
+    few = int(np.isfinite(y).sum()) < 3  # a line through one or two points is invisible
+    fig.add_trace(
+        go.Scatter(
+            x=x.astype(np.int32),
+            y=_f32(shown),
+            customdata=_f32(y),
+            mode="lines+markers" if few else "lines",
+            name=name,
+            line={"color": color, "width": width, "dash": dash},
+            hovertemplate=_hover(lang, ("chart.step", "%{x}"), ("chart.loss", "%{customdata:.3f}")),
+        )
+    )
+
+
+def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, presenter: bool, color: str) -> None:
+    """Held-out loss as open diamonds, clipped like the training loss."""
+    steps = np.asarray(data.scalars["step"], dtype=np.int64)
+    ev = np.asarray(data.scalars["eval_loss"], dtype=np.float64)
+    has = np.isfinite(ev)
+    fig.add_trace(
+        go.Scatter(
+            x=steps[has].astype(np.int32),
+            y=_f32(np.minimum(ev[has], top * 1.02)),
+            customdata=_f32(ev[has]),
+            mode="markers",
+            name=t("chart.eval_loss", lang),
+            marker={
+                "symbol": "diamond",
+                "size": _px(11, presenter),
+                "color": "white",
+                "line": {"color": color, "width": 2.5},
+            },
+            hovertemplate=_hover(lang, ("chart.step", "%{x}"), ("chart.eval_loss", "%{customdata:.3f}")),
+        )
+    )
+
+
+def _reference_line(fig: go.Figure, x1: int, y: float, key: str, color: str, dash: str, lang: str, **kw: Any) -> None:
+    """A horizontal reference (the unigram loss, the entropy floor) from step 0 to `x1`."""
+    fig.add_trace(
+        go.Scatter(
+            x=[0, x1],
+            y=[y, y],
+            mode="lines",
+            name=t(key, lang),
+            line={"color": color, "dash": dash, "width": 2},
+            hovertemplate=t(key, lang) + ": %{y:.3f}<extra></extra>",
+            **kw,
+        )
+    )
+
+
+def _schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, presenter: bool) -> None:
+    """The whole planned learning rate on the right axis (so the warm-up ramp is visible before the run
+    gets there), and a dot at the latest step's rate."""
+    lr_steps = np.arange(1, data.info.config.steps + 1)
+    idx = downsample_index(sched, MAX_LR_POINTS)
+    hover = _hover(lang, ("chart.step", "%{x}"), ("chart.lr", "%{y:.2e}"))
+    fig.add_trace(
+        go.Scatter(
+            x=lr_steps[idx].astype(np.int32),
+            y=_f32(sched[idx]),
+            yaxis="y2",
+            mode="lines",
+            name=t("chart.lr", lang),
+            line={"color": "#888888", "dash": "dot", "width": 2},
+            opacity=0.8,
+            hovertemplate=hover,
+        )
+    )
+    if data.scalars["step"]:
+        fig.add_trace(
+            go.Scatter(
+                x=[int(data.scalars["step"][-1])],
+                y=[float(data.scalars["lr"][-1])],
+                yaxis="y2",
+                mode="markers",
+                showlegend=False,
+                marker={"color": "#888888", "size": _px(9, presenter)},
+                hovertemplate=hover,
+            )
+        )
+
+
+def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, presenter: bool) -> None:
+    """A shaded band from the step the loss stalled at the unigram loss, with a label."""
+    if data.stalled_since is None:
+        return
+    x1 = max(data.steps_done, data.stalled_since)
+    fig.add_vrect(x0=data.stalled_since, x1=x1, fillcolor="#E69F00", opacity=0.15, line_width=0, layer="below")
+    fig.add_annotation(
+        x=data.stalled_since,
+        y=top * 0.97,
+        xanchor="left",
+        yanchor="top",
+        showarrow=False,
+        text=t("chart.stalled_since", lang, step=data.stalled_since),
+        font={"color": "#8A5A00", "size": _px(15, presenter)},
+        bgcolor="rgba(255,255,255,0.8)",
+    )
+
+
+def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presenter: bool, color: str) -> None:
+    """A cross and a label where the run diverged; at the last finite loss or near the top."""
+    if d.diverged_at is None:
+        return
+    loss = np.asarray(d.scalars["loss"], dtype=np.float64)
+    finite = loss[np.isfinite(loss)]
+    y = float(min(finite[-1], top * 0.95)) if finite.size else top * 0.9
+    text = t("chart.diverged_at", lang, step=d.diverged_at)
+    fig.add_trace(
+        go.Scatter(
+            x=[d.diverged_at],
+            y=[y],
+            mode="markers",
+            name=text,
+            marker={"symbol": "x-thin", "size": _px(22, presenter), "line": {"width": 4, "color": color}},
+            hovertemplate=text + "<extra></extra>",
+        )
+    )
+    fig.add_vline(x=d.diverged_at, line={"color": color, "dash": "dash", "width": 1.5})
+    right = d.diverged_at < d.info.config.steps / 2  # the label goes where there is room
+    fig.add_annotation(
+        x=d.diverged_at,
+        y=y,
+        text=text,
+        showarrow=True,
+        arrowhead=0,
+        ax=20 if right else -20,
+        ay=-40,
+        xanchor="left" if right else "right",
+        font={"color": color, "size": _px(16, presenter)},
+        bgcolor="rgba(255,255,255,0.85)",
+    )
+
+
+def _lr_axis(sched: np.ndarray, lr: float, lang: str) -> dict[str, Any]:
+    """The right axis of the learning rate: three ticks, zero, half and the peak the run is set to."""
+    lr_peak = float(np.nanmax(sched)) if sched.size else lr
+    lr_ticks = [0.0, lr_peak / 2, lr_peak]
+    return {
+        "title": {"text": t("chart.lr_axis", lang), "font": {"color": "#666666"}},
+        "overlaying": "y",
+        "side": "right",
+        "range": [0, lr_peak * 1.1],
+        "showgrid": False,
+        "tickfont": {"color": "#666666"},
+        "tickmode": "array",
+        "tickvals": lr_ticks,
+        "ticktext": [_short_number(v, exponent=0 < v < 0.01) for v in lr_ticks],
+    }
+
+
+def _loss_layout(info: _LossInfo, lang: str, presenter: bool) -> tuple[str, str, dict[str, Any]]:
+    """Title, uirevision and axes of the loss chart (a right axis for the learning rate of one run)."""
+    xaxis: dict[str, Any] = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, info.max_steps]}
+    axes: dict[str, Any] = {
+        "xaxis": xaxis,
+        "yaxis": {"title": {"text": t("chart.loss_axis", lang)}, "range": [0, info.top]},
+    }
+    if info.schedule is None:
+        return t("chart.compare_loss_title", lang), _runs_key("cmp-loss-", info.runs), axes
+    cfg = info.runs[0].info.config
+    xaxis["showgrid"] = True
+    axes["yaxis2"] = _lr_axis(info.schedule, cfg.lr, lang)
+    axes["margin"] = {"r": _px(110, presenter)}
+    title = t("chart.loss_title", lang, norm=norm_label(cfg.norm_position, lang), depth=cfg.depth)
+    return title, "loss-" + _run_key(info.runs[0]), axes
+
+
+def loss_chart(
+    runs: RunData | Sequence[RunData],
+    lang: str = "en",
+    presenter: bool = False,
+    labels: Sequence[str] | None = None,
+) -> go.Figure:
+    """Training loss per step with the unigram loss (dashed grey) and a cross where a run diverged.
+    One run (a RunData): also its held-out loss, the entropy floor when known (dash-dot), the planned
+    learning-rate schedule on a right axis (dotted) and a shaded band while it is stalled. Several (a
+    sequence, named by `labels`, by default their norm positions): one line each, colour = norm
+    position, dash = which run. Axes are fixed: steps 0..config.steps, loss 0..a top set by ln(V), the
+    unigram loss and the first loss (larger values are clipped, and a note says so)."""
+    info = _prepare_loss(runs, labels, lang)
+    fig = go.Figure()
+    for d, (name, color, dash, width) in zip(info.runs, info.lines):
+        _loss_line(fig, d, name, color, info.top, lang, dash, width)
+    if info.schedule is not None:
+        _eval_markers(fig, info.runs[0], info.top, lang, presenter, info.colors[0])
+    for u in info.unigrams:
+        legend = None if info.schedule is not None else u == info.unigrams[0]  # one legend entry for all
+        _reference_line(fig, info.max_steps, u, "chart.unigram", GREY, "dash", lang, showlegend=legend)
+    if info.schedule is not None:
+        data = info.runs[0]
+        if data.info.floor is not None:
+            _reference_line(fig, info.max_steps, data.info.floor, "chart.floor", "#009E73", "dashdot", lang)
+        _schedule(fig, data, info.schedule, lang, presenter)
+        _stalled_band(fig, data, info.top, lang, presenter)
+    for d, color in zip(info.runs, info.colors):
+        _divergence_marker(fig, d, info.top, lang, presenter, color)
+    if info.over:
+        _corner_note(fig, t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}"), presenter)
+    if not any(d.scalars["step"] for d in info.runs):
+        _empty_note(fig, lang, presenter)
+    title, key, axes = _loss_layout(info, lang, presenter)
+    return _layout(fig, title, presenter, key, **axes)
+
+
+def compare_loss(
+    datas: Sequence[RunData], labels: Sequence[str], lang: str = "en", presenter: bool = False
+) -> go.Figure:
+    """`loss_chart` of several runs (the Compare page's name for it)."""
+    return loss_chart(list(datas), lang, presenter, labels)

@@ -1,0 +1,92 @@
+"""What of a run a chart draws: at most a few hundred points of a long series (`downsample`) and the
+probe step nearest to the one asked for; and how charts tell runs apart (a key per configuration for
+`uirevision`, a colour and a dash per run)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from ln_viz.charts.style import GREY, NORM_COLORS
+from ln_viz.snapshot import RunData
+
+MAX_LOSS_POINTS = 500  # per loss line on the live page
+MAX_LR_POINTS = 200  # the planned schedule is smooth: few points draw it
+MAX_HEATMAP_COLUMNS = 400  # probe steps shown in the gradient heatmap
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+
+
+def downsample_index(y: np.ndarray, max_points: int) -> np.ndarray:
+    """Indices of at most `max_points` points of `y` to draw: the most recent half at full resolution,
+    the older part as the min and max of equal buckets, plus the first point. Keeps the first and last
+    points and the global extremes; NaN-safe (an all-NaN bucket keeps its first point)."""
+    y = np.asarray(y, dtype=np.float64)
+    n = len(y)
+    if max_points < 4:
+        raise ValueError(f"max_points must be at least 4, got {max_points}")
+    if n <= max_points:
+        return np.arange(n)
+    recent = max_points // 2
+    n_old = n - recent
+    n_buckets = max(1, (max_points - recent - 1) // 2)  # 2 points per bucket, +1 for the first point
+    bounds = np.linspace(0, n_old, n_buckets + 1).astype(np.int64)
+    keep = [0]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if b <= a:
+            continue
+        chunk = y[a:b]
+        finite = np.isfinite(chunk)
+        if not finite.any():
+            keep.append(a)
+            continue
+        masked_lo = np.where(finite, chunk, np.inf)
+        masked_hi = np.where(finite, chunk, -np.inf)
+        keep += [a + int(np.argmin(masked_lo)), a + int(np.argmax(masked_hi))]
+    idx = np.unique(np.concatenate([np.asarray(keep, dtype=np.int64), np.arange(n_old, n)]))
+    return idx
+
+
+def downsample(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, max_points: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most `max_points` (x, y) points for display: recent points all, older ones min/max-preserving
+    (see `downsample_index`). First and last points and the extremes of y are always kept."""
+    x, y = np.asarray(x), np.asarray(y)
+    idx = downsample_index(y, max_points)
+    return x[idx], y[idx]
+
+
+def _probe_index(data: RunData, step: int | None) -> int | None:
+    """Index of the probe step nearest to `step` (the last one when None); None before the first probe."""
+    if not data.probe_steps:
+        return None
+    if step is None:
+        return len(data.probe_steps) - 1
+    steps = np.asarray(data.probe_steps)
+    return int(np.argmin(np.abs(steps - step)))
+
+
+def _run_key(data: RunData) -> str:
+    """A stable id of a run's configuration: `uirevision` keeps zoom for the same run, resets for a new one."""
+    blob = json.dumps(data.info.config.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def _runs_key(prefix: str, datas: Sequence[RunData]) -> str:
+    """`uirevision` of a chart of several runs: the same runs keep their zoom."""
+    return prefix + "-".join(_run_key(d) for d in datas)
+
+
+def _run_styles(datas: Sequence[RunData]) -> list[tuple[str, str]]:
+    """(colour, dash) per run: the norm position's colour; runs sharing a position get distinct dashes."""
+    seen: dict[str, int] = {}
+    out = []
+    for d in datas:
+        pos = d.info.config.norm_position
+        n = seen.get(pos, 0)
+        seen[pos] = n + 1
+        out.append((NORM_COLORS.get(pos, GREY), _DASHES[n % len(_DASHES)]))
+    return out

@@ -1,0 +1,165 @@
+"""Build every public chart's figure on recorded data and write each one's `fig.to_json()` to
+OUTDIR/<name>.json: run it before and after a change to the charts and `diff -r` the two folders, and
+any change a user could see in a figure shows as a changed file.
+
+    .venv/bin/python scripts/figure_json.py /tmp/figs-before
+    ... change ln_viz/charts ...
+    .venv/bin/python scripts/figure_json.py /tmp/figs-after && diff -r /tmp/figs-before /tmp/figs-after
+
+The data: the shipped demo runs (a normal, a stalled and a deep run), a diverged run cut from one of
+them, an empty run, and the Init lab's shipped default measurement; every builder in English and
+Korean, presenter mode on and off, one run and several.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
+
+from ln_viz import charts  # noqa: E402
+from ln_viz.initlab import InitLab, bundled_default  # noqa: E402
+from ln_viz.runfile import DEMO_DIR, read_run_file  # noqa: E402
+from ln_viz.snapshot import RunData, Snapshot  # noqa: E402
+
+Build = Callable[[str, bool], go.Figure]  # (lang, presenter) -> figure
+
+
+def demo(name: str) -> RunData:
+    """A shipped demo run, read through the run-file reader the app uses."""
+    return read_run_file(DEMO_DIR / f"{name}.json.gz").data
+
+
+def diverged(src: RunData, at: int) -> RunData:
+    """`src`'s steps before `at`, then step `at` as the trainer reports a divergence: NaN loss and
+    gradient norm, activation probes but no gradient probes."""
+    data = RunData(src.info)
+    probe_of = {s: i for i, s in enumerate(src.probe_steps)}
+    sc = src.scalars
+    for k, step in enumerate(sc["step"][: sc["step"].index(at)]):
+        arrays = {n: src.probes[n][probe_of[step]] for n in src.probes} if step in probe_of else None
+        ev = sc["eval_loss"][k]
+        snap = Snapshot(step, sc["loss"][k], sc["lr"][k], sc["grad_norm"][k], sc["elapsed"][k], sc["steps_per_sec"][k])
+        data.append(dataclasses.replace(snap, eval_loss=None if math.isnan(ev) else ev, probes=arrays))
+    acts = {n: src.probes[n][-1] for n in ("resid_hist", "resid_stats", "attn_entropy", "input_stats")}
+    lr = sc["lr"][at - 1]
+    data.append(Snapshot(at, math.nan, lr, math.nan, 1.0, 10.0, "diverged", message="msg.diverged", probes=acts))
+    return data
+
+
+def clipped(src: RunData) -> RunData:
+    """Three steps, one of them a loss far above the axis: the chart clips it and says so."""
+    data = RunData(src.info)
+    for k, loss in enumerate([4.0, 1e6, 3.0]):
+        data.append(Snapshot(k + 1, loss, 1e-3, 1.0, 0.1, 10.0))
+    return data
+
+
+def with_floor(src: RunData, floor: float) -> RunData:
+    """`src` as if its corpus had a known entropy floor (the synthetic corpus has one)."""
+    return dataclasses.replace(src, info=dataclasses.replace(src.info, floor=floor))
+
+
+def single_builders(data: RunData, zrange: tuple[float, float] | None) -> dict[str, Build]:
+    """Each builder of one run's charts, in the variants the pages and export call."""
+    mid = data.probe_steps[len(data.probe_steps) // 2] if data.probe_steps else 100
+    return {
+        "loss": lambda lang, p: charts.loss_chart(data, lang, p),
+        "grad": lambda lang, p: charts.grad_heatmap(data, lang, presenter=p),
+        "grad_shared": lambda lang, p: charts.grad_heatmap(data, lang, zrange=zrange, presenter=p),
+        "act": lambda lang, p: charts.act_dist(data, lang, presenter=p),
+        "act_mid": lambda lang, p: charts.act_dist(data, lang, step=mid, presenter=p),
+        "act_anim": lambda lang, p: charts.act_dist(data, lang, step=mid, animate=True, presenter=p),
+        "profile": lambda lang, p: charts.layer_profile(data, lang, presenter=p),
+        "profile_mid": lambda lang, p: charts.layer_profile(data, lang, step=mid, presenter=p),
+        "ratio": lambda lang, p: charts.update_ratio_chart(data, lang, p),
+    }
+
+
+def compare_builders(runs: list[RunData], labels: list[str]) -> dict[str, Build]:
+    """The Compare page's charts of several runs."""
+    return {
+        "loss": lambda lang, p: charts.compare_loss(runs, labels, lang, p),
+        "profile": lambda lang, p: charts.compare_layer_profile(runs, labels, lang, presenter=p),
+        "profile_100": lambda lang, p: charts.compare_layer_profile(runs, labels, lang, step=100, presenter=p),
+        "profile_q": lambda lang, p: charts.compare_layer_profile(runs, labels, lang, param="attn.q", presenter=p),
+    }
+
+
+def init_lab_builders(lab: InitLab) -> dict[str, Build]:
+    """The Init lab page's three charts: the shipped default, one position alone, and no data."""
+    no_depth = lab.vs_depth.iloc[0:0]
+    pre_only = lab.vs_depth[lab.vs_depth["norm_position"] == "pre"]
+    return {
+        "profile": lambda lang, p: charts.init_grad_profile(lab.grads, lang, "ffn.w2", p),
+        "profile_q": lambda lang, p: charts.init_grad_profile(lab.grads, lang, "attn.q", p),
+        "profile_pre": lambda lang, p: charts.init_grad_profile({"pre": lab.grads["pre"]}, lang, "ffn.w2", p),
+        "profile_none": lambda lang, p: charts.init_grad_profile({}, lang, "ffn.w2", p),
+        "depth": lambda lang, p: charts.last_layer_vs_depth_chart(lab.vs_depth, lang, p, "ffn.w2"),
+        "depth_pre": lambda lang, p: charts.last_layer_vs_depth_chart(pre_only, lang, p, "ffn.w2"),
+        "depth_none": lambda lang, p: charts.last_layer_vs_depth_chart(no_depth, lang, p, "ffn.w2"),
+        "resid": lambda lang, p: charts.resid_growth_chart(lab.resid, lang, p),
+        "resid_post": lambda lang, p: charts.resid_growth_chart({"post": lab.resid["post"]}, lang, p),
+        "resid_none": lambda lang, p: charts.resid_growth_chart({"x": pd.DataFrame()}, lang, p),
+    }
+
+
+def figures() -> Iterator[tuple[str, Build]]:
+    """(name, builder) of every figure."""
+    normal, stalled, deep = demo("post-ln-warmup"), demo("post-ln-no-warmup"), demo("deep-post-ln")
+    runs = {
+        "normal": normal,
+        "stalled": stalled,
+        "deep": deep,
+        "diverged": diverged(demo("pre-ln-no-warmup"), 150),
+        "empty": RunData(normal.info),
+    }
+    zrange = charts.shared_zrange([normal, stalled])
+    for run_name, data in runs.items():
+        for chart, build in single_builders(data, zrange).items():
+            yield f"{run_name}-{chart}", build
+    yield "floor-loss", single_builders(with_floor(normal, 2.2), zrange)["loss"]
+    yield "clipped-loss", single_builders(clipped(normal), zrange)["loss"]
+    six = [demo(n) for n in ("post-ln-warmup", "post-ln-no-warmup", "pre-ln-no-warmup", "peri-ln", "no-norm")]
+    pairs = {
+        "warmup": ([normal, stalled], ["Post-LN + warm-up", "Post-LN"]),
+        "deep": ([deep, demo("deep-pre-ln"), demo("deepnorm")], ["post", "pre", "deepnorm"]),
+        "five": (six, ["a", "b", "c", "d", "e"]),
+        "diverged": ([runs["diverged"], normal], ["diverged", "normal"]),
+        "one_diverged": ([runs["diverged"]], ["x"]),
+        "empty": ([runs["empty"], runs["empty"]], ["a", "b"]),
+    }
+    for pair_name, (datas, labels) in pairs.items():
+        for chart, build in compare_builders(datas, labels).items():
+            yield f"cmp_{pair_name}-{chart}", build
+    lab = bundled_default()
+    assert lab is not None, "the Init lab's shipped default could not be read"
+    for chart, build in init_lab_builders(lab).items():
+        yield f"init-{chart}", build
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("outdir", type=Path)
+    out = parser.parse_args().outdir
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for name, build in figures():
+        for lang in ("en", "ko"):
+            for presenter in (False, True):
+                fig = build(lang, presenter)
+                (out / f"{name}-{lang}{'-presenter' if presenter else ''}.json").write_text(fig.to_json())
+                count += 1
+    print(f"{count} figures written to {out}")
+
+
+if __name__ == "__main__":
+    main()
