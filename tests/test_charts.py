@@ -12,10 +12,10 @@ import pytest
 
 from ln_viz import charts
 from ln_viz.config import RunConfig
+from ln_viz.grads_at_init import init_grads
 from ln_viz.i18n import EN, KO
-from ln_viz.initgrad import init_grads, last_layer_vs_depth
-from ln_viz.model import PARAM_NAMES
-from ln_viz.probes import HIST_BINS, HIST_EDGES, STAT_NAMES
+from ln_viz.init_lab import init_lab
+from ln_viz.names import HIST_BINS, HIST_EDGES, PARAM_NAMES, STAT_NAMES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.train import run
 
@@ -230,7 +230,7 @@ def test_init_lab_builders() -> None:
         grads[pos], resid[pos] = init_grads(cfg.replace(norm_position=pos), seeds=[0, 1])
     fig = charts.init_grad_profile(grads)
     assert sum(tr.fill == "toself" for tr in fig.data) == 2 and fig.layout.yaxis.type == "log"
-    depth_df = last_layer_vs_depth(cfg, depths=[1, 2, 4], seeds=[0, 1])
+    depth_df = init_lab(cfg, ("post", "pre"), seeds=2, depths=[1, 2, 4]).vs_depth
     fig = charts.last_layer_vs_depth_chart(depth_df)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     ref = next(tr for tr in fig.data if tr.name == EN["chart.ref_inv_sqrt"])
@@ -345,7 +345,7 @@ def english_left(text: str) -> list[str]:
 def test_korean_labels(post_run: RunData, pre_run: RunData) -> None:
     cfg = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4)
     g, r = init_grads(cfg, seeds=[0, 1])
-    depth_df = last_layer_vs_depth(cfg, depths=[1, 2], seeds=[0])
+    depth_df = init_lab(cfg, ("post", "pre"), seeds=1, depths=[1, 2]).vs_depth
     figs = [
         *live_figures(post_run, "ko").values(),
         charts.act_dist(post_run, "ko", animate=True),
