@@ -11,7 +11,6 @@ from ln_viz.names import PARAM_NAMES
 from ln_viz.ui import session
 from ln_viz.ui.config_form import widget_bounds
 
-session.ensure_router()
 lang = session.current_lang()
 present = session.presenter_mode_on()
 st.title(t("init.title", lang))

@@ -25,7 +25,6 @@ KEEP_WORDS_CSS = (
 )
 
 
-session.ensure_router()
 lang = session.current_lang()
 if lang == "ko":
     st.html(KEEP_WORDS_CSS)

@@ -269,25 +269,15 @@ def presenter_mode() -> bool:
     return present
 
 
-ROUTED = "_routed"  # set by app.py just before it runs the page
-SEEN = "_frame_seen"  # this session has had one run already
-
-
-def ensure_router() -> None:
-    """Make sure a page runs inside app.py's frame. On a fresh server, the very first visit through a
-    page's own address (a bookmark of /compare) reaches the page directly: Streamlit treats the pages/
-    folder the old way until some session has run st.navigation (streamlit.runtime.pages_manager,
-    checked on 1.67), and the page would have no language switch, translated menu or presenter mode.
-    Then switch that mode off for the server; on a session's first run, rerun through the router (no
-    click can be lost yet); later (AppTest resets the mode on every run), draw the frame here so the
-    run's click is kept."""
+def route_first_visits_through_app() -> None:
+    """Make the first visit of a fresh server through a page's own address (a bookmark of /compare)
+    run app.py, the router, like every later visit, so the page gets its language switch, translated
+    menu and presenter mode. Streamlit 1.67 has no supported way to say so while a pages/ folder
+    sits next to the main script: until some session has run st.navigation, it treats that folder
+    the old way (multipage v1: `PagesManager.uses_pages_directory`, decided when the first session
+    starts, streamlit/runtime/pages_manager.py) and runs the page alone. st.navigation turns that
+    mode off for the server; this does the same before any session exists. Called once, by app.py's
+    lifespan; tests/test_router.py fails when Streamlit's behaviour changes."""
     from streamlit.runtime.pages_manager import PagesManager
 
-    if st.session_state.pop(ROUTED, False):  # app.py ran this page
-        return
     PagesManager.uses_pages_directory = False
-    if not st.session_state.get(SEEN):
-        st.session_state[SEEN] = True
-        st.rerun()
-    lang_switch()
-    presenter_mode()
