@@ -100,6 +100,7 @@ def _finite_or_none(x: float | None) -> float | None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """`train`: one run, a progress bar on stderr, a summary (or --json) on stdout."""
     from ln_viz.snapshot import RunData
     from ln_viz.train import Trainer
 
@@ -177,6 +178,7 @@ def _progress(snap: Any, total: int) -> None:
 
 
 def cmd_init_grads(args: argparse.Namespace) -> int:
+    """`init-grads`: the gradient norm of every layer at initialisation, a table or --csv."""
     from ln_viz.grads_at_init import init_grads
 
     if not 1 <= args.seeds <= 100:
@@ -253,6 +255,7 @@ def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
+    """`runs list`: the stored runs, newest first (or --json)."""
     from ln_viz.store import RunFilter, resolve_store_path
 
     path = resolve_store_path(args.store)
@@ -286,6 +289,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_export(args: argparse.Namespace) -> int:
+    """`runs export`: a run as tables, chart files or one run file; prints the paths written."""
     from ln_viz.runfile import export_run
 
     if args.probe_stride < 1:
@@ -303,6 +307,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_import(args: argparse.Namespace) -> int:
+    """`runs import`: add a run file to the store, once."""
     from ln_viz.runfile import add_loaded_run, read_run_file
 
     loaded = read_run_file(args.file)  # refuse a bad file before creating a store for it
@@ -318,6 +323,7 @@ def cmd_runs_import(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_delete(args: argparse.Namespace) -> int:
+    """`runs delete`: a run and its data."""
     with _open_store(args) as store:
         store.delete(args.run_id)
     print(f"deleted run {args.run_id}")
@@ -325,6 +331,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_label(args: argparse.Namespace) -> int:
+    """`runs label`: set or clear a run's label."""
     with _open_store(args) as store:
         store.label(args.run_id, args.text)
     print(f"labelled run {args.run_id}")
@@ -332,6 +339,7 @@ def cmd_runs_label(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_demo(args: argparse.Namespace) -> int:
+    """`runs demo`: import the bundled demo runs (each once)."""
     from ln_viz.runfile import load_demo_runs
 
     with _open_store(args, create=True) as store:
@@ -341,6 +349,7 @@ def cmd_runs_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line's entry point: the exit status (2 with one `error: ...` line for a user's error)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -54,12 +54,15 @@ class RunConfig:
 
     @property
     def ffn_width(self) -> int:
+        """The FFN's hidden width: d_ff, or 4 * d_model when unset."""
         return self.d_ff if self.d_ff is not None else 4 * self.d_model
 
     def replace(self, **changes: Any) -> RunConfig:
+        """A copy with `changes` applied (not validated)."""
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field, by name (JSON-ready)."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -188,7 +191,8 @@ class FieldSpec:
                 raise ConfigError("err.lr_too_high", self.name, value=x, hi=self.hi)
 
     def parse(self, raw: str) -> Any:
-        """A flag's or URL parameter's text as this field's kind; ConfigError when it is not one."""
+        """A URL parameter's text as this field's kind (int() or float(), as the CLI's argparse types
+        parse a flag); ConfigError when it is not one."""
         if self.kind is int:
             try:
                 return int(raw)
@@ -204,10 +208,12 @@ class FieldSpec:
     def help(self) -> str:
         """The CLI help: the text, then the choices or the range."""
         if self.choices:
-            return f"{self.cli_help} ({'|'.join(self.choices)})".lstrip()
-        if self.kind is int:
-            return f"{self.cli_help} ({self.lo}-{self.hi})".lstrip()
-        return f"{self.cli_help} (above {self.lo}, at most {self.hi})".lstrip()
+            allowed = "|".join(self.choices)
+        elif self.kind is int:
+            allowed = f"{self.lo}-{self.hi}"
+        else:
+            allowed = f"above {self.lo}, at most {self.hi}"
+        return f"{self.cli_help}: {allowed}" if self.cli_help else allowed
 
 
 # One entry per RunConfig field, in field order (the order of validation, of the URL's parameters
@@ -226,7 +232,7 @@ FIELDS: dict[str, FieldSpec] = {
               cli_help="residual width, divisible by --heads", url="d"),
         FieldSpec("heads", int, lo=1, hi=64, label="ui.heads", widget="number", cli="--heads",
               cli_help="attention heads", url="heads"),
-        FieldSpec("d_ff", int, lo=1, hi=16384, optional=True, cli="--d-ff", cli_help="FFN width (default 4 * d_model)",
+        FieldSpec("d_ff", int, lo=1, hi=16384, optional=True, cli="--d-ff", cli_help="FFN width, default 4 * d_model",
               url="dff"),
         FieldSpec("seq_len", int, lo=2, hi=4096, label="ui.seq_len", widget="number", step=16, cli="--seq-len",
               cli_help="characters per window", url="seq"),

@@ -65,6 +65,7 @@ def default_config() -> RunConfig:
 
 
 def is_default(cfg: RunConfig, positions: Iterable[str], seeds: int, depths: Iterable[int], param: str) -> bool:
+    """Whether a scenario is DEFAULT_SCENARIO (whose measurement ships with the app)."""
     d = DEFAULT_SCENARIO
     return (
         cfg == default_config()
@@ -76,6 +77,7 @@ def is_default(cfg: RunConfig, positions: Iterable[str], seeds: int, depths: Ite
 
 
 def measure_default(executor: Executor | None = None) -> InitLab:
+    """Measure DEFAULT_SCENARIO now."""
     d = DEFAULT_SCENARIO
     return init_lab(default_config(), d["positions"], d["seeds"], d["depths"], d["param"], executor)
 
@@ -90,6 +92,7 @@ def lab_to_dict(lab: InitLab) -> dict[str, Any]:
 
 
 def lab_from_dict(d: dict[str, Any]) -> InitLab:
+    """The InitLab of `lab_to_dict`'s columns."""
     return InitLab(
         grads={pos: pd.DataFrame(cols) for pos, cols in d["grads"].items()},
         resid={pos: pd.DataFrame(cols) for pos, cols in d["resid"].items()},

@@ -63,6 +63,7 @@ def test_every_runconfig_field_has_one_declaration():
     for spec in FIELDS.values():
         assert (spec.lo is None) == (spec.hi is None) == (spec.kind is str), spec
         assert spec.widget is None or spec.label, spec
+    assert set(FORM_FIELDS) == {s.name for s in FIELDS.values() if s.widget}
 
 
 @pytest.mark.parametrize("name,value", ALL_CASES, ids=[f"{n}={v!r}" for n, v in ALL_CASES])

@@ -59,6 +59,7 @@ def _widget(c: Any, spec: FieldSpec, lang: str, prefix: str) -> None:
 
 
 def lr_stops(current: float) -> list[float]:
+    """The learning-rate slider's stops, with `current` among them."""
     return sorted({*LR_STOPS, float(current)})
 
 
