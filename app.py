@@ -18,6 +18,7 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
     async def _lifespan(_app):
         from ln_viz.ui import session
 
+        session.route_first_visits_through_app()  # before the first session: see its docstring
         session.prewarm()  # returns at once; the workers start in the background
         session.open_browser()
         yield
@@ -49,5 +50,4 @@ else:  # a visit: the router
     )
     session.lang_switch()
     session.presenter_mode()
-    st.session_state[session.ROUTED] = st.session_state[session.SEEN] = True
     page.run()

@@ -12,19 +12,10 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ln_viz.config import (
-    CORPORA,
-    NORM_POSITIONS,
-    NORM_TYPES,
-    OPTIMIZERS,
-    PRESETS,
-    SCHEDULES,
-    RunConfig,
-    preset,
-)
+from ln_viz.config import FIELDS, PRESETS, RunConfig, preset
 from ln_viz.i18n import LocalizedError
 
 
@@ -37,23 +28,20 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _add_model_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", choices=None, help=f"start from a preset: {', '.join(PRESETS)}")
-    p.add_argument("--norm-position", help="|".join(NORM_POSITIONS))
-    p.add_argument("--norm-type", help="|".join(NORM_TYPES))
-    p.add_argument("--depth", type=int, help="number of blocks, 1-48")
-    p.add_argument("--d-model", type=int, help="residual width (divisible by --heads)")
-    p.add_argument("--heads", type=int)
-    p.add_argument("--d-ff", type=int, help="FFN width (default 4 * d_model)")
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--seq-len", type=int)
-    p.add_argument("--corpus", help="|".join(CORPORA))
+def _add_config_flags(p: argparse.ArgumentParser, train: bool = False) -> None:
+    """--preset, one flag per RunConfig field that has one (config.FIELDS: its range and kind; `train`
+    adds the training-only ones), the text file and the threads."""
+    p.add_argument("--preset", help=f"start from a preset: {', '.join(PRESETS)}")
+    for spec in FIELDS.values():
+        if spec.cli and (train or not spec.train_only):
+            kind = spec.kind if spec.kind is not str else None  # argparse says "invalid int value: 'x'"
+            p.add_argument(spec.cli, dest=spec.name, type=kind, help=spec.help())
     p.add_argument("--text-file", help="UTF-8 text to train on (sets --corpus user)")
-    p.add_argument("--device", help="cpu (default) | cuda")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
 
 
 def build_parser() -> Parser:
+    """The whole command line: train, init-grads, runs ..."""
     parser = Parser(
         prog="python -m ln_viz",
         description="Watch LayerNorm placement decide whether a transformer trains.",
@@ -61,20 +49,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     tr = sub.add_parser("train", help="train one run and report its loss")
-    _add_model_flags(tr)
-    tr.add_argument("--optimizer", help="|".join(OPTIMIZERS))
-    tr.add_argument("--lr", type=float, help="peak learning rate")
-    tr.add_argument(
-        "--warmup",
-        type=int,
-        dest="warmup_steps",
-        help="linear warm-up steps (0 = none)",
-    )
-    tr.add_argument("--schedule", help="|".join(SCHEDULES))
-    tr.add_argument("--steps", type=int)
-    tr.add_argument("--seed", type=int)
-    tr.add_argument("--probe-every", type=int, help="probe every N steps (0 = off)")
-    tr.add_argument("--eval-every", type=int, help="held-out loss every N steps (0 = off)")
+    _add_config_flags(tr, train=True)
     tr.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     tr.add_argument(
         "--store",
@@ -87,40 +62,13 @@ def build_parser() -> Parser:
         "init-grads",
         help="gradient norm per layer at initialisation (the paper's Figure 3)",
     )
-    _add_model_flags(ig)
+    _add_config_flags(ig)
     ig.add_argument("--seeds", type=int, default=5, help="number of seeds (0..N-1), 1-100")
     ig.add_argument("--csv", action="store_true", help="print seed,layer,param,grad_norm rows")
     ig.set_defaults(func=cmd_init_grads)
 
     _add_runs_commands(sub)
-    for register in EXTRA_COMMANDS:
-        register(sub)
     return parser
-
-
-# Other modules (the run store) add their subcommands here: a function taking the subparsers object.
-EXTRA_COMMANDS: list[Callable[[Any], None]] = []
-
-_CONFIG_FLAGS = (
-    "norm_position",
-    "norm_type",
-    "depth",
-    "d_model",
-    "heads",
-    "d_ff",
-    "batch_size",
-    "seq_len",
-    "corpus",
-    "device",
-    "optimizer",
-    "lr",
-    "warmup_steps",
-    "schedule",
-    "steps",
-    "seed",
-    "probe_every",
-    "eval_every",
-)
 
 
 def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) -> RunConfig:
@@ -128,7 +76,7 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) ->
     from ln_viz.corpus import decode_text, read_user_file, user_text_corpus
 
     cfg = preset(args.preset) if args.preset else (base or RunConfig())
-    changes = {k: getattr(args, k) for k in _CONFIG_FLAGS if getattr(args, k, None) is not None}
+    changes = {k: v for k in FIELDS if (v := getattr(args, k, None)) is not None}
     if args.text_file:
         raw = read_user_file(args.text_file)
         seq = changes.get("seq_len", cfg.seq_len)
@@ -152,6 +100,7 @@ def _finite_or_none(x: float | None) -> float | None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """`train`: one run, a progress bar on stderr, a summary (or --json) on stdout."""
     from ln_viz.snapshot import RunData
     from ln_viz.train import Trainer
 
@@ -229,7 +178,8 @@ def _progress(snap: Any, total: int) -> None:
 
 
 def cmd_init_grads(args: argparse.Namespace) -> int:
-    from ln_viz.initgrad import init_grads
+    """`init-grads`: the gradient norm of every layer at initialisation, a table or --csv."""
+    from ln_viz.grads_at_init import init_grads
 
     if not 1 <= args.seeds <= 100:
         raise UsageError(f"--seeds must be between 1 and 100, got {args.seeds}")
@@ -305,6 +255,7 @@ def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
+    """`runs list`: the stored runs, newest first (or --json)."""
     from ln_viz.store import RunFilter, resolve_store_path
 
     path = resolve_store_path(args.store)
@@ -338,6 +289,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_export(args: argparse.Namespace) -> int:
+    """`runs export`: a run as tables, chart files or one run file; prints the paths written."""
     from ln_viz.runfile import export_run
 
     if args.probe_stride < 1:
@@ -355,6 +307,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_import(args: argparse.Namespace) -> int:
+    """`runs import`: add a run file to the store, once."""
     from ln_viz.runfile import add_loaded_run, read_run_file
 
     loaded = read_run_file(args.file)  # refuse a bad file before creating a store for it
@@ -370,6 +323,7 @@ def cmd_runs_import(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_delete(args: argparse.Namespace) -> int:
+    """`runs delete`: a run and its data."""
     with _open_store(args) as store:
         store.delete(args.run_id)
     print(f"deleted run {args.run_id}")
@@ -377,6 +331,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_label(args: argparse.Namespace) -> int:
+    """`runs label`: set or clear a run's label."""
     with _open_store(args) as store:
         store.label(args.run_id, args.text)
     print(f"labelled run {args.run_id}")
@@ -384,6 +339,7 @@ def cmd_runs_label(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_demo(args: argparse.Namespace) -> int:
+    """`runs demo`: import the bundled demo runs (each once)."""
     from ln_viz.runfile import load_demo_runs
 
     with _open_store(args, create=True) as store:
@@ -393,6 +349,7 @@ def cmd_runs_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line's entry point: the exit status (2 with one `error: ...` line for a user's error)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -54,12 +54,15 @@ class RunConfig:
 
     @property
     def ffn_width(self) -> int:
+        """The FFN's hidden width: d_ff, or 4 * d_model when unset."""
         return self.d_ff if self.d_ff is not None else 4 * self.d_model
 
     def replace(self, **changes: Any) -> RunConfig:
+        """A copy with `changes` applied (not validated)."""
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field, by name (JSON-ready)."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -69,12 +72,10 @@ class RunConfig:
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def validate(self) -> RunConfig:
-        """Raise ConfigError on the first bad field; return self so calls can chain."""
-        _choice("norm_position", self.norm_position, NORM_POSITIONS)
-        _choice("norm_type", self.norm_type, NORM_TYPES)
-        _int_range("depth", self.depth, 1, MAX_DEPTH)
-        _int_range("d_model", self.d_model, 4, 2048)
-        _int_range("heads", self.heads, 1, 64)
+        """Raise ConfigError on the first bad field (each checked against its FIELDS entry, in field
+        order), then on the first bad combination; return self so calls can chain."""
+        for spec in FIELDS.values():
+            spec.check(getattr(self, spec.name))
         if self.d_model % self.heads:
             suggest = max(self.heads, round(self.d_model / self.heads) * self.heads)
             raise ConfigError(
@@ -84,18 +85,6 @@ class RunConfig:
                 heads=self.heads,
                 suggest=suggest,
             )
-        if self.d_ff is not None:
-            _int_range("d_ff", self.d_ff, 1, 16384)
-        _int_range("seq_len", self.seq_len, 2, 4096)
-        _int_range("batch_size", self.batch_size, 1, 4096)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        lr = _finite("lr", self.lr)
-        if lr <= 0:
-            raise ConfigError("err.positive", "lr", value=lr)
-        if lr > MAX_LR:
-            raise ConfigError("err.lr_too_high", "lr", value=lr, hi=MAX_LR)
-        _int_range("steps", self.steps, 1, MAX_STEPS)
-        _int_range("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
         if self.warmup_steps > self.steps:
             raise ConfigError(
                 "err.warmup_longer",
@@ -103,14 +92,8 @@ class RunConfig:
                 warmup=self.warmup_steps,
                 steps=self.steps,
             )
-        _choice("schedule", self.schedule, SCHEDULES)
-        _int_range("seed", self.seed, 0, 2**31 - 1)
-        _choice("corpus", self.corpus, CORPORA)
         if self.corpus == "user" and not self.user_text:
             raise ConfigError("err.user_text_missing", "user_text")
-        _int_range("probe_every", self.probe_every, 0, MAX_STEPS)
-        _int_range("eval_every", self.eval_every, 0, MAX_STEPS)
-        _choice("device", self.device, DEVICES)
         if self.device == "cuda":
             import torch
 
@@ -169,6 +152,114 @@ def _finite(name: str, value: Any) -> float:
     if not math.isfinite(value):
         raise ConfigError("err.not_finite", name, value=value)
     return float(value)
+
+
+# --- field metadata ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FieldSpec:
+    """What one RunConfig field accepts and where it appears: the one declaration from which
+    `RunConfig.validate`, the CLI flags (ln_viz/cli.py), the URL parser (ln_viz/urlstate.py) and the
+    sidebar form (ln_viz/ui/config_form.py) take its range, kind and names."""
+
+    name: str
+    kind: type  # int | float | str: how a flag or a URL parameter is parsed
+    lo: float | None = None  # int: inclusive; float: exclusive (lr must be > 0)
+    hi: float | None = None  # inclusive
+    choices: tuple[str, ...] = ()  # str fields with a fixed set of values
+    optional: bool = False  # None is allowed (and means a default: d_ff)
+    label: str | None = None  # i18n key of the widget's label
+    choice_label: str | None = None  # i18n key prefix of each choice's name: f"{choice_label}.{value}"
+    widget: str | None = None  # select | slider | select_slider | number; None: not in the form
+    step: int = 1  # the number widget's +/- step
+    cli: str | None = None  # the flag; None: no flag
+    cli_help: str = ""  # the flag's help, without the range (added from lo/hi)
+    train_only: bool = False  # a flag of `train` only (init-grads has no optimizer, schedule, ...)
+    url: str | None = None  # the short query parameter; None: not in the URL
+
+    def check(self, value: Any) -> None:
+        """Raise ConfigError if `value` is not one this field accepts (alone: combinations are
+        RunConfig.validate's)."""
+        if self.choices:
+            _choice(self.name, value, self.choices)
+        elif self.kind is int and not (self.optional and value is None):
+            _int_range(self.name, value, int(self.lo), int(self.hi))
+        elif self.kind is float:
+            x = _finite(self.name, value)
+            if x <= self.lo:
+                raise ConfigError("err.positive", self.name, value=x)
+            if x > self.hi:  # lr is the only float field; its sentence says why the cap
+                raise ConfigError("err.lr_too_high", self.name, value=x, hi=self.hi)
+
+    def parse(self, raw: str) -> Any:
+        """A URL parameter's text as this field's kind (int() or float(), as the CLI's argparse types
+        parse a flag); ConfigError when it is not one."""
+        if self.kind is int:
+            try:
+                return int(raw)
+            except ValueError:
+                raise ConfigError("err.not_an_integer", self.name, value=raw) from None
+        if self.kind is float:
+            try:
+                return float(raw)
+            except ValueError:
+                raise ConfigError("err.not_a_number", self.name, value=raw) from None
+        return raw
+
+    def help(self) -> str:
+        """The CLI help: the text, then the choices or the range."""
+        if self.choices:
+            allowed = "|".join(self.choices)
+        elif self.kind is int:
+            allowed = f"{self.lo}-{self.hi}"
+        else:
+            allowed = f"above {self.lo}, at most {self.hi}"
+        return f"{self.cli_help}: {allowed}" if self.cli_help else allowed
+
+
+# One entry per RunConfig field, in field order (the order of validation, of the URL's parameters
+# and of the CLI's flags). Ranges are what training can do on one machine; MEMORY_LIMIT_BYTES caps
+# the product of the sizes.
+FIELDS: dict[str, FieldSpec] = {
+    s.name: s
+    for s in [
+        FieldSpec("norm_position", str, choices=NORM_POSITIONS, label="ui.norm_position", choice_label="norm",
+              widget="select", cli="--norm-position", url="norm"),
+        FieldSpec("norm_type", str, choices=NORM_TYPES, label="ui.norm_type", choice_label="normtype", widget="select",
+              cli="--norm-type", url="normtype"),
+        FieldSpec("depth", int, lo=1, hi=MAX_DEPTH, label="ui.depth", widget="slider", cli="--depth",
+              cli_help="number of blocks", url="depth"),
+        FieldSpec("d_model", int, lo=4, hi=2048, label="ui.d_model", widget="number", step=8, cli="--d-model",
+              cli_help="residual width, divisible by --heads", url="d"),
+        FieldSpec("heads", int, lo=1, hi=64, label="ui.heads", widget="number", cli="--heads",
+              cli_help="attention heads", url="heads"),
+        FieldSpec("d_ff", int, lo=1, hi=16384, optional=True, cli="--d-ff", cli_help="FFN width, default 4 * d_model",
+              url="dff"),
+        FieldSpec("seq_len", int, lo=2, hi=4096, label="ui.seq_len", widget="number", step=16, cli="--seq-len",
+              cli_help="characters per window", url="seq"),
+        FieldSpec("batch_size", int, lo=1, hi=4096, label="ui.batch_size", widget="number", step=8, cli="--batch-size",
+              cli_help="windows per step", url="batch"),
+        FieldSpec("optimizer", str, choices=OPTIMIZERS, label="ui.optimizer", choice_label="optimizer", widget="select",
+              cli="--optimizer", train_only=True, url="opt"),
+        FieldSpec("lr", float, lo=0.0, hi=MAX_LR, label="ui.lr", widget="select_slider", cli="--lr",
+              cli_help="peak learning rate", train_only=True, url="lr"),
+        FieldSpec("warmup_steps", int, lo=0, hi=MAX_STEPS, label="ui.warmup", widget="number", step=10, cli="--warmup",
+              cli_help="linear warm-up steps, 0 = none", train_only=True, url="warmup"),
+        FieldSpec("schedule", str, choices=SCHEDULES, label="ui.schedule", choice_label="schedule", widget="select",
+              cli="--schedule", train_only=True, url="sched"),
+        FieldSpec("steps", int, lo=1, hi=MAX_STEPS, label="ui.steps", widget="number", step=50, cli="--steps",
+              cli_help="optimizer steps", train_only=True, url="steps"),
+        FieldSpec("seed", int, lo=0, hi=2**31 - 1, label="ui.seed", widget="number", cli="--seed",
+              cli_help="weights and batches", train_only=True, url="seed"),
+        FieldSpec("corpus", str, choices=CORPORA, label="ui.corpus", choice_label="corpus", widget="select",
+              cli="--corpus", url="corpus"),
+        FieldSpec("user_text", str, optional=True),  # a text area and --text-file: checked by ln_viz.corpus
+        FieldSpec("probe_every", int, lo=0, hi=MAX_STEPS, label="ui.probe_every", widget="number", cli="--probe-every",
+              cli_help="probe every N steps, 0 = off", train_only=True, url="probe"),
+        FieldSpec("eval_every", int, lo=0, hi=MAX_STEPS, cli="--eval-every",
+              cli_help="held-out loss every N steps, 0 = off", train_only=True, url="eval"),
+        FieldSpec("device", str, choices=DEVICES, cli="--device", cli_help="default cpu"),
+    ]
+}  # fmt: skip
 
 
 # --- presets -------------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ln_viz.model import PARAM_NAMES, TinyLM
-from ln_viz.names import HIST_BINS, HIST_EDGES, HIST_LIMIT, STAT_NAMES  # noqa: F401 - re-exported
+from ln_viz.model import TinyLM
+from ln_viz.names import HIST_BINS, HIST_LIMIT, PARAM_NAMES, STAT_NAMES
 
 # Masked attention scores: a finite stand-in for -inf, so exp() gives exactly 0 and 0 * log 0 is 0.
 _MASKED = -1e30

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
-from ln_viz.names import STATUSES, TERMINAL, lr_at, lr_schedule  # noqa: F401 - re-exported
+from ln_viz.names import lr_at
 from ln_viz.optim import SGD, Adam
 from ln_viz.probes import GradNorms, UpdateRatio, watch
 from ln_viz.snapshot import RunData, RunInfo, Snapshot

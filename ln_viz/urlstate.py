@@ -1,40 +1,20 @@
 """A page's configuration in its URL's query parameters, so a scenario can be bookmarked and shared.
 
-`config_to_query` writes every field of a RunConfig (but the user's text, which does not fit a URL);
-`config_from_query` reads them back, ignoring each malformed parameter with a notice and keeping the
-default for it, so a mistyped bookmark still opens a working page.
+`config_to_query` writes every field of a RunConfig that has a URL key in `config.FIELDS` (not the
+user's text, which does not fit a URL); `config_from_query` reads them back, ignoring each malformed
+parameter with a notice and keeping the default for it, so a mistyped bookmark still opens a working page.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from ln_viz.config import ConfigError, RunConfig
+from ln_viz.config import FIELDS, ConfigError, RunConfig
 
-# short, readable parameter names -> RunConfig fields
-QUERY_FIELDS: dict[str, str] = {
-    "norm": "norm_position",
-    "normtype": "norm_type",
-    "depth": "depth",
-    "d": "d_model",
-    "heads": "heads",
-    "dff": "d_ff",
-    "seq": "seq_len",
-    "batch": "batch_size",
-    "opt": "optimizer",
-    "lr": "lr",
-    "warmup": "warmup_steps",
-    "sched": "schedule",
-    "steps": "steps",
-    "seed": "seed",
-    "corpus": "corpus",
-    "probe": "probe_every",
-    "eval": "eval_every",
-}
-_FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(RunConfig)}
+# short, readable parameter names -> RunConfig fields (config.FIELDS names them)
+QUERY_FIELDS: dict[str, str] = {spec.url: spec.name for spec in FIELDS.values() if spec.url}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +27,7 @@ class Notice:
 
 
 def config_to_query(cfg: RunConfig, prefix: str = "") -> dict[str, str]:
+    """The query parameters of `cfg`: every field with a URL key, but unset ones and the user's text."""
     out = {}
     for short, name in QUERY_FIELDS.items():
         value = getattr(cfg, name)
@@ -62,24 +43,6 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _parse(name: str, raw: str) -> Any:
-    kind = str(_FIELD_TYPES[name])
-    if "int" in kind:
-        try:
-            return int(raw)
-        except ValueError:
-            raise ConfigError("err.not_an_integer", name, value=raw) from None
-    if "float" in kind:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigError("err.not_a_number", name, value=raw) from None
-        if not math.isfinite(value):
-            raise ConfigError("err.not_finite", name, value=raw)
-        return value
-    return raw
-
-
 def config_from_query(
     params: Mapping[str, str | list[str]], base: RunConfig, prefix: str = ""
 ) -> tuple[RunConfig, list[Notice]]:
@@ -93,13 +56,14 @@ def config_from_query(
             continue
         raw = params[key]
         raw = raw[-1] if isinstance(raw, list) else raw
+        spec = FIELDS[name]
         try:
-            candidate = cfg.replace(**{name: _parse(name, raw)})
-            _check_field(candidate, name)
+            value = spec.parse(raw)
+            spec.check(value)  # the field alone: combinations are checked once all are applied
         except ConfigError as e:
             notices.append(Notice(key, raw, e))
             continue
-        cfg = candidate
+        cfg = cfg.replace(**{name: value})
     try:
         cfg.validate()
     except ConfigError as e:
@@ -110,12 +74,3 @@ def config_from_query(
 
 def _short(field: str | None) -> str:
     return next((s for s, n in QUERY_FIELDS.items() if n == field), field or "")
-
-
-def _check_field(cfg: RunConfig, name: str) -> None:
-    """Validate and report only errors about `name` itself (combinations are checked at the end)."""
-    try:
-        cfg.validate()
-    except ConfigError as e:
-        if e.field == name and e.key != "err.heads_divide" and e.key != "err.warmup_longer":
-            raise

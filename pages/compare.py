@@ -8,7 +8,6 @@ from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import compare_view, config_form, live, session
 
-session.ensure_router()
 lang = session.current_lang()
 present = session.presenter_mode_on()
 runner = session.get_runner()

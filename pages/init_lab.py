@@ -6,11 +6,11 @@ import streamlit as st
 from ln_viz import charts
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.initlab import DEFAULT_SCENARIO
+from ln_viz.init_lab import DEFAULT_SCENARIO
 from ln_viz.names import PARAM_NAMES
 from ln_viz.ui import session
+from ln_viz.ui.config_form import widget_bounds
 
-session.ensure_router()
 lang = session.current_lang()
 present = session.presenter_mode_on()
 st.title(t("init.title", lang))
@@ -22,15 +22,17 @@ positions = c1.multiselect(
     t("ui.norm_position", lang), NORM_POSITIONS, default=list(D["positions"]), key="init_positions",
     format_func=lambda v: t(f"norm.{v}", lang),
 )  # fmt: skip
-depth = c2.slider(t("ui.depth", lang), 2, 48, D["depth"], key="init_depth")
+depth = c2.slider(t("ui.depth", lang), value=D["depth"], key="init_depth", **widget_bounds("depth"))
 seeds = c3.slider(t("init.seeds", lang), 1, 10, D["seeds"], key="init_seeds")
 param = c4.selectbox(t("init.param", lang), PARAM_NAMES, index=PARAM_NAMES.index(D["param"]), key="init_param")
 with st.expander(t("ui.advanced", lang)):
     a1, a2, a3, a4 = st.columns(4)
-    d_model = a1.number_input(t("ui.d_model", lang), 8, 512, D["d_model"], step=8, key="init_d_model")
-    heads = a2.number_input(t("ui.heads", lang), 1, 16, D["heads"], key="init_heads")
-    batch = a3.number_input(t("ui.batch_size", lang), 1, 256, D["batch_size"], step=8, key="init_batch")
-    seq = a4.number_input(t("ui.seq_len", lang), 4, 512, D["seq_len"], step=16, key="init_seq")
+    d_model = a1.number_input(t("ui.d_model", lang), value=D["d_model"], key="init_d_model", **widget_bounds("d_model"))
+    heads = a2.number_input(t("ui.heads", lang), value=D["heads"], key="init_heads", **widget_bounds("heads"))
+    batch = a3.number_input(
+        t("ui.batch_size", lang), value=D["batch_size"], key="init_batch", **widget_bounds("batch_size")
+    )
+    seq = a4.number_input(t("ui.seq_len", lang), value=D["seq_len"], key="init_seq", **widget_bounds("seq_len"))
     depths = st.multiselect(
         t("init.depths", lang), [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48], list(D["depths"]), key="init_depths"
     )

@@ -5,7 +5,6 @@ import streamlit as st
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import config_form, live, session
 
-session.ensure_router()
 lang = session.current_lang()
 present = session.presenter_mode_on()
 runner = session.get_runner()

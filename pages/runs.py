@@ -9,7 +9,6 @@ from ln_viz.store import LIVE_STATUSES
 from ln_viz.ui import live, runs_view, session
 from ln_viz.ui.storage import get_store
 
-session.ensure_router()
 lang = session.current_lang()
 present = session.presenter_mode_on()
 store = get_store()

@@ -16,7 +16,6 @@ KEEP_WORDS_CSS = (
 )
 
 
-session.ensure_router()
 lang = session.current_lang()
 if lang == "ko":
     st.html(KEEP_WORDS_CSS)

@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
 
 from ln_viz import charts  # noqa: E402
-from ln_viz.initlab import InitLab, bundled_default  # noqa: E402
+from ln_viz.init_lab import InitLab, bundled_default  # noqa: E402
 from ln_viz.runfile import DEMO_DIR, read_run_file  # noqa: E402
 from ln_viz.snapshot import RunData, Snapshot  # noqa: E402
 

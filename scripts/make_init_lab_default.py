@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
 
-from ln_viz.initlab import BUNDLED_DEFAULT, make_executor, write_bundled_default  # noqa: E402
+from ln_viz.init_lab import BUNDLED_DEFAULT, make_executor, write_bundled_default  # noqa: E402
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import pytest
 from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import EN, KO
-from ln_viz.initlab import InitLab, bundled_default
+from ln_viz.init_lab import InitLab, bundled_default
 from ln_viz.names import HIST_BINS, HIST_EDGES, PARAM_NAMES, STAT_NAMES
 from ln_viz.runfile import DEMO_DIR, read_run_file
 from ln_viz.snapshot import RunData, RunInfo, Snapshot

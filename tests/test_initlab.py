@@ -6,7 +6,7 @@ import os
 
 import pandas as pd
 
-from ln_viz.initlab import BUNDLED_DEFAULT, DEFAULT_SCENARIO, bundled_default, make_executor, measure_default
+from ln_viz.init_lab import BUNDLED_DEFAULT, DEFAULT_SCENARIO, bundled_default, make_executor, measure_default
 from ln_viz.runner import WORKER_NICE
 
 

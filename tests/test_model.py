@@ -4,8 +4,9 @@ import pytest
 import torch
 
 from ln_viz.config import NORM_POSITIONS, RunConfig
-from ln_viz.model import PARAM_NAMES, build_model
-from ln_viz.probes import HIST_EDGES, watch
+from ln_viz.model import build_model
+from ln_viz.names import HIST_EDGES, PARAM_NAMES
+from ln_viz.probes import watch
 
 
 def _weights(model):

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from ln_viz.cli import main as cli_main
 from ln_viz.config import COMPARE_PRESETS, PRESETS
-from ln_viz.initlab import bundled_default
+from ln_viz.init_lab import bundled_default
 from ln_viz.ui import session
 
 APP = "../app.py"

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from ln_viz.config import RunConfig
-from ln_viz.initgrad import init_grads, last_layer_vs_depth
+from ln_viz.grads_at_init import init_grads
+from ln_viz.init_lab import init_lab
 from ln_viz.train import run
 
 SEEDS = range(3)
@@ -20,7 +21,7 @@ BASE = RunConfig(d_model=64, heads=4, batch_size=32, seq_len=64)
 
 @pytest.fixture(scope="module")
 def w2_vs_depth():
-    df = last_layer_vs_depth(BASE, depths=[3, 6, 12, 24], seeds=SEEDS)
+    df = init_lab(BASE, ("post", "pre"), seeds=len(SEEDS), depths=[3, 6, 12, 24]).vs_depth
     return df.groupby(["norm_position", "depth"]).grad_norm.mean().unstack(0)
 
 

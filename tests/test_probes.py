@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from ln_viz.config import RunConfig
-from ln_viz.model import PARAM_NAMES, build_model
-from ln_viz.names import HIST_EDGES, HIST_LIMIT, STAT_NAMES
+from ln_viz.model import build_model
+from ln_viz.names import HIST_EDGES, HIST_LIMIT, PARAM_NAMES, STAT_NAMES
 from ln_viz.probes import ENTROPY_SEQUENCES, GradNorms, UpdateRatio, attention_entropy, tensor_summary, watch
 
 MEAN, STD, RMS, MAX_ABS, BELOW, ABOVE = range(len(STAT_NAMES))

@@ -5,7 +5,8 @@ import pytest
 
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.corpus import markov
-from ln_viz.train import STALL_MIN_STEPS, Trainer, lr_at, lr_schedule, run
+from ln_viz.names import lr_at, lr_schedule
+from ln_viz.train import STALL_MIN_STEPS, Trainer, run
 
 TINY = RunConfig(
     depth=2,

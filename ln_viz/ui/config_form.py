@@ -11,18 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from ln_viz.config import (
-    CORPORA,
-    DEFAULT_PRESET,
-    MAX_DEPTH,
-    NORM_POSITIONS,
-    NORM_TYPES,
-    OPTIMIZERS,
-    PRESETS,
-    SCHEDULES,
-    ConfigError,
-    RunConfig,
-)
+from ln_viz.config import DEFAULT_PRESET, FIELDS, PRESETS, ConfigError, FieldSpec, RunConfig
 from ln_viz.corpus import MAX_USER_FILE_BYTES, decode_text
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
@@ -31,11 +20,10 @@ from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
 # or a link that is not a stop is added as one, never rounded to a neighbour.
 LR_STOPS = [round(m * 10.0**e, 10) for e in range(-5, 0) for m in (1, 2, 3, 5)] + [1.0]
 CUSTOM = "__custom__"
-FORM_FIELDS = (
-    "norm_position",
-    "depth",
-    "lr",
-    "warmup_steps",
+# The form's fields in the order they are drawn: the first ones in the sidebar, the rest under
+# Advanced. What each widget is and what it accepts comes from config.FIELDS.
+MAIN_FIELDS = ("norm_position", "depth", "lr", "warmup_steps")
+ADVANCED_FIELDS = (
     "norm_type",
     "d_model",
     "heads",
@@ -45,12 +33,33 @@ FORM_FIELDS = (
     "seed",
     "optimizer",
     "schedule",
-    "corpus",
     "probe_every",
+    "corpus",
 )
+FORM_FIELDS = MAIN_FIELDS + ADVANCED_FIELDS
+
+
+def widget_bounds(name: str) -> dict[str, int]:
+    """A number widget's or slider's min_value, max_value and step: the field's range in config.FIELDS."""
+    spec = FIELDS[name]
+    return {"min_value": int(spec.lo), "max_value": int(spec.hi), "step": spec.step}
+
+
+def _widget(c: Any, spec: FieldSpec, lang: str, prefix: str) -> None:
+    """Draw one field's widget (its kind, label and bounds from `spec`) into `c`."""
+    label, key = t(spec.label, lang), prefix + spec.name
+    if spec.widget == "select":
+        c.selectbox(label, spec.choices, key=key, format_func=lambda v: t(f"{spec.choice_label}.{v}", lang))
+    elif spec.widget == "slider":
+        c.slider(label, key=key, **widget_bounds(spec.name))
+    elif spec.widget == "select_slider":
+        c.select_slider(label, lr_stops(st.session_state[key]), key=key, format_func=lambda v: f"{v:g}")
+    else:
+        c.number_input(label, key=key, **widget_bounds(spec.name))
 
 
 def lr_stops(current: float) -> list[float]:
+    """The learning-rate slider's stops, with `current` among them."""
     return sorted({*LR_STOPS, float(current)})
 
 
@@ -94,41 +103,11 @@ def config_form(lang: str, prefix: str = "", container: Any = None, compact: boo
     chosen = st.session_state[prefix + "preset"]
     if chosen in PRESETS:
         c.caption(t(PRESETS[chosen].expect_key, lang))
-    c.selectbox(
-        t("ui.norm_position", lang),
-        NORM_POSITIONS,
-        key=prefix + "norm_position",
-        format_func=lambda v: t(f"norm.{v}", lang),
-    )
-    c.slider(t("ui.depth", lang), 1, MAX_DEPTH, key=prefix + "depth")
-    c.select_slider(
-        t("ui.lr", lang), lr_stops(st.session_state[prefix + "lr"]), key=prefix + "lr", format_func=lambda v: f"{v:g}"
-    )
-    c.number_input(t("ui.warmup", lang), min_value=0, max_value=100_000, step=10, key=prefix + "warmup_steps")
+    for name in MAIN_FIELDS:
+        _widget(c, FIELDS[name], lang, prefix)
     with c.expander(t("ui.advanced", lang), expanded=False):
-        st.selectbox(
-            t("ui.norm_type", lang),
-            NORM_TYPES,
-            key=prefix + "norm_type",
-            format_func=lambda v: t(f"normtype.{v}", lang),
-        )
-        st.number_input(t("ui.d_model", lang), min_value=4, max_value=1024, step=8, key=prefix + "d_model")
-        st.number_input(t("ui.heads", lang), min_value=1, max_value=64, step=1, key=prefix + "heads")
-        st.number_input(t("ui.batch_size", lang), min_value=1, max_value=4096, step=8, key=prefix + "batch_size")
-        st.number_input(t("ui.seq_len", lang), min_value=2, max_value=4096, step=16, key=prefix + "seq_len")
-        st.number_input(t("ui.steps", lang), min_value=1, max_value=100_000, step=50, key=prefix + "steps")
-        st.number_input(t("ui.seed", lang), min_value=0, max_value=2**31 - 1, step=1, key=prefix + "seed")
-        st.selectbox(
-            t("ui.optimizer", lang),
-            OPTIMIZERS,
-            key=prefix + "optimizer",
-            format_func=lambda v: t(f"optimizer.{v}", lang),
-        )
-        st.selectbox(
-            t("ui.schedule", lang), SCHEDULES, key=prefix + "schedule", format_func=lambda v: t(f"schedule.{v}", lang)
-        )
-        st.number_input(t("ui.probe_every", lang), min_value=0, max_value=10_000, step=1, key=prefix + "probe_every")
-        st.selectbox(t("ui.corpus", lang), CORPORA, key=prefix + "corpus", format_func=lambda v: t(f"corpus.{v}", lang))
+        for name in ADVANCED_FIELDS:
+            _widget(st, FIELDS[name], lang, prefix)
         if not compact and st.session_state[prefix + "corpus"] == "user":
             st.text_area(t("ui.user_text", lang), key=prefix + "user_text", height=120)
             st.file_uploader(
@@ -144,9 +123,9 @@ def read_config(prefix: str = "") -> RunConfig:
     text area; CorpusError if its bytes are not UTF-8."""
     ensure_defaults(prefix)
     values = {name: st.session_state[prefix + name] for name in FORM_FIELDS}
-    for name in ("depth", "warmup_steps", "d_model", "heads", "batch_size", "seq_len", "steps", "seed", "probe_every"):
-        values[name] = int(values[name])
-    values["lr"] = float(values["lr"])
+    for name in FORM_FIELDS:
+        if FIELDS[name].kind is not str:
+            values[name] = FIELDS[name].kind(values[name])
     if values["corpus"] == "user":
         upload = st.session_state.get(prefix + "user_file")
         text = st.session_state.get(prefix + "user_text") or None

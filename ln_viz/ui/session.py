@@ -50,32 +50,32 @@ def _shutdown_pool(pool: Executor) -> None:
 @st.cache_resource(show_spinner=False, on_release=_shutdown_pool)
 def init_lab_pool() -> Executor:
     """The Init lab's two worker processes (torch stays out of the server)."""
-    from ln_viz.initlab import make_executor
+    from ln_viz.init_lab import make_executor
 
     return make_executor(2)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def init_lab_measure(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tuple[int, ...], param: str):
-    """The Init lab's measurements (ln_viz.initlab.init_lab) in the pool, cached per scenario; a second
+    """The Init lab's measurements (ln_viz.init_lab.init_lab) in the pool, cached per scenario; a second
     caller of a scenario being measured waits for the first one's result."""
-    from ln_viz.initlab import init_lab
+    from ln_viz.init_lab import init_lab
 
     return init_lab(cfg, positions, seeds, depths, param, executor=init_lab_pool())
 
 
 @st.cache_resource(show_spinner=False)
 def _bundled_init_lab():
-    from ln_viz.initlab import bundled_default
+    from ln_viz.init_lab import bundled_default
 
     return bundled_default()
 
 
 def init_lab_results(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tuple[int, ...], param: str):
     """(InitLab, shipped): the page's default scenario comes from the measurement shipped with the app
-    (ln_viz.initlab.BUNDLED_DEFAULT, checked against a fresh one by the tests), anything else is
+    (ln_viz.init_lab.BUNDLED_DEFAULT, checked against a fresh one by the tests), anything else is
     measured now (`init_lab_measure`)."""
-    from ln_viz.initlab import is_default
+    from ln_viz.init_lab import is_default
 
     if is_default(cfg, positions, seeds, depths, param):
         lab = _bundled_init_lab()
@@ -87,7 +87,7 @@ def init_lab_results(cfg: RunConfig, positions: tuple[str, ...], seeds: int, dep
 def warm_init_lab_pool() -> None:
     """Start the Init lab's two workers and pay their one-time costs, so a first non-default scenario
     takes ~3 s instead of ~5."""
-    from ln_viz.initlab import warm_up
+    from ln_viz.init_lab import warm_up
 
     pool = init_lab_pool()
     for future in [pool.submit(warm_up) for _ in range(2)]:
@@ -269,25 +269,15 @@ def presenter_mode() -> bool:
     return present
 
 
-ROUTED = "_routed"  # set by app.py just before it runs the page
-SEEN = "_frame_seen"  # this session has had one run already
-
-
-def ensure_router() -> None:
-    """Make sure a page runs inside app.py's frame. On a fresh server, the very first visit through a
-    page's own address (a bookmark of /compare) reaches the page directly: Streamlit treats the pages/
-    folder the old way until some session has run st.navigation (streamlit.runtime.pages_manager,
-    checked on 1.67), and the page would have no language switch, translated menu or presenter mode.
-    Then switch that mode off for the server; on a session's first run, rerun through the router (no
-    click can be lost yet); later (AppTest resets the mode on every run), draw the frame here so the
-    run's click is kept."""
+def route_first_visits_through_app() -> None:
+    """Make the first visit of a fresh server through a page's own address (a bookmark of /compare)
+    run app.py, the router, like every later visit, so the page gets its language switch, translated
+    menu and presenter mode. Streamlit 1.67 has no supported way to say so while a pages/ folder
+    sits next to the main script: until some session has run st.navigation, it treats that folder
+    the old way (multipage v1: `PagesManager.uses_pages_directory`, decided when the first session
+    starts, streamlit/runtime/pages_manager.py) and runs the page alone. st.navigation turns that
+    mode off for the server; this does the same before any session exists. Called once, by app.py's
+    lifespan; tests/test_router.py fails when Streamlit's behaviour changes."""
     from streamlit.runtime.pages_manager import PagesManager
 
-    if st.session_state.pop(ROUTED, False):  # app.py ran this page
-        return
     PagesManager.uses_pages_directory = False
-    if not st.session_state.get(SEEN):
-        st.session_state[SEEN] = True
-        st.rerun()
-    lang_switch()
-    presenter_mode()
