@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install everything the tests need on a fresh machine, then run every test (lint, unit, app, browser).
-# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not e2e"`.
+# Install everything the tests need on a fresh machine, then run every test (lint, unit, app, browser,
+# slow training). A bare `pytest` is the fast lane (no Chromium, no slow training, see pyproject.toml);
+# `-m ""` here lifts that filter. Extra arguments go to pytest after it, e.g. `bash scripts/test.sh -m "not e2e"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi nan
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+.venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
 
 .venv/bin/ruff check .
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -m "" "$@"

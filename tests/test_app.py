@@ -1,7 +1,7 @@
 """The live page's logic with AppTest (no browser): widgets, presets, Start/Stop, states, language.
 
-Runs train in real worker processes; AppTest has no timer, so tests poll the run and call at.run()
-again, as a fragment tick would."""
+Runs train in real worker processes (the tests that press Start on a valid configuration are `slow`);
+AppTest has no timer, so tests poll the run and call at.run() again, as a fragment tick would."""
 
 import time
 
@@ -63,6 +63,7 @@ def test_choosing_a_preset_sets_every_widget(at):
     assert at.slider(key="depth").value == cfg.depth
 
 
+@pytest.mark.slow
 def test_start_trains_and_draws_every_chart_then_completes(at):
     tiny(at, steps=30)
     at.button(key="start").click().run()
@@ -75,6 +76,7 @@ def test_start_trains_and_draws_every_chart_then_completes(at):
     assert "Step 30/30" in status and ("completed" in status or "stalled" in status)
 
 
+@pytest.mark.slow
 def test_stop_ends_the_run_within_a_second_and_keeps_its_steps(at):
     tiny(at, steps=5000)
     at.button(key="start").click().run()
@@ -87,6 +89,7 @@ def test_stop_ends_the_run_within_a_second_and_keeps_its_steps(at):
     assert view.status == "stopped" and view.steps_done >= 3
 
 
+@pytest.mark.slow
 def test_a_long_run_is_drawn_thinned_while_it_trains_and_whole_once_it_ends(at):
     tiny(at, steps=5000)
     at.number_input(key="probe_every").set_value(2).run()
@@ -104,6 +107,7 @@ def test_a_long_run_is_drawn_thinned_while_it_trains_and_whole_once_it_ends(at):
     assert not any("one probe step in" in c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_a_second_start_replaces_the_first_run(at):
     tiny(at, steps=5000)
     at.button(key="start").click().run()

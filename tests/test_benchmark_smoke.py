@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # trains and spawns workers for tens of seconds
 def test_benchmark_quick_mode_prints_and_writes_its_table(tmp_path):
     out = tmp_path / "bench.json"
     sections = ["--only", "steps", "--only", "mfu", "--only", "start", "--only", "payload"]

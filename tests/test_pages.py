@@ -1,4 +1,6 @@
-"""Compare and Init lab pages with AppTest, through the app's router (no browser)."""
+"""Compare and Init lab pages with AppTest, through the app's router (no browser). The tests that train
+both sides or measure a scenario in the Init lab's worker pool are `slow`; the Init lab's default scenario
+draws from the measurement shipped with the app, so the tests of that page on its default stay fast."""
 
 import base64
 import io
@@ -14,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from ln_viz.cli import main as cli_main
 from ln_viz.config import COMPARE_PRESETS, PRESETS
+from ln_viz.i18n import t
 from ln_viz.init_lab import bundled_default
 from ln_viz.ui import session
 
@@ -41,8 +44,8 @@ def shrink(at: AppTest, prefix: str, steps: int = 20) -> None:
     at.number_input(key=prefix + "steps").set_value(steps)
 
 
-def test_compare_opens_on_post_vs_pre_with_everything_else_equal(at):
-    at.switch_page("pages/compare.py").run()
+def test_compare_opens_on_post_vs_pre_with_everything_else_equal(start_app):
+    at = start_app(120, "pages/compare.py")
     assert not at.exception
     a, b, _ = COMPARE_PRESETS["post-vs-pre"]
     assert at.selectbox(key="a.norm_position").value == "post"
@@ -51,8 +54,8 @@ def test_compare_opens_on_post_vs_pre_with_everything_else_equal(at):
     assert any("norm_position post / pre" in c.value for c in at.caption)  # the one difference, named
 
 
-def test_compare_scenario_sets_both_sides(at):
-    at.switch_page("pages/compare.py").run()
+def test_compare_scenario_sets_both_sides(start_app):
+    at = start_app(120, "pages/compare.py")
     at.selectbox(key="cpreset").set_value("deepnorm-rescue").run()
     assert at.selectbox(key="a.norm_position").value == "post"
     assert at.selectbox(key="b.norm_position").value == "deepnorm"
@@ -61,8 +64,9 @@ def test_compare_scenario_sets_both_sides(at):
     assert at.query_params["b.norm"] == "deepnorm"
 
 
-def test_compare_trains_both_and_draws_them_together(at):
-    at.switch_page("pages/compare.py").run()
+@pytest.mark.slow
+def test_compare_trains_both_and_draws_them_together(start_app):
+    at = start_app(120, "pages/compare.py")
     shrink(at, "a.")
     shrink(at, "b.")
     at.run()
@@ -83,15 +87,13 @@ def test_compare_trains_both_and_draws_them_together(at):
 def test_compare_link_restores_every_setting_of_both_sides(tmp_path, monkeypatch):
     monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
     first = AppTest.from_file(APP, default_timeout=120)
-    first.run()
-    first.switch_page("pages/compare.py").run()
+    first.switch_page("pages/compare.py").run()  # a link to the page, through the router
     first.selectbox(key="cpreset").set_value("warmup-vs-none").run()
     first.number_input(key="b.seed").set_value(7)
     first.select_slider(key="a.lr").set_value(0.005).run()
     bookmark = dict(first.query_params.items())
     fresh = AppTest.from_file(APP, default_timeout=120)  # a fresh browser session opening the bookmark
     fresh.query_params.update(bookmark)
-    fresh.run()
     fresh.switch_page("pages/compare.py").run()
     try:
         for key in ("a.norm_position", "b.norm_position", "a.schedule", "b.corpus"):
@@ -104,6 +106,7 @@ def test_compare_link_restores_every_setting_of_both_sides(tmp_path, monkeypatch
         st.cache_resource.clear()
 
 
+@pytest.mark.slow
 def test_init_lab_draws_and_agrees_with_the_cli(at):
     at.switch_page("pages/init_lab.py").run()
     at.slider(key="init_depth").set_value(4)
@@ -138,12 +141,27 @@ def test_init_lab_default_draws_the_shipped_measurement_and_says_so(at):
         tr for tr in profile["data"] if "Pre-LN" in tr.get("name", "") and tr.get("mode") == "lines+markers"
     )
     assert plotly_array(pre_trace["y"]) == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_init_lab_another_scenario_is_measured_now_without_the_note(at):
+    at.switch_page("pages/init_lab.py").run()
+    assert any("measured in advance" in c.value for c in at.caption)
     at.slider(key="init_seeds").set_value(1)
     at.multiselect(key="init_depths").set_value([2]).run()  # another scenario: measured now, no such note
     assert not at.exception and not any("measured in advance" in c.value for c in at.caption)
 
 
 def test_init_lab_in_korean(at):
+    at.sidebar.radio(key="lang_choice").set_value("ko").run()
+    at.switch_page("pages/init_lab.py").run()  # the default scenario: drawn from the shipped measurement
+    assert at.title[0].value.startswith("초기화 실험실")
+    assert not at.exception
+    assert t("init.shipped", "ko") in [c.value for c in at.caption]
+
+
+@pytest.mark.slow
+def test_init_lab_in_korean_on_a_scenario_measured_now(at):
     at.sidebar.radio(key="lang_choice").set_value("ko").run()
     at.session_state["init_depth"], at.session_state["init_seeds"] = 3, 1
     at.session_state["init_depths"] = [2, 3]

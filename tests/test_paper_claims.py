@@ -25,6 +25,7 @@ def w2_vs_depth():
     return df.groupby(["norm_position", "depth"]).grad_norm.mean().unstack(0)
 
 
+@pytest.mark.slow  # the module's depth sweep (depths 3-24, 3 seeds): the longest measurement at init
 def test_last_layer_gradient_is_larger_for_post_ln_and_the_gap_grows_with_depth(
     w2_vs_depth,
 ):
@@ -35,6 +36,7 @@ def test_last_layer_gradient_is_larger_for_post_ln_and_the_gap_grows_with_depth(
     assert 2.0 < ratio[24] / ratio[3] < 5.0, ratio
 
 
+@pytest.mark.slow  # the same depth sweep
 def test_pre_ln_last_layer_gradient_shrinks_like_one_over_sqrt_depth(w2_vs_depth):
     pre = w2_vs_depth["pre"]
     scaled = pre * np.sqrt(pre.index.to_numpy())  # flat if grad ~ 1/sqrt(L)

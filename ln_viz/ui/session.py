@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 LANG_NAMES = {"ko": "한국어", "en": "English"}
 MAX_CONCURRENT_ENV = "LN_VIZ_MAX_CONCURRENT"
 MAX_SECONDS_ENV = "LN_VIZ_MAX_SECONDS"
+WARM_WORKERS_ENV = "LN_VIZ_WARM_WORKERS"
 
 
 def _shutdown(runner: Runner) -> None:
@@ -34,13 +35,15 @@ def _shutdown(runner: Runner) -> None:
 @st.cache_resource(show_spinner=False, on_release=_shutdown)
 def get_runner() -> Runner:
     """The server's one Runner: at most LN_VIZ_MAX_CONCURRENT runs train at once (default: the number
-    of cores), each capped at LN_VIZ_MAX_SECONDS seconds (default 600); one worker is kept warm."""
+    of cores), each capped at LN_VIZ_MAX_SECONDS seconds (default 600); LN_VIZ_WARM_WORKERS workers are
+    kept warm (default 1; the fast tests use 0, as a page that never trains needs none)."""
     from ln_viz.runner import Runner
     from ln_viz.ui.storage import store_hooks
 
     cap = int(os.environ.get(MAX_CONCURRENT_ENV, "0")) or None
     max_seconds = float(os.environ.get(MAX_SECONDS_ENV, "600"))
-    return Runner(max_concurrent=cap, warm_workers=1, max_seconds=max_seconds, **store_hooks())
+    warm = int(os.environ.get(WARM_WORKERS_ENV, "1"))
+    return Runner(max_concurrent=cap, warm_workers=warm, max_seconds=max_seconds, **store_hooks())
 
 
 def _shutdown_pool(pool: Executor) -> None:
