@@ -106,14 +106,7 @@ class Trainer:
             else:
                 total_grad = float("nan")
             if probe_step:
-                probes = {
-                    "resid_hist": act.resid_hist,
-                    "resid_stats": act.resid_stats,
-                    "norm_in_hist": act.norm_in_hist,
-                    "norm_in_stats": act.norm_in_stats,
-                    "attn_entropy": act.attn_entropy,
-                    "input_stats": act.input_stats,
-                }
+                probes = dict(act.arrays)  # the schema's forward-pass arrays
                 if math.isfinite(total_grad):
                     probes["grad_norm"] = self.grad_norms.per_matrix()
                     probes["block_grad_norm"] = self.grad_norms.per_block()

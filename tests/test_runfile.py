@@ -463,3 +463,14 @@ def test_make_demo_runs_script_on_tiny_presets(tmp_path: Path, store: Store) -> 
     added = load_demo_runs(store, out)
     assert sorted(store.summary(i).label for i in added) == sorted(names)
     assert load_demo_runs(store, out) == []
+
+
+def test_the_format_docs_list_the_schemas_measurements() -> None:
+    """The run file's docstring table is the schema's table, so the format's docs cannot drift from it."""
+    import ln_viz.runfile
+    from ln_viz.schema import doc_table
+
+    documented = [line.strip() for line in ln_viz.runfile.__doc__.splitlines()]
+    table = [line.strip() for line in doc_table().splitlines()]
+    start = documented.index(table[0])
+    assert documented[start : start + len(table)] == table

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ln_viz.snapshot import PROBE_ARRAYS, RunData, RunInfo, Snapshot
+from ln_viz.schema import PROBE_NAMES
+from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from tests.runs import TINY
 
 
@@ -42,7 +43,7 @@ def test_a_long_run_keeps_at_most_the_bound_evenly_spaced_with_the_latest(measur
         assert kept == full.probe_steps and stride == 1  # under the bound nothing is dropped
     else:
         assert len(kept) >= 8 // 2  # thinned by halves: never fewer than half the bound
-    for name in PROBE_ARRAYS:
+    for name in PROBE_NAMES:
         stacked = live.probe(name)
         assert stacked.shape[0] == len(kept)
         for row, step in zip(stacked, kept):
