@@ -474,3 +474,17 @@ def test_the_format_docs_list_the_schemas_measurements() -> None:
     table = [line.strip() for line in doc_table().splitlines()]
     start = documented.index(table[0])
     assert documented[start : start + len(table)] == table
+
+
+def test_a_run_file_read_from_its_bytes_is_the_file_read_from_disk(tmp_path: Path, measured: RunData) -> None:
+    """An upload is read from its bytes (no temporary file), with the same checks and the same result."""
+    from ln_viz.runfile import read_run_data
+
+    path = write_run_file(measured, tmp_path / "run.json.gz", label="bytes")
+    from_disk, from_bytes = read_run_file(path), read_run_data(path.read_bytes(), "upload.json.gz")
+    assert_same_run(from_bytes.data, from_disk.data)
+    assert (from_bytes.label, from_bytes.fingerprint) == (from_disk.label, from_disk.fingerprint)
+    with pytest.raises(RunFileError, match="upload.json.gz"):
+        read_run_data(path.read_bytes()[:-20], "upload.json.gz")
+    with pytest.raises(RunFileError, match="above the limit"):
+        read_run_data(b" " * (MAX_FILE_BYTES + 1), "big.json")

@@ -576,3 +576,33 @@ def test_cli_label_delete_and_bad_ids(tmp_path: Path, trained) -> None:
     assert cli("runs", "delete", str(run_id), "--store", str(path))[0] == 0
     with Store(path) as store:
         assert store.list_runs() == []
+
+
+def test_the_recorder_picks_the_whole_stored_copy_of_a_thinned_finished_run(tmp_path: Path, trained) -> None:
+    """The live-or-stored decision: the live copy while training, when never recorded, when the store
+    cannot read the run or holds less of it; else, once finished, the stored copy with every probe step."""
+    from types import SimpleNamespace
+
+    from ln_viz.recorder import Recorder
+
+    info, snaps = trained
+    live = RunData.from_snapshots(info, snaps, max_probe_steps=2)
+    assert live.probe_stride > 1
+    with Store(tmp_path / "runs.sqlite") as store:
+        recorder = Recorder(store)
+        assert recorder.complete_data("r1", live, done=True) is live  # never recorded
+        recorder.on_start("r1", info)
+        for snap in snaps:
+            recorder.on_snapshot("r1", snap)
+        assert recorder.complete_data("r1", live, done=False) is live  # still training
+        recorder.on_finish("r1", SimpleNamespace(status=live.status, message=live.message))
+        assert_same_run(recorder.complete_data("r1", live, done=True), RunData.from_snapshots(info, snaps))
+
+        def unreadable(store_id: int) -> RunData:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        assert recorder.complete_data("r1", live, done=True, open_stored=unreadable) is live
+        partial = RunData.from_snapshots(info, snaps[:10])
+        assert recorder.complete_data("r1", live, done=True, open_stored=lambda i: partial) is live
+        whole = RunData.from_snapshots(info, snaps)  # a live copy that kept every probe step is enough
+        assert recorder.complete_data("r1", whole, done=True) is whole

@@ -74,9 +74,11 @@ from ln_viz.runfile.document import (
     fingerprint_of,
     parse_run,
     read_run_bytes,
+    read_run_data,
     read_run_file,
     run_document,
     thin_probe_steps,
+    unpack_run_bytes,
     write_run_file,
 )
 from ln_viz.tables import (
@@ -129,10 +131,12 @@ __all__ = [
     "load_demo_runs",
     "parse_run",
     "read_run_bytes",
+    "read_run_data",
     "read_run_file",
     "run_document",
     "scalars_table",
     "tables",
     "thin_probe_steps",
+    "unpack_run_bytes",
     "write_run_file",
 ]

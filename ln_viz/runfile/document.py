@@ -164,7 +164,14 @@ def read_run_bytes(path: str | Path) -> bytes:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise RunFileError("err.file_too_large", path=name, have=size, limit=MAX_FILE_BYTES)
-    raw = path.read_bytes()
+    return unpack_run_bytes(path.read_bytes(), name)
+
+
+def unpack_run_bytes(raw: bytes, name: str) -> bytes:
+    """The JSON bytes of a run file's bytes (gunzipped when they are gzip), with the size limits
+    applied; `name` is for messages."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise RunFileError("err.file_too_large", path=name, have=len(raw), limit=MAX_FILE_BYTES)
     if raw[:2] != b"\x1f\x8b":
         return raw
     try:
@@ -186,6 +193,11 @@ def read_run_file(path: str | Path) -> LoadedRun:
     """Read and validate a run file; RunFileError names the first problem in one sentence."""
     raw = read_run_bytes(path)
     return parse_run(raw, str(path))
+
+
+def read_run_data(raw: bytes, name: str) -> LoadedRun:
+    """Read and validate a run file given as its bytes (an upload), gzip or not; `name` is for messages."""
+    return parse_run(unpack_run_bytes(raw, name), name)
 
 
 def parse_run(raw: bytes, name: str) -> LoadedRun:
