@@ -223,5 +223,3 @@ def parse_run(raw: bytes, name: str) -> LoadedRun:
 def _refuse_constant(token: str) -> None:
     # NaN and Infinity are not JSON; our files write null and "inf"
     raise ValueError(f"{token} is not valid JSON")
-
-

@@ -262,5 +262,3 @@ def _type_name(kind: type | tuple) -> str:
     if set(kinds) == {int, float}:
         return "number"
     return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
