@@ -8,8 +8,7 @@ a norm name (`ln1`, `ln2`, and for Peri-LN `ln1_out`, `ln2_out`) is that norm's 
     table        columns
     -----------  ------------------------------------------------------------------------------------
     scalars      step, loss, lr, grad_norm, eval_loss, elapsed, steps_per_sec    one row per step;
-                 loss/grad_norm nats/L2 norm, NaN where undefined; eval_loss NaN except at eval steps;
-                 elapsed seconds since start; steps_per_sec a moving average
+                 each as ln_viz.schema.SCALARS describes it (unit, NaN where undefined)
     histograms   step, layer, site, bin_left, bin_right, fraction               long format: the
                  fraction of a tensor's elements in [bin_left, bin_right); rows only for bins with a
                  non-zero fraction (an absent bin is 0); values beyond the edges are in layer_stats
@@ -17,9 +16,8 @@ a norm name (`ln1`, `ln2`, and for Peri-LN `ln1_out`, `ln2_out`) is that norm's 
                  (probe step, layer, site); site `input` at layer 0 is the embeddings into block 1
     grad_norms   step, layer, param, grad_norm           Frobenius norm of each weight's gradient;
                  param is attn.q, attn.k, attn.v, attn.o, ffn.w1, ffn.w2
-    layers       step, layer, attn_entropy, block_grad_norm, update_ratio    attn_entropy in nats,
-                 mean over heads and positions of the batch's first 8 sequences; update_ratio
-                 ||w_after - w_before|| / ||w_before||
+    layers       step, layer, attn_entropy, block_grad_norm, update_ratio    the probe arrays with
+                 one value per block, as ln_viz.schema.PROBES describes them
 
 Probe values are float32 (as measured), scalars float64; CSV writes each value as the shortest text
 that reads back to the same number at that precision (read probe columns as float32 to get them bit

@@ -488,3 +488,17 @@ def test_a_run_file_read_from_its_bytes_is_the_file_read_from_disk(tmp_path: Pat
         read_run_data(path.read_bytes()[:-20], "upload.json.gz")
     with pytest.raises(RunFileError, match="above the limit"):
         read_run_data(b" " * (MAX_FILE_BYTES + 1), "big.json")
+
+
+def test_the_tables_docs_list_each_tables_columns(measured: RunData) -> None:
+    """ln_viz.tables' docstring names each table's columns in order (they come from the schema)."""
+    import re
+
+    import ln_viz.tables
+
+    documented = {}
+    for line in ln_viz.tables.__doc__.splitlines():
+        m = re.match(r"    (\w+) +((?:\w+, )+\w+)", line)
+        if m:
+            documented[m.group(1)] = m.group(2).split(", ")
+    assert documented == {name: list(df.columns) for name, df in tables(measured).items()}
