@@ -19,6 +19,7 @@ from ln_viz.corpus import Batches, Corpus, load_corpus
 from ln_viz.model import build_model
 from ln_viz.names import PARAM_NAMES
 from ln_viz.probes import grad_norms, watch
+from ln_viz.schema import Stat
 
 GRAD_COLUMNS = ["seed", "layer", "param", "grad_norm"]
 
@@ -40,8 +41,8 @@ def init_grads(cfg: RunConfig, seeds: Iterable[int], corpus: Corpus | None = Non
         for layer in range(cfg.depth):
             for j, name in enumerate(PARAM_NAMES):
                 grad_rows.append((int(seed), layer + 1, name, float(per_param[layer, j])))
-        rms = np.concatenate([[act.input_stats[2]], act.resid_stats[:, 2]])
-        std = np.concatenate([[act.input_stats[1]], act.resid_stats[:, 1]])
+        rms = np.concatenate([[act.input_stats[Stat.RMS]], act.resid_stats[:, Stat.RMS]])
+        std = np.concatenate([[act.input_stats[Stat.STD]], act.resid_stats[:, Stat.STD]])
         for layer, (r, s) in enumerate(zip(rms, std)):
             resid_rows.append((int(seed), layer, float(r) ** 2, float(s)))
     grads = pd.DataFrame(grad_rows, columns=GRAD_COLUMNS)

@@ -12,11 +12,10 @@ from ln_viz.config import RunConfig
 PARAM_NAMES = ("attn.q", "attn.k", "attn.v", "attn.o", "ffn.w1", "ffn.w2")  # per block, in init order
 
 # Fixed histogram bin edges, shared by every layer, step and run, so frames can be compared. Values
-# beyond them are counted in the `frac_below` / `frac_above` stats, never dropped silently.
+# beyond them are counted in the `frac_below` / `frac_above` stats (ln_viz.schema.Stat), never dropped.
 HIST_LIMIT = 16.0
 HIST_BINS = 128
 HIST_EDGES = np.linspace(-HIST_LIMIT, HIST_LIMIT, HIST_BINS + 1)
-STAT_NAMES = ("mean", "std", "rms", "max_abs", "frac_below", "frac_above")
 
 STATUSES = ("queued", "running", "completed", "diverged", "stalled", "stopped", "failed", "interrupted")
 TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupted")

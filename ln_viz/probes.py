@@ -4,7 +4,7 @@ Probes attach forward hooks at named modules only for the steps they measure, su
 at once into a few numbers and a fixed-edge histogram (numpy), and always remove their hooks: the
 model never knows it is watched, and no tensor outlives its step.
 
-Per block, at a probe step:
+Per block, at a probe step (each array's shape, unit and meaning are in ln_viz.schema.PROBES):
 - `resid_hist`, `resid_stats`: the residual stream after the block (what flows into the next block);
 - `norm_in_hist`, `norm_in_stats`: the input of each norm in the block (for Post-LN the sum x + F(x));
 - `grad_norm`: the Frobenius norm of the gradient of each weight matrix in PARAM_NAMES;
@@ -30,7 +30,8 @@ import torch
 from torch import nn
 
 from ln_viz.model import TinyLM
-from ln_viz.names import HIST_BINS, HIST_LIMIT, PARAM_NAMES, STAT_NAMES
+from ln_viz.names import HIST_BINS, HIST_LIMIT, PARAM_NAMES
+from ln_viz.schema import STAT_NAMES, blank_probes, probe_dims, probes_from
 
 # Masked attention scores: a finite stand-in for -inf, so exp() gives exactly 0 and 0 * log 0 is 0.
 _MASKED = -1e30
@@ -55,6 +56,7 @@ def tensor_summary(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     var = torch.dot(centred, centred) / n
     ms = torch.dot(x, x) / n
     fractions = _bin_fractions(x, n)
+    # in schema.Stat order: MEAN, STD, RMS, MAX_ABS, then FRAC_BELOW, FRAC_ABOVE
     stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
     out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
     return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
@@ -73,7 +75,7 @@ def _summary_nonfinite(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     the edges, NaNs nowhere; the moments are NaN/inf as they are."""
     n = x.numel()
     fractions = _bin_fractions(x[~torch.isnan(x)], n).numpy()
-    stats = [
+    stats = [  # in schema.Stat order
         float(x.mean()),
         float(x.std(correction=0)),
         float(x.square().mean().sqrt()),
@@ -111,13 +113,15 @@ class ActivationProbe:
     def __init__(self, model: TinyLM) -> None:
         self.model = model
         self.norm_names = model.norm_names()
-        L, n_norm = len(model.blocks), len(self.norm_names)
-        self.resid_hist = np.zeros((L, HIST_BINS), np.float32)
-        self.resid_stats = np.zeros((L, len(STAT_NAMES)), np.float32)
-        self.norm_in_hist = np.zeros((L, n_norm, HIST_BINS), np.float32)
-        self.norm_in_stats = np.zeros((L, n_norm, len(STAT_NAMES)), np.float32)
-        self.attn_entropy = np.zeros(L, np.float32)
-        self.input_stats = np.zeros(len(STAT_NAMES), np.float32)  # x_0: embeddings into block 1
+        dims = probe_dims(len(model.blocks), len(self.norm_names), len(PARAM_NAMES), HIST_BINS, len(STAT_NAMES))
+        # the schema's forward-pass arrays, filled in place by the hooks
+        self.arrays = blank_probes(dims, probes_from("forward"))
+        self.resid_hist = self.arrays["resid_hist"]
+        self.resid_stats = self.arrays["resid_stats"]
+        self.norm_in_hist = self.arrays["norm_in_hist"]
+        self.norm_in_stats = self.arrays["norm_in_stats"]
+        self.attn_entropy = self.arrays["attn_entropy"]
+        self.input_stats = self.arrays["input_stats"]  # x_0: embeddings into block 1
         self._q: dict[int, torch.Tensor] = {}
         self._last: tuple[torch.Tensor, tuple[np.ndarray, np.ndarray]] | None = None
         self._handles: list[torch.utils.hooks.RemovableHandle] = []

@@ -7,16 +7,21 @@ RunWriter (which commits about twice a second), so a crash loses at most the las
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from ln_viz.snapshot import RunInfo, Snapshot
+from ln_viz.i18n import LocalizedError
+from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store import RunWriter, Store
 
 log = logging.getLogger(__name__)
 
 
 class Recorder:
+    """Records each runner run into the store (`hooks()`), and knows which stored run is which."""
+
     def __init__(self, store: Store) -> None:
         self.store = store
         self._writers: dict[str, RunWriter] = {}
@@ -45,6 +50,31 @@ class Recorder:
         """The store's id of a runner's run (None when it was never recorded)."""
         with self._lock:
             return self._store_ids.get(run_id)
+
+    def complete_data(
+        self,
+        run_id: str,
+        live: RunData | None,
+        done: bool,
+        open_stored: Callable[[int], RunData] | None = None,
+    ) -> RunData | None:
+        """A run's data with every probe step: the live copy while it trains or when it kept them all;
+        once it has ended (`done`: its writer has finished), the stored copy when that is whole; the
+        live copy again when the store has not got it or cannot read it (logged, never raised).
+        `open_stored(store_id)` reads the stored copy (default: `Store.open_run`; a caller may cache)."""
+        if live is None or live.probe_stride == 1 or not done:
+            return live
+        store_id = self.store_id(run_id)
+        if store_id is None:
+            return live
+        try:
+            stored = (open_stored or self.store.open_run)(store_id)
+        except (LocalizedError, OSError, sqlite3.Error) as e:
+            log.warning("ln-viz: run %s could not be read back from the store: %s", store_id, e)
+            return live
+        if stored.steps_done != live.steps_done:  # the writer failed part way (logged): not the whole run
+            return live
+        return stored
 
     def hooks(self) -> dict[str, Any]:
         return {"on_start": self.on_start, "on_snapshot": self.on_snapshot, "on_finish": self.on_finish}

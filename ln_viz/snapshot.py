@@ -2,12 +2,16 @@
 snapshots: the shape that charts, store and export read).
 
 Scalars are columns with one value per step; probe arrays are stacked along a first axis of probe
-steps. Appending a snapshot is cheap (lists), and the stacked views are built on demand.
+steps (both named in ln_viz.schema). Appending a snapshot is cheap (lists), and the stacked views are
+built on demand. Every RunData is built by appending snapshots: live from the trainer, and when a stored
+run or a run file is read back (`from_snapshots` with the run's final status), so the summary (status,
+stall, steps done, final loss) follows one rule everywhere.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ln_viz.config import RunConfig
-from ln_viz.names import HIST_EDGES, PARAM_NAMES, STAT_NAMES, norm_names
+from ln_viz.names import HIST_EDGES, PARAM_NAMES, norm_names
+from ln_viz.schema import PROBE_NAMES, PROBES, SCALAR_NAMES, STAT_NAMES, probe_dims
+
+FINAL_LOSS_WINDOW = 10  # steps: a run's final loss is the mean of its last this-many finite losses
 
 
 @dataclass
@@ -46,21 +53,15 @@ class RunInfo:
         n_params = 2 * V * d + cfg.seq_len * d + L * (4 * d * d + 2 * d * f + len(names) * norm_params) + final
         return cls(cfg, V, n_params, corpus.unigram_entropy, corpus.floor(cfg.seq_len), names)
 
+    def probe_dims(self) -> dict[str, int]:
+        """The size of each named dimension of the schema's probe shapes, for this run."""
+        n_bins = len(self.hist_edges) - 1
+        return probe_dims(self.config.depth, len(self.norm_names), len(self.param_names), n_bins, len(self.stat_names))
+
     def probe_shapes(self) -> dict[str, tuple[int, ...]]:
-        """The shape of one probe step's array of each name in PROBE_ARRAYS."""
-        L, n_norm, n_stat = self.config.depth, len(self.norm_names), len(self.stat_names)
-        n_bin = len(self.hist_edges) - 1
-        return {
-            "resid_hist": (L, n_bin),
-            "resid_stats": (L, n_stat),
-            "norm_in_hist": (L, n_norm, n_bin),
-            "norm_in_stats": (L, n_norm, n_stat),
-            "attn_entropy": (L,),
-            "input_stats": (n_stat,),
-            "grad_norm": (L, len(self.param_names)),
-            "block_grad_norm": (L,),
-            "update_ratio": (L,),
-        }
+        """The shape of one probe step's array of each name in schema.PROBES."""
+        dims = self.probe_dims()
+        return {name: m.shape_for(dims) for name, m in PROBES.items()}
 
     def to_dict(self) -> dict[str, Any]:
         cfg = self.config.to_dict()
@@ -93,7 +94,8 @@ class RunInfo:
 
 @dataclass
 class Snapshot:
-    """One step, small and numpy-only. `probes` is set at probe steps: arrays named as in probes.py."""
+    """One step, small and numpy-only: the schema's scalars as fields (eval_loss None where not
+    measured), and at probe steps `probes`, arrays named as schema.PROBES (missing ones become NaN)."""
 
     step: int
     loss: float
@@ -108,26 +110,11 @@ class Snapshot:
     probes: dict[str, np.ndarray] | None = None
 
 
-SCALAR_COLUMNS = (
-    "step",
-    "loss",
-    "lr",
-    "grad_norm",
-    "elapsed",
-    "steps_per_sec",
-    "eval_loss",
-)
-PROBE_ARRAYS = (
-    "resid_hist",  # (P, L, bins) fraction of elements per bin
-    "resid_stats",  # (P, L, stats)
-    "norm_in_hist",  # (P, L, norms, bins)
-    "norm_in_stats",  # (P, L, norms, stats)
-    "attn_entropy",  # (P, L) nats
-    "input_stats",  # (P, stats) embeddings into block 1
-    "grad_norm",  # (P, L, params) Frobenius norm per weight matrix
-    "block_grad_norm",  # (P, L)
-    "update_ratio",  # (P, L) ||dw|| / ||w||
-)
+def thinned(ordinals: Sequence[int], stride: int) -> list[int]:
+    """The one thinning rule for probe steps: the indices of those whose ordinal (count from the
+    first probe step measured, 0-based) is a multiple of `stride`, and always the latest."""
+    last = len(ordinals) - 1
+    return [i for i, k in enumerate(ordinals) if k % stride == 0 or i == last]
 
 
 @dataclass
@@ -161,9 +148,9 @@ class RunData:
     message: str | None = None  # i18n key of the last status message
     stalled_since: int | None = None  # first step flagged stalled (None when never)
     diverged_at: int | None = None
-    scalars: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in SCALAR_COLUMNS})
+    scalars: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in SCALAR_NAMES})
     probe_steps: list[int] = field(default_factory=list)
-    probes: dict[str, list[np.ndarray]] = field(default_factory=lambda: {n: [] for n in PROBE_ARRAYS})
+    probes: dict[str, list[np.ndarray]] = field(default_factory=lambda: {n: [] for n in PROBE_NAMES})
     # A live copy keeps at most this many probe steps, so a long run's memory stays flat: evenly
     # spaced from the first (every `probe_stride`-th one measured) plus always the latest. None: all.
     max_probe_steps: int | None = None
@@ -173,14 +160,9 @@ class RunData:
 
     # --- building --------------------------------------------------------------------------------
     def append(self, snap: Snapshot) -> None:
-        s = self.scalars
-        s["step"].append(snap.step)
-        s["loss"].append(snap.loss)
-        s["lr"].append(snap.lr)
-        s["grad_norm"].append(snap.grad_norm)
-        s["elapsed"].append(snap.elapsed)
-        s["steps_per_sec"].append(snap.steps_per_sec)
-        s["eval_loss"].append(math.nan if snap.eval_loss is None else snap.eval_loss)
+        for name, column in self.scalars.items():
+            value = getattr(snap, name)
+            column.append(math.nan if value is None else value)  # eval_loss None: not measured
         track_status(self, snap)
         if snap.probes is not None:
             self.add_probe(snap.step, snap.probes)
@@ -189,26 +171,25 @@ class RunData:
         """Probe arrays of one step; ones missing at this step (grads of a diverged step) become NaN."""
         self.probe_steps.append(step)
         blank = self.info.probe_shapes()
-        for name in PROBE_ARRAYS:
+        for name in PROBE_NAMES:
             value = arrays.get(name)
-            self.probes[name].append(
-                np.full(blank[name], np.nan, np.float32) if value is None else np.asarray(value, np.float32)
-            )
+            dtype = PROBES[name].dtype
+            self.probes[name].append(np.full(blank[name], np.nan, dtype) if value is None else np.asarray(value, dtype))
         self._probe_ordinals.append(self._probes_received)
         self._probes_received += 1
         if self.max_probe_steps is not None:
             self._thin_probes()
 
     def _thin_probes(self) -> None:
-        """Keep the probe steps whose ordinal is a multiple of the stride, and the latest; double the
-        stride whenever more than max_probe_steps (at least 2) are kept. The lists are rebuilt, so a
-        reader's earlier copy of them stays whole; the runner's lock orders this against its copies."""
+        """Keep the probe steps `thinned` keeps at the current stride; double the stride whenever more
+        than max_probe_steps (at least 2) are kept. The lists are rebuilt, so a reader's earlier copy
+        of them stays whole; the runner's lock orders this against its copies."""
         assert self.max_probe_steps is not None
         ordinals = self._probe_ordinals
-        keep = [i for i, k in enumerate(ordinals) if k % self.probe_stride == 0 or i == len(ordinals) - 1]
+        keep = thinned(ordinals, self.probe_stride)
         while len(keep) > max(2, self.max_probe_steps):
             self.probe_stride *= 2
-            keep = [i for i in keep if ordinals[i] % self.probe_stride == 0 or i == len(ordinals) - 1]
+            keep = [keep[i] for i in thinned([ordinals[i] for i in keep], self.probe_stride)]
         if len(keep) < len(ordinals):
             self._probe_ordinals = [ordinals[i] for i in keep]
             self.probe_steps = [self.probe_steps[i] for i in keep]
@@ -231,13 +212,49 @@ class RunData:
             return np.stack(values)
         return np.zeros((0,), np.float32)
 
-    def final_loss(self, window: int = 10) -> float | None:
-        finite = [x for x in self.scalars["loss"] if math.isfinite(x)][-window:]
-        return sum(finite) / len(finite) if finite else None
+    def final_loss(self, window: int = FINAL_LOSS_WINDOW) -> float | None:
+        """Mean of the last `window` finite losses (None before the first)."""
+        finite: list[float] = []
+        for x in reversed(self.scalars["loss"]):  # from the end: the store's writer asks twice a second
+            if math.isfinite(x):
+                finite.append(x)
+                if len(finite) == window:
+                    break
+        return sum(reversed(finite)) / len(finite) if finite else None
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        """The run step by step, as `from_snapshots` reads it back: every step's scalars, `stalled` from
+        stalled_since, and probes at the probe steps kept (no per-step status: see `settle`)."""
+        probe_at = {step: j for j, step in enumerate(self.probe_steps)}
+        s = self.scalars
+        for i, step in enumerate(s["step"]):
+            j = probe_at.get(step)
+            yield Snapshot(
+                **{name: s[name][i] for name in SCALAR_NAMES},
+                stalled=self.stalled_since is not None and step >= self.stalled_since,
+                probes=None if j is None else {name: values[j] for name, values in self.probes.items()},
+            )
+
+    def summary(self) -> dict[str, Any]:
+        """The run's summary as the store's runs row keeps it (the one running summary of a run)."""
+        return {
+            "steps_done": self.steps_done,
+            "final_loss": self.final_loss(),
+            "status": self.status,
+            "message": self.message,
+            "stalled_since": self.stalled_since,
+            "diverged_at": self.diverged_at,
+        }
+
+    def settle(self, status: str, message: str | None, diverged_at: int | None) -> None:
+        """Take a read-back run's recorded end (a store row, a run file): its snapshots were replayed
+        without statuses; the stall comes from their `stalled` flags."""
+        self.status, self.message, self.diverged_at = status, message, diverged_at
 
     @classmethod
-    def from_snapshots(cls, info: RunInfo, snaps: list[Snapshot]) -> RunData:
-        data = cls(info)
+    def from_snapshots(cls, info: RunInfo, snaps: Iterable[Snapshot], max_probe_steps: int | None = None) -> RunData:
+        """A run from its snapshots: the one way a RunData is filled (live, from the store, from a file)."""
+        data = cls(info, max_probe_steps=max_probe_steps)
         for s in snaps:
             data.append(s)
         return data

@@ -91,32 +91,7 @@ class Trainer:
                 group["lr"] = lr
             x, y = self.batches.next()
             probe_step = self.is_probe_step(step)
-            opt.zero_grad(set_to_none=True)
-            if probe_step:
-                with watch(model) as act:
-                    logits = model(x)
-            else:
-                logits = model(x)
-            loss_t = F.cross_entropy(logits.flatten(0, 1), y.flatten())
-            loss = float(loss_t.detach())
-            probes = None
-            if math.isfinite(loss):
-                loss_t.backward()
-                total_grad = self.grad_norms.measure()
-            else:
-                total_grad = float("nan")
-            if probe_step:
-                probes = {
-                    "resid_hist": act.resid_hist,
-                    "resid_stats": act.resid_stats,
-                    "norm_in_hist": act.norm_in_hist,
-                    "norm_in_stats": act.norm_in_stats,
-                    "attn_entropy": act.attn_entropy,
-                    "input_stats": act.input_stats,
-                }
-                if math.isfinite(total_grad):
-                    probes["grad_norm"] = self.grad_norms.per_matrix()
-                    probes["block_grad_norm"] = self.grad_norms.per_block()
+            loss, total_grad, probes = self._forward_backward(x, y, probe_step)
             if not (math.isfinite(loss) and math.isfinite(total_grad)):
                 elapsed = time.perf_counter() - start
                 yield Snapshot(
@@ -159,6 +134,31 @@ class Trainer:
                 message="msg.stalled" if stalled else None,
                 probes=probes,
             )
+
+    def _forward_backward(self, x: torch.Tensor, y: torch.Tensor, probe_step: bool) -> tuple[float, float, dict | None]:
+        """One batch's loss and gradients: (loss, total gradient norm, the step's probe arrays so far:
+        None off probe steps; the schema's forward-pass ones, plus the gradients' when they are finite)."""
+        model = self.model
+        self.optimizer.zero_grad(set_to_none=True)
+        if probe_step:
+            with watch(model) as act:
+                logits = model(x)
+        else:
+            logits = model(x)
+        loss_t = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        loss = float(loss_t.detach())
+        if math.isfinite(loss):
+            loss_t.backward()
+            total_grad = self.grad_norms.measure()
+        else:
+            total_grad = float("nan")
+        if not probe_step:
+            return loss, total_grad, None
+        probes = dict(act.arrays)
+        if math.isfinite(total_grad):
+            probes["grad_norm"] = self.grad_norms.per_matrix()
+            probes["block_grad_norm"] = self.grad_norms.per_block()
+        return loss, total_grad, probes
 
     def is_stalled(self, recent: list[float]) -> bool:
         return sum(recent) / len(recent) >= self.info.unigram_entropy * (1 - STALL_MARGIN)

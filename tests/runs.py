@@ -3,7 +3,8 @@
 import numpy as np
 
 from ln_viz.config import RunConfig
-from ln_viz.snapshot import PROBE_ARRAYS, RunData
+from ln_viz.schema import PROBE_NAMES
+from ln_viz.snapshot import RunData
 
 TINY = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=30, probe_every=5, eval_every=10)
 
@@ -18,7 +19,7 @@ def assert_same_run(a: RunData, b: RunData) -> None:
             err_msg=name,
         )
     assert a.probe_steps == b.probe_steps
-    for name in PROBE_ARRAYS:
+    for name in PROBE_NAMES:
         x, y = a.probe(name), b.probe(name)
         assert x.dtype == y.dtype == np.float32
         np.testing.assert_array_equal(x, y, err_msg=name)

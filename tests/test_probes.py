@@ -8,10 +8,11 @@ import torch
 
 from ln_viz.config import RunConfig
 from ln_viz.model import build_model
-from ln_viz.names import HIST_EDGES, HIST_LIMIT, PARAM_NAMES, STAT_NAMES
+from ln_viz.names import HIST_EDGES, HIST_LIMIT, PARAM_NAMES
 from ln_viz.probes import ENTROPY_SEQUENCES, GradNorms, UpdateRatio, attention_entropy, tensor_summary, watch
+from ln_viz.schema import Stat
 
-MEAN, STD, RMS, MAX_ABS, BELOW, ABOVE = range(len(STAT_NAMES))
+MEAN, STD, RMS, MAX_ABS, BELOW, ABOVE = Stat
 
 
 @pytest.mark.parametrize("scale", [0.3, 3.0, 12.0, 40.0])

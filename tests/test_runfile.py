@@ -463,3 +463,42 @@ def test_make_demo_runs_script_on_tiny_presets(tmp_path: Path, store: Store) -> 
     added = load_demo_runs(store, out)
     assert sorted(store.summary(i).label for i in added) == sorted(names)
     assert load_demo_runs(store, out) == []
+
+
+def test_the_format_docs_list_the_schemas_measurements() -> None:
+    """The run file's docstring table is the schema's table, so the format's docs cannot drift from it."""
+    import ln_viz.runfile
+    from ln_viz.schema import doc_table
+
+    documented = [line.strip() for line in ln_viz.runfile.__doc__.splitlines()]
+    table = [line.strip() for line in doc_table().splitlines()]
+    start = documented.index(table[0])
+    assert documented[start : start + len(table)] == table
+
+
+def test_a_run_file_read_from_its_bytes_is_the_file_read_from_disk(tmp_path: Path, measured: RunData) -> None:
+    """An upload is read from its bytes (no temporary file), with the same checks and the same result."""
+    from ln_viz.runfile import read_run_data
+
+    path = write_run_file(measured, tmp_path / "run.json.gz", label="bytes")
+    from_disk, from_bytes = read_run_file(path), read_run_data(path.read_bytes(), "upload.json.gz")
+    assert_same_run(from_bytes.data, from_disk.data)
+    assert (from_bytes.label, from_bytes.fingerprint) == (from_disk.label, from_disk.fingerprint)
+    with pytest.raises(RunFileError, match="upload.json.gz"):
+        read_run_data(path.read_bytes()[:-20], "upload.json.gz")
+    with pytest.raises(RunFileError, match="above the limit"):
+        read_run_data(b" " * (MAX_FILE_BYTES + 1), "big.json")
+
+
+def test_the_tables_docs_list_each_tables_columns(measured: RunData) -> None:
+    """ln_viz.tables' docstring names each table's columns in order (they come from the schema)."""
+    import re
+
+    import ln_viz.tables
+
+    documented = {}
+    for line in ln_viz.tables.__doc__.splitlines():
+        m = re.match(r"    (\w+) +((?:\w+, )+\w+)", line)
+        if m:
+            documented[m.group(1)] = m.group(2).split(", ")
+    assert documented == {name: list(df.columns) for name, df in tables(measured).items()}

@@ -3,10 +3,14 @@ from the first, the latest always in, each array still the one measured at its s
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from ln_viz.snapshot import PROBE_ARRAYS, RunData, RunInfo, Snapshot
+from ln_viz.config import RunConfig
+from ln_viz.schema import PROBE_NAMES
+from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from tests.runs import TINY
 
 
@@ -42,7 +46,7 @@ def test_a_long_run_keeps_at_most_the_bound_evenly_spaced_with_the_latest(measur
         assert kept == full.probe_steps and stride == 1  # under the bound nothing is dropped
     else:
         assert len(kept) >= 8 // 2  # thinned by halves: never fewer than half the bound
-    for name in PROBE_ARRAYS:
+    for name in PROBE_NAMES:
         stacked = live.probe(name)
         assert stacked.shape[0] == len(kept)
         for row, step in zip(stacked, kept):
@@ -62,3 +66,17 @@ def test_a_readers_copy_survives_thinning() -> None:
     assert len(copy_hist) == len(copy_steps) == 4
     for row, step in zip(copy_hist, copy_steps):
         assert np.all(row == step)
+
+
+def test_the_schema_names_each_snapshot_scalar_and_a_shape_for_each_probe() -> None:
+    """Snapshot carries every schema scalar; RunInfo gives every probe array its shape, from the
+    schema's named dimensions; the stat indices name STAT_NAMES in order."""
+    from ln_viz.schema import SCALAR_NAMES, STAT_NAMES, Stat
+
+    assert set(SCALAR_NAMES) <= {f.name for f in dataclasses.fields(Snapshot)}
+    info = RunInfo(RunConfig(depth=3), 80, 1, 3.0, None, ["ln1", "ln2"])
+    shapes = info.probe_shapes()
+    assert list(shapes) == list(PROBE_NAMES)
+    assert shapes["norm_in_hist"] == (3, 2, 128) and shapes["grad_norm"] == (3, 6)
+    assert shapes["input_stats"] == (len(STAT_NAMES),) and STAT_NAMES[Stat.FRAC_ABOVE] == "frac_above"
+    assert list(RunData(info).scalars) == list(SCALAR_NAMES)

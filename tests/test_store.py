@@ -3,6 +3,7 @@ and the store refuses files it cannot read with one sentence."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -18,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ln_viz import store as store_module
 from ln_viz.cli import main
 from ln_viz.config import RunConfig
-from ln_viz.snapshot import PROBE_ARRAYS, RunData, RunInfo, Snapshot
+from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES
+from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -33,6 +34,8 @@ from ln_viz.store import (
     default_store_path,
     migrate,
 )
+from ln_viz.store import rows as store_rows
+from ln_viz.store import writer as store_writer
 from ln_viz.train import Trainer
 from tests.runs import TINY, assert_same_run
 
@@ -262,7 +265,7 @@ def test_a_failing_disk_is_one_sentence_and_the_run_is_recovered(
         def disk_full(*args: object) -> None:
             raise sqlite3.OperationalError("database or disk is full")
 
-        monkeypatch.setattr(store_module, "_write_rows", disk_full)
+        monkeypatch.setattr(store_writer, "write_rows", disk_full)
         with pytest.raises(StoreError, match="cannot write .*database or disk is full"):
             for snap in snaps[1:]:
                 writer.add(snap)  # the thread's error surfaces here, at the next step
@@ -364,14 +367,14 @@ def test_a_version_1_store_is_migrated(tmp_path: Path, trained) -> None:
     assert migrate(db, path, upto=1) == 1
     # a run stored the way version 1 stored it
     db.execute("BEGIN")
-    run_id = store_module._insert_run(db, info, label="old", status="completed")
-    rows = [store_module._scalar_row(run_id, measured, i, set(measured.probe_steps)) for i in range(len(snaps))]
+    run_id = store_rows.insert_run(db, info, label="old", status="completed")
+    scalar_rows = [store_rows.scalar_row(run_id, snap) for snap in measured.snapshots()]
     blobs = [
-        (run_id, step, name, *store_module.array_to_blob(measured.probes[name][j]))
+        (run_id, step, name, *store_rows.array_to_blob(measured.probes[name][j]))
         for j, step in enumerate(measured.probe_steps)
-        for name in PROBE_ARRAYS
+        for name in PROBE_NAMES
     ]
-    store_module._write_rows(db, rows, blobs)
+    store_rows.write_rows(db, scalar_rows, blobs)
     db.execute(
         "UPDATE runs SET steps_done = ?, final_loss = ? WHERE id = ?",
         (measured.steps_done, measured.final_loss(), run_id),
@@ -395,6 +398,19 @@ def test_schema_version_is_set(tmp_path: Path) -> None:
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
+
+
+def test_the_tables_hold_the_schemas_scalars_and_the_configs_fields(tmp_path: Path) -> None:
+    """The migrations' SQL is history, never edited: the scalars table they create must still be the
+    schema's scalars, and the runs row's copied config columns RunConfig's fields."""
+    Store(tmp_path / "runs.sqlite").close()
+    db = sqlite3.connect(tmp_path / "runs.sqlite")
+    scalars = [r[1] for r in db.execute("PRAGMA table_info(scalars)")]
+    runs = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+    db.close()
+    assert scalars == ["run_id", *SCALAR_NAMES, "stalled", "has_probes"]
+    assert set(store_rows.CONFIG_COLUMNS) <= {f.name for f in dataclasses.fields(RunConfig)}
+    assert set(store_rows.CONFIG_COLUMNS) <= runs
 
 
 def test_default_path_follows_env(tmp_path: Path) -> None:
@@ -560,3 +576,33 @@ def test_cli_label_delete_and_bad_ids(tmp_path: Path, trained) -> None:
     assert cli("runs", "delete", str(run_id), "--store", str(path))[0] == 0
     with Store(path) as store:
         assert store.list_runs() == []
+
+
+def test_the_recorder_picks_the_whole_stored_copy_of_a_thinned_finished_run(tmp_path: Path, trained) -> None:
+    """The live-or-stored decision: the live copy while training, when never recorded, when the store
+    cannot read the run or holds less of it; else, once finished, the stored copy with every probe step."""
+    from types import SimpleNamespace
+
+    from ln_viz.recorder import Recorder
+
+    info, snaps = trained
+    live = RunData.from_snapshots(info, snaps, max_probe_steps=2)
+    assert live.probe_stride > 1
+    with Store(tmp_path / "runs.sqlite") as store:
+        recorder = Recorder(store)
+        assert recorder.complete_data("r1", live, done=True) is live  # never recorded
+        recorder.on_start("r1", info)
+        for snap in snaps:
+            recorder.on_snapshot("r1", snap)
+        assert recorder.complete_data("r1", live, done=False) is live  # still training
+        recorder.on_finish("r1", SimpleNamespace(status=live.status, message=live.message))
+        assert_same_run(recorder.complete_data("r1", live, done=True), RunData.from_snapshots(info, snaps))
+
+        def unreadable(store_id: int) -> RunData:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        assert recorder.complete_data("r1", live, done=True, open_stored=unreadable) is live
+        partial = RunData.from_snapshots(info, snaps[:10])
+        assert recorder.complete_data("r1", live, done=True, open_stored=lambda i: partial) is live
+        whole = RunData.from_snapshots(info, snaps)  # a live copy that kept every probe step is enough
+        assert recorder.complete_data("r1", whole, done=True) is whole

@@ -6,6 +6,7 @@ import pytest
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.corpus import markov
 from ln_viz.names import lr_at, lr_schedule
+from ln_viz.schema import PROBE_NAMES, PROBES
 from ln_viz.train import STALL_MIN_STEPS, Trainer, run
 
 TINY = RunConfig(
@@ -53,6 +54,9 @@ def test_snapshots_every_step_probes_at_their_cadence_numpy_only(pos):
     assert p["grad_norm"].shape == (L, 6) and p["resid_hist"].shape == (L, 128)
     assert p["norm_in_hist"].shape[:2] == (L, len(trainer.model.norm_names()))
     assert all(isinstance(v, np.ndarray) for v in p.values())  # nothing keeps tensors alive
+    shapes = trainer.info.probe_shapes()  # the schema's, in the run's named dimensions
+    assert set(p) == set(PROBE_NAMES)
+    assert {n: (v.shape, v.dtype.name) for n, v in p.items()} == {n: (shapes[n], PROBES[n].dtype) for n in p}
     assert (p["update_ratio"] > 0).all() and (p["grad_norm"] > 0).all()
     assert all(s.steps_per_sec > 0 for s in snaps)
 

@@ -3,21 +3,18 @@ run trains (a fragment with run_every), animated in the browser once it has ende
 
 from __future__ import annotations
 
-import logging
 import math
-import sqlite3
 import time
 
 import streamlit as st
 
 from ln_viz import charts
 from ln_viz.config import RunConfig
-from ln_viz.i18n import LocalizedError, t
+from ln_viz.i18n import t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData, RunInfo
 
 REFRESH_S = 1.0
-log = logging.getLogger(__name__)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -58,23 +55,15 @@ def _store_id(handle: RunHandle) -> int | None:
 
 
 def complete_data(handle: RunHandle, view: RunView) -> RunData | None:
-    """The run's data with every probe step: the live copy while it trains or when it kept them all,
-    else, once it has ended and been written, the stored run (the live copy keeps at most
-    `Runner.live_probe_steps`). The live copy when the store has not got it."""
-    data = view.data
-    if data is None or data.probe_stride == 1 or not handle.done:  # done: the store's writer finished
-        return data
-    store_id = _store_id(handle)
-    if store_id is None:
-        return data
-    try:
-        stored = _stored_run(store_id)
-    except (LocalizedError, OSError, sqlite3.Error) as e:
-        log.warning("ln-viz: run %s could not be read back from the store: %s", store_id, e)
-        return data
-    if stored.steps_done != data.steps_done:  # the writer failed part way (logged): not the whole run
-        return data
-    return stored
+    """The run's data with every probe step (the live copy keeps at most `Runner.live_probe_steps`):
+    the recorder decides between the live and the stored copy (`Recorder.complete_data`); the stored
+    one is read through this server's shared cache."""
+    from ln_viz.ui.storage import get_recorder
+
+    recorder = get_recorder()
+    if recorder is None:
+        return view.data
+    return recorder.complete_data(handle.run_id, view.data, handle.done, open_stored=_stored_run)
 
 
 def thinning_notes(datas: list[RunData], handles: list[RunHandle], lang: str) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -331,7 +330,8 @@ def downloads(data: RunData, summary: RunSummary, lang: str) -> None:
 def import_file(store: Store, lang: str) -> None:
     """A file uploader for run files: validated as a whole before anything is stored; a bad file is
     refused with one sentence and the store stays as it was. Each upload is handled once."""
-    from ln_viz.runfile import RunFileError, add_loaded_run, read_run_file
+    from ln_viz.runfile import read_run_data
+    from ln_viz.store.transfer import add_loaded_run
 
     upload = st.file_uploader(
         t("runs.import", lang), type=["gz", "json"], key="runs_import_file", help=t("runs.import_help", lang)
@@ -340,22 +340,15 @@ def import_file(store: Store, lang: str) -> None:
         return
     done = st.session_state.setdefault("_runs_imported", {})
     if upload.file_id not in done:
-        with tempfile.TemporaryDirectory(prefix="ln-viz-import-") as tmp:
-            path = Path(tmp) / "upload"
-            path.write_bytes(upload.getvalue())
-            try:
-                loaded = read_run_file(path)
-                run_id, added = add_loaded_run(store, loaded)
-            except RunFileError as e:
-                e.params["path"] = upload.name  # name the user's file, not our temporary copy
-                done[upload.file_id] = ("error", t("runs.import_refused", lang, reason=e.message(lang)))
-            except LocalizedError as e:
-                done[upload.file_id] = ("error", t("runs.import_refused", lang, reason=e.message(lang)))
-            else:
-                key = "runs.imported" if added else "runs.import_exists"
-                done[upload.file_id] = ("success" if added else "info", t(key, lang, name=upload.name, id=run_id))
-                if added:
-                    st.rerun()  # the list above was drawn before the import: draw it again with the new run
+        try:
+            run_id, added = add_loaded_run(store, read_run_data(upload.getvalue(), upload.name))
+        except LocalizedError as e:  # a refused file (RunFileError) or a store that cannot take it
+            done[upload.file_id] = ("error", t("runs.import_refused", lang, reason=e.message(lang)))
+        else:
+            key = "runs.imported" if added else "runs.import_exists"
+            done[upload.file_id] = ("success" if added else "info", t(key, lang, name=upload.name, id=run_id))
+            if added:
+                st.rerun()  # the list above was drawn before the import: draw it again with the new run
     kind, text = done[upload.file_id]
     getattr(st, kind)(text)
 

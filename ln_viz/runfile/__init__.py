@@ -1,0 +1,142 @@
+"""Runs as files: one JSON run file to share (this package), beside the tidy tables (ln_viz.tables) and
+the store's import/export (ln_viz.store.transfer), both re-exported here.
+
+The run file (`write_run_file`, `read_run_file`): one JSON object, UTF-8, gzip-compressed when the
+name ends in `.gz` (reading detects gzip by its magic bytes, not the name):
+
+    format        "ln-viz-run"
+    version       1 (FORMAT_VERSION); a reader refuses a newer version
+    label         string or null
+    created       ISO 8601 time the run started, or null
+    status        one of train.STATUSES; message: i18n key or null
+    stalled_since, diverged_at      step or null
+    info          RunInfo.to_dict(): config (RunConfig fields), vocab_size, n_params,
+                  unigram_entropy, floor, norm_names, param_names, stat_names, hist_edges
+    scalars       {name: [...]} for each schema.SCALARS name, in the table below ("step": [1, 2, ...]):
+                  equal-length lists; a number, null for NaN, "inf" or "-inf"
+    probe_steps   [steps with probes], a subset of scalars.step (may be thinned: `probe_stride`)
+    probes        {name: array} for each schema.PROBES name, shape (len(probe_steps), ...):
+                  {"shape": [...], "encoding": "base64", "data": base64 of little-endian float32,
+                  C order}; a reader also accepts {"shape": [...], "encoding": "list", "data": nested
+                  lists of numbers, null for NaN}
+
+The measurements (ln_viz.schema; a probe's shape is per probe step, in named dimensions; a test
+checks this table against the schema):
+
+    scalar  step            ()                       int64    step
+            1-based update number
+    scalar  loss            ()                       float64  nats
+            mean cross-entropy per token of the step's batch (NaN or inf at divergence)
+    scalar  lr              ()                       float64  1
+            learning rate of the step's update
+    scalar  grad_norm       ()                       float64  L2 norm
+            norm of all parameters' gradients together
+    scalar  elapsed         ()                       float64  s
+            seconds since training started
+    scalar  steps_per_sec   ()                       float64  steps/s
+            moving average of the training rate
+    scalar  eval_loss       ()                       float64  nats
+            held-out loss; NaN except at eval steps
+    probe   resid_hist      (depth, bins)            float32  fraction
+            residual stream after each block: fraction of elements per bin
+    probe   resid_stats     (depth, stats)           float32  value
+            residual stream after each block: stats
+    probe   norm_in_hist    (depth, norms, bins)     float32  fraction
+            input of each norm (Post-LN: x + F(x)): fraction of elements per bin
+    probe   norm_in_stats   (depth, norms, stats)    float32  value
+            input of each norm: stats
+    probe   attn_entropy    (depth)                  float32  nats
+            mean attention entropy over heads and positions of the batch's first 8 sequences
+    probe   input_stats     (stats)                  float32  value
+            embeddings into block 1 (layer 0): stats
+    probe   grad_norm       (depth, params)          float32  L2 norm
+            Frobenius norm of each weight matrix's gradient (NaN at a diverged step)
+    probe   block_grad_norm (depth)                  float32  L2 norm
+            norm of all of a block's gradients together (NaN at a diverged step)
+    probe   update_ratio    (depth)                  float32  ratio
+            ||w_after - w_before|| / ||w_before|| per block
+
+Reading validates everything before anything is stored: a file ln-viz would not have written is
+refused with one sentence (RunFileError, in English and Korean) and the store is left unchanged.
+Nothing is ever unpickled or torch.load-ed.
+"""
+
+from typing import Any
+
+from ln_viz.runfile.document import (
+    FORMAT,
+    FORMAT_VERSION,
+    MAX_FILE_BYTES,
+    MAX_UNPACKED_BYTES,
+    LoadedRun,
+    RunFileError,
+    encode_run,
+    fingerprint_of,
+    parse_run,
+    read_run_bytes,
+    read_run_data,
+    read_run_file,
+    run_document,
+    thin_probe_steps,
+    unpack_run_bytes,
+    write_run_file,
+)
+from ln_viz.tables import (
+    EXPORT_FORMATS,
+    TABLE_FORMATS,
+    TABLES,
+    export_tables,
+    grad_norm_table,
+    histogram_table,
+    layer_stats_table,
+    layer_table,
+    scalars_table,
+    tables,
+)
+
+# The store's import/export (ln_viz.store.transfer) imports this package, so its old names here are
+# looked up on first use rather than imported at the top (which would be a cycle).
+_TRANSFER = ("DEMO_DIR", "add_loaded_run", "export_run", "import_run", "load_demo_runs")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TRANSFER:
+        from ln_viz.store import transfer
+
+        return getattr(transfer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "DEMO_DIR",
+    "EXPORT_FORMATS",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MAX_FILE_BYTES",
+    "MAX_UNPACKED_BYTES",
+    "TABLES",
+    "TABLE_FORMATS",
+    "LoadedRun",
+    "RunFileError",
+    "add_loaded_run",
+    "encode_run",
+    "export_run",
+    "export_tables",
+    "fingerprint_of",
+    "grad_norm_table",
+    "histogram_table",
+    "import_run",
+    "layer_stats_table",
+    "layer_table",
+    "load_demo_runs",
+    "parse_run",
+    "read_run_bytes",
+    "read_run_data",
+    "read_run_file",
+    "run_document",
+    "scalars_table",
+    "tables",
+    "thin_probe_steps",
+    "unpack_run_bytes",
+    "write_run_file",
+]

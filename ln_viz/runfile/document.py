@@ -1,0 +1,225 @@
+"""The run file's bytes: a RunData written as the run file's JSON document, and a file's bytes read,
+size-checked and parsed (the checks themselves are in ln_viz.runfile.validate). See ln_viz.runfile
+for the format.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.schema import PROBES, SCALAR_NAMES
+from ln_viz.snapshot import thinned
+from ln_viz.store.rows import iso_time
+
+if TYPE_CHECKING:
+    from ln_viz.snapshot import RunData
+
+FORMAT = "ln-viz-run"
+FORMAT_VERSION = 1
+MAX_FILE_BYTES = 50 * 1024**2  # a 1,000-step depth-12 run with all probes is about 3 MB
+MAX_UNPACKED_BYTES = 50 * 1024**2  # guards against a small gzip that unpacks to gigabytes
+
+
+class RunFileError(LocalizedError):
+    """A run file ln-viz refuses: one sentence. `cause` is a nested error whose sentence is the reason."""
+
+    def __init__(self, key: str, *, cause: LocalizedError | None = None, **params: object) -> None:
+        self.cause = cause
+        if cause is not None:
+            params["reason"] = str(cause)
+        super().__init__(key, **params)
+
+    def message(self, lang: str = "en") -> str:
+        if self.cause is None:
+            return super().message(lang)
+        return t(self.key, lang, **{**self.params, "reason": self.cause.message(lang)})
+
+
+# --- writing ----------------------------------------------------------------------------------------
+def _json_float(x: float) -> float | str | None:
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(x)
+
+
+def thin_probe_steps(n: int, stride: int) -> list[int]:
+    """Indices of probe steps kept with `stride`: 0, stride, 2*stride... and always the last (the live
+    copy's rule, RunData's, applied to the probe steps as measured)."""
+    return thinned(range(n), max(stride, 1))
+
+
+def run_document(
+    data: RunData,
+    *,
+    label: str | None = None,
+    created: float | None = None,
+    probe_stride: int = 1,
+) -> dict[str, Any]:
+    """The run file's JSON object (see the module docstring)."""
+    keep = thin_probe_steps(len(data.probe_steps), probe_stride)
+    shapes = data.info.probe_shapes()
+    probes = {}
+    for name in PROBES:
+        values = data.probe(name)[keep] if keep else np.zeros((0,), np.float32)
+        arr = np.ascontiguousarray(values, dtype="<f4")
+        shape = list(arr.shape) if keep else [0, *shapes[name]]
+        probes[name] = {
+            "shape": shape,
+            "encoding": "base64",
+            "data": base64.b64encode(arr.tobytes()).decode("ascii"),
+        }
+    s = data.scalars
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "label": label,
+        "created": iso_time(created),
+        "status": data.status,
+        "message": data.message,
+        "stalled_since": data.stalled_since,
+        "diverged_at": data.diverged_at,
+        "info": data.info.to_dict(),
+        "scalars": {
+            "step": [int(x) for x in s["step"]],
+            **{c: [_json_float(x) for x in s[c]] for c in SCALAR_NAMES[1:]},
+        },
+        "probe_steps": [int(data.probe_steps[i]) for i in keep],
+        "probes": probes,
+    }
+
+
+def encode_run(document: dict[str, Any], compress: bool) -> bytes:
+    """The file's bytes; gzip without a timestamp, so the same run gives the same bytes."""
+    raw = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return gzip.compress(raw, compresslevel=9, mtime=0) if compress else raw
+
+
+def write_run_file(
+    data: RunData,
+    path: str | Path,
+    *,
+    label: str | None = None,
+    created: float | None = None,
+    probe_stride: int = 1,
+    compress: bool | None = None,
+) -> Path:
+    """Write a run file (gzip when `compress`, default: when the name ends in .gz); refuse to write
+    one larger than an import accepts."""
+    path = Path(path)
+    if compress is None:
+        compress = path.name.endswith(".gz")
+    doc = run_document(data, label=label, created=created, probe_stride=probe_stride)
+    blob = encode_run(doc, compress)
+    if len(blob) > MAX_FILE_BYTES:
+        raise LocalizedError(
+            "err.export_too_large",
+            run_id=label or path.name,
+            have=len(blob),
+            limit=MAX_FILE_BYTES,
+        )
+    if path.is_dir():
+        raise LocalizedError("err.export_is_dir", path=str(path))
+    tmp = path.with_name(path.name + ".part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(blob)
+        tmp.replace(path)  # never leave half a file under the real name
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise LocalizedError("err.write_failed", path=str(path), reason=e.strerror) from e
+    return path
+
+
+# --- reading ----------------------------------------------------------------------------------------
+@dataclass
+class LoadedRun:
+    """A validated run file: the run and the file's own metadata."""
+
+    data: RunData
+    label: str | None
+    created: float | None  # unix seconds
+    fingerprint: str  # sha256 of the JSON text (after gunzip): the same run file, the same value
+
+
+def read_run_bytes(path: str | Path) -> bytes:
+    """The JSON bytes of a run file (gunzipped when it is gzip), with the size limits applied."""
+    path = Path(path)
+    name = str(path)
+    if not path.is_file():
+        raise RunFileError("err.file_missing", path=name)
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise RunFileError("err.file_too_large", path=name, have=size, limit=MAX_FILE_BYTES)
+    return unpack_run_bytes(path.read_bytes(), name)
+
+
+def unpack_run_bytes(raw: bytes, name: str) -> bytes:
+    """The JSON bytes of a run file's bytes (gunzipped when they are gzip), with the size limits
+    applied; `name` is for messages."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise RunFileError("err.file_too_large", path=name, have=len(raw), limit=MAX_FILE_BYTES)
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+            unpacked = f.read(MAX_UNPACKED_BYTES + 1)
+    except (OSError, EOFError, zlib.error):
+        raise RunFileError("err.runfile_gzip", path=name) from None
+    if len(unpacked) > MAX_UNPACKED_BYTES:
+        raise RunFileError("err.runfile_unpacked_too_large", path=name, limit=MAX_UNPACKED_BYTES)
+    return unpacked
+
+
+def fingerprint_of(raw_json: bytes) -> str:
+    """sha256 of a run file's JSON bytes: the same file, the same run in the store."""
+    return hashlib.sha256(raw_json).hexdigest()
+
+
+def read_run_file(path: str | Path) -> LoadedRun:
+    """Read and validate a run file; RunFileError names the first problem in one sentence."""
+    raw = read_run_bytes(path)
+    return parse_run(raw, str(path))
+
+
+def read_run_data(raw: bytes, name: str) -> LoadedRun:
+    """Read and validate a run file given as its bytes (an upload), gzip or not; `name` is for messages."""
+    return parse_run(unpack_run_bytes(raw, name), name)
+
+
+def parse_run(raw: bytes, name: str) -> LoadedRun:
+    """Validate the JSON bytes of a run file (`name` is for messages) and build its RunData."""
+    try:
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except UnicodeDecodeError as e:
+        raise RunFileError("err.runfile_json", path=name, reason=f"byte {e.start} is not UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise RunFileError(
+            "err.runfile_json",
+            path=name,
+            reason=f"{e.msg} at line {e.lineno}, column {e.colno}",
+        ) from None
+    except (ValueError, RecursionError) as e:
+        raise RunFileError("err.runfile_json", path=name, reason=str(e)[:80]) from None
+    from ln_viz.runfile.validate import Validator
+
+    data, label, created = Validator(name).run(doc)
+    return LoadedRun(data, label, created, fingerprint_of(raw))
+
+
+def _refuse_constant(token: str) -> None:
+    # NaN and Infinity are not JSON; our files write null and "inf"
+    raise ValueError(f"{token} is not valid JSON")

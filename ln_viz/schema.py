@@ -1,0 +1,167 @@
+"""Every measurement of a run, named once: the scalars (one value per step) and the probe arrays (one
+array per probe step), with shape, dtype, unit and meaning. Snapshot/RunData, the trainer and the probes,
+the store's columns, the run file's validation and docs, and the tidy tables all read this module.
+
+Probe shapes are written in named dimensions (per probe step; a run's stack adds a first axis P):
+
+    depth   blocks (RunConfig.depth)            norms   norm modules per block (RunInfo.norm_names)
+    params  weight matrices per block (PARAM_NAMES)   bins    histogram bins (len(HIST_EDGES) - 1)
+    stats   summary statistics (STAT_NAMES, indexed by `Stat`)
+
+Like TransformerLens's hook names, these names are the vocabulary: a probe array called `resid_hist`
+means the same thing in a snapshot, a store row, a run file and a chart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Literal
+
+import numpy as np
+
+
+class Stat(IntEnum):
+    """Where each summary statistic sits along a `stats` axis (e.g. `resid_stats[..., Stat.STD]`)."""
+
+    MEAN = 0  # mean of the tensor's elements
+    STD = 1  # population standard deviation
+    RMS = 2  # root mean square: sqrt(E[x^2])
+    MAX_ABS = 3  # largest |x|
+    FRAC_BELOW = 4  # fraction of elements below the first histogram edge
+    FRAC_ABOVE = 5  # fraction at or above the last histogram edge
+
+
+STAT_NAMES: tuple[str, ...] = tuple(s.name.lower() for s in Stat)  # ("mean", "std", ..., "frac_above")
+
+Kind = Literal["scalar", "probe"]
+Source = Literal["step", "forward", "backward", "update"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One named measurement: a scalar (shape `()`) or a probe array (shape in named dimensions)."""
+
+    name: str
+    kind: Kind
+    shape: tuple[str, ...]  # named dimensions of one step's value; () for a scalar
+    dtype: str  # numpy dtype as written to disk and returned by RunData
+    unit: str
+    doc: str
+    source: Source = "step"  # probes: measured in the forward pass, from the gradients, or across the update
+    lo: float | None = None  # smallest valid value (validation), None: unbounded
+    hi: float | None = None
+    finite: bool = False  # scalars never NaN or infinite in a run ln-viz wrote
+    timing: bool = False  # wall-clock bookkeeping, not a measurement of the model (last in tables)
+
+    def shape_for(self, dims: dict[str, int]) -> tuple[int, ...]:
+        """The concrete shape of one step's value, given each named dimension's size."""
+        return tuple(dims[d] for d in self.shape)
+
+
+def _scalar(name: str, dtype: str, unit: str, doc: str, **kw: object) -> Measure:
+    return Measure(name, "scalar", (), dtype, unit, doc, **kw)  # type: ignore[arg-type]
+
+
+def _probe(name: str, shape: tuple[str, ...], unit: str, source: Source, doc: str, **kw: object) -> Measure:
+    return Measure(name, "probe", shape, "float32", unit, doc, source, **kw)  # type: ignore[arg-type]
+
+
+# The order is the store's scalar columns and the run file's `scalars` keys: append, never reorder.
+SCALARS: dict[str, Measure] = {
+    m.name: m
+    for m in (
+        _scalar("step", "int64", "step", "1-based update number", finite=True),
+        _scalar(
+            "loss", "float64", "nats", "mean cross-entropy per token of the step's batch (NaN or inf at divergence)"
+        ),
+        _scalar("lr", "float64", "1", "learning rate of the step's update", finite=True),
+        _scalar("grad_norm", "float64", "L2 norm", "norm of all parameters' gradients together"),
+        _scalar("elapsed", "float64", "s", "seconds since training started", finite=True, timing=True),
+        _scalar("steps_per_sec", "float64", "steps/s", "moving average of the training rate", finite=True, timing=True),
+        _scalar("eval_loss", "float64", "nats", "held-out loss; NaN except at eval steps"),
+    )
+}
+
+# The order is the store's and the run file's order of probe arrays: append, never reorder.
+PROBES: dict[str, Measure] = {
+    m.name: m
+    for m in (
+        _probe(
+            "resid_hist",
+            ("depth", "bins"),
+            "fraction",
+            "forward",
+            "residual stream after each block: fraction of elements per bin",
+            lo=0.0,
+            hi=1.0,
+        ),
+        _probe("resid_stats", ("depth", "stats"), "value", "forward", "residual stream after each block: stats"),
+        _probe(
+            "norm_in_hist",
+            ("depth", "norms", "bins"),
+            "fraction",
+            "forward",
+            "input of each norm (Post-LN: x + F(x)): fraction of elements per bin",
+            lo=0.0,
+            hi=1.0,
+        ),
+        _probe("norm_in_stats", ("depth", "norms", "stats"), "value", "forward", "input of each norm: stats"),
+        _probe(
+            "attn_entropy",
+            ("depth",),
+            "nats",
+            "forward",
+            "mean attention entropy over heads and positions of the batch's first 8 sequences",
+            lo=0.0,
+        ),
+        _probe("input_stats", ("stats",), "value", "forward", "embeddings into block 1 (layer 0): stats"),
+        _probe(
+            "grad_norm",
+            ("depth", "params"),
+            "L2 norm",
+            "backward",
+            "Frobenius norm of each weight matrix's gradient (NaN at a diverged step)",
+            lo=0.0,
+        ),
+        _probe(
+            "block_grad_norm",
+            ("depth",),
+            "L2 norm",
+            "backward",
+            "norm of all of a block's gradients together (NaN at a diverged step)",
+            lo=0.0,
+        ),
+        _probe(
+            "update_ratio", ("depth",), "ratio", "update", "||w_after - w_before|| / ||w_before|| per block", lo=0.0
+        ),
+    )
+}
+
+SCALAR_NAMES: tuple[str, ...] = tuple(SCALARS)
+PROBE_NAMES: tuple[str, ...] = tuple(PROBES)
+
+
+def probes_from(source: Source) -> tuple[str, ...]:
+    """The probe arrays measured at one point of a step (`forward`, `backward` or `update`)."""
+    return tuple(m.name for m in PROBES.values() if m.source == source)
+
+
+def probe_dims(depth: int, n_norms: int, n_params: int, n_bins: int, n_stats: int) -> dict[str, int]:
+    """Sizes of the named dimensions, for `Measure.shape_for`."""
+    return {"depth": depth, "norms": n_norms, "params": n_params, "bins": n_bins, "stats": n_stats}
+
+
+def blank_probes(dims: dict[str, int], names: tuple[str, ...] = PROBE_NAMES) -> dict[str, np.ndarray]:
+    """Zero-filled arrays of one probe step, for a probe that fills them in place."""
+    return {n: np.zeros(PROBES[n].shape_for(dims), PROBES[n].dtype) for n in names}
+
+
+def doc_table() -> str:
+    """The measurements as a text table (the run file's docstring holds it; a test checks it matches)."""
+    lines = []
+    for m in (*SCALARS.values(), *PROBES.values()):
+        shape = "(" + ", ".join(m.shape) + ")" if m.shape else "()"
+        lines.append(f"{m.kind:6}  {m.name:15} {shape:24} {m.dtype:8} {m.unit}")
+        lines.append(f"{'':8}{m.doc}")
+    return "\n".join(lines)

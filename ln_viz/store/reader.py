@@ -1,0 +1,254 @@
+"""Store: one SQLite file of runs, opened to list, read back, label, delete and import them (a training
+run is written by ln_viz.store.writer.RunWriter). Opening it for writing migrates the schema and
+recovers runs whose writer died (see ln_viz.store for the lock protocol).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Self
+
+from ln_viz.snapshot import RunData
+from ln_viz.store.db import StoreError, connect, resolve_store_path, store_error, write_error
+from ln_viz.store.lock import WriterLock
+from ln_viz.store.migrations import check_version, migrate
+from ln_viz.store.rows import (
+    LIVE_SQL,
+    LIVE_STATUSES,
+    SORT_KEYS,
+    SUMMARY_COLUMNS,
+    RunFilter,
+    RunSummary,
+    check_label,
+    insert_run,
+    probe_rows,
+    read_run,
+    scalar_row,
+    update_summary,
+    write_rows,
+)
+
+
+class Store:
+    """One SQLite file of runs. Thread-safe (one connection behind a lock); use as a context manager.
+
+    `readonly=True` opens without writing anything: no migration, no recovery. Use it where a page
+    only lists and shows runs; anything that trains or imports opens it for writing.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, readonly: bool = False) -> None:
+        self.path = resolve_store_path(path)
+        self.readonly = readonly
+        self._lock = threading.RLock()
+        if readonly and not self.path.exists():
+            raise StoreError("err.store_missing", path=str(self.path))
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = connect(self.path, readonly=readonly)
+        try:
+            if readonly:
+                check_version(self._db, self.path, readonly=True)
+            else:
+                migrate(self._db, self.path)
+                self.recover()
+        except sqlite3.DatabaseError as e:
+            self._db.close()
+            raise store_error(self.path, e) from None
+        except BaseException:
+            self._db.close()
+            raise
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.path.with_name(self.path.name + ".locks")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A short read transaction: one consistent view, never blocking the writer (WAL)."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")
+            except sqlite3.DatabaseError as e:
+                raise store_error(self.path, e) from None
+            try:
+                yield self._db
+            finally:
+                self._db.execute("COMMIT")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction, taken up front (IMMEDIATE) so it waits instead of failing midway."""
+        if self.readonly:
+            raise StoreError("err.store_readonly", path=str(self.path))
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException as e:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(e, sqlite3.Error):
+                    raise write_error(self.path, e) from e
+                raise
+
+    # --- recovery ---------------------------------------------------------------------------------
+    def recover(self) -> list[int]:
+        """Mark `interrupted` every live-looking run whose writer is gone; return their ids."""
+        with self._read() as db:
+            rows = db.execute(f"SELECT id, writer_token FROM runs WHERE status IN {LIVE_SQL}").fetchall()
+        dead = []
+        for run_id, token in rows:
+            lock = self.lock_dir / f"{token}.lock" if token else None
+            if lock is not None and not WriterLock.is_free(lock):
+                continue  # its writer is alive
+            with self._write() as db:
+                # conditional: a writer that finished after our SELECT has a final status already
+                changed = db.execute(
+                    f"UPDATE runs SET status = 'interrupted', message = 'msg.interrupted', "
+                    f"writer_token = NULL WHERE id = ? AND status IN {LIVE_SQL} "
+                    f"AND writer_token IS ?",
+                    (run_id, token),
+                ).rowcount
+            if changed:
+                dead.append(run_id)
+                if lock is not None:
+                    lock.unlink(missing_ok=True)
+        return dead
+
+    # --- reading ----------------------------------------------------------------------------------
+    def list_runs(
+        self,
+        filters: RunFilter | None = None,
+        sort: str = "-created",
+        limit: int | None = None,
+    ) -> list[RunSummary]:
+        """Summaries of the runs matching `filters`, sorted by a SORT_KEYS name ("-" = descending)."""
+        key = sort.lstrip("-")
+        if key not in SORT_KEYS:
+            raise StoreError("err.choice", "sort", value=sort, choices=", ".join(SORT_KEYS))
+        order = "DESC" if sort.startswith("-") else "ASC"
+        where, args = (filters or RunFilter()).sql()
+        sql = (
+            f"SELECT {SUMMARY_COLUMNS} FROM runs{where} "
+            f"ORDER BY {SORT_KEYS[key]} IS NULL, {SORT_KEYS[key]} {order}, id {order}"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._read() as db:
+            return [RunSummary(*row) for row in db.execute(sql, args)]
+
+    def summary(self, run_id: int) -> RunSummary:
+        with self._read() as db:
+            row = db.execute(f"SELECT {SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise self._not_found(run_id)
+        return RunSummary(*row)
+
+    def open_run(self, run_id: int, max_probe_steps: int | None = None) -> RunData:
+        """The whole run as RunData, as its writer measured it (probe arrays bit for bit); with
+        `max_probe_steps`, at most that many probe steps, evenly thinned (RunData.max_probe_steps)."""
+        with self._read() as db:
+            data = read_run(db, run_id, max_probe_steps)
+        if data is None:
+            raise self._not_found(run_id)
+        return data
+
+    def _not_found(self, run_id: int) -> StoreError:
+        return StoreError("err.run_not_found", run_id=run_id, path=str(self.path))
+
+    # --- changing ---------------------------------------------------------------------------------
+    def label(self, run_id: int, text: str | None) -> None:
+        """Set (or with None / "" clear) a run's label."""
+        text = (text or "").strip() or None
+        check_label(text)
+        with self._write() as db:
+            if not db.execute("UPDATE runs SET label = ? WHERE id = ?", (text, run_id)).rowcount:
+                raise self._not_found(run_id)
+
+    def delete(self, run_id: int) -> None:
+        """Delete a run and its data; a run whose writer is alive is refused (stop it first)."""
+        self.recover()  # a dead writer's run may be deleted
+        with self._write() as db:
+            row = db.execute("SELECT status, writer_pid FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise self._not_found(run_id)
+            if row[0] in LIVE_STATUSES:
+                raise StoreError("err.run_live", run_id=run_id, pid=row[1])
+            # explicit deletes rather than relying on every connection enabling foreign keys
+            for table in ("probes", "scalars"):
+                db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+    def find_fingerprint(self, fingerprint: str) -> int | None:
+        """The id of a run imported from a file with this fingerprint, if it is still here."""
+        with self._read() as db:
+            row = db.execute(
+                "SELECT id FROM runs WHERE fingerprint = ? ORDER BY id LIMIT 1",
+                (fingerprint,),
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def seen(self, fingerprint: str) -> bool:
+        """Whether a run with this fingerprint was ever added with `once=True` (even if deleted since)."""
+        with self._read() as db:
+            return db.execute("SELECT 1 FROM meta WHERE key = ?", (f"seen:{fingerprint}",)).fetchone() is not None
+
+    def add_run(
+        self,
+        data: RunData,
+        *,
+        label: str | None = None,
+        created: float | None = None,
+        source: str = "import",
+        fingerprint: str | None = None,
+        once: bool = False,
+    ) -> int | None:
+        """Store a finished RunData in one transaction (imports, demos, tests); return its id.
+
+        With a `fingerprint`, a run already stored from the same file is returned instead of copied.
+        With `once=True`, a fingerprint added before is never added again, even after its run was
+        deleted; then None is returned. A run saved while `running` is stored as `interrupted`:
+        no writer will ever finish it.
+        """
+        status = "interrupted" if data.status in LIVE_STATUSES else data.status
+        with self._write() as db:
+            if fingerprint is not None:
+                row = db.execute(
+                    "SELECT id FROM runs WHERE fingerprint = ? ORDER BY id LIMIT 1",
+                    (fingerprint,),
+                ).fetchone()
+                if row is not None:
+                    return row[0]
+                key = f"seen:{fingerprint}"
+                if once and db.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone():
+                    return None
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    (key, str(time.time())),
+                )
+            run_id = insert_run(db, data.info, label=label, status=status, created=created)
+            rows, blobs = [], []
+            for snap in data.snapshots():
+                rows.append(scalar_row(run_id, snap))
+                blobs.extend(probe_rows(run_id, snap))
+            write_rows(db, rows, blobs)
+            summary = {**data.summary(), "status": status}
+            update_summary(db, run_id, **summary, source=source, fingerprint=fingerprint)
+        return run_id

@@ -1,0 +1,230 @@
+"""Rows <-> runs: how a RunInfo, a Snapshot and a run's summary map onto the store's tables, and back.
+
+The scalars table's columns are ln_viz.schema's scalars (`step` and the float columns, in the schema's
+order) plus two flags; a probes row is one schema.PROBES array of one step, as raw little-endian float32
+bytes and its shape text ("12,128"): never pickle, so a store file can come from anyone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES
+from ln_viz.snapshot import RunData, RunInfo, Snapshot
+from ln_viz.store.db import StoreError
+
+LIVE_STATUSES = ("queued", "running")
+LIVE_SQL = "('queued', 'running')"  # LIVE_STATUSES as an SQL list
+MAX_LABEL_CHARS = 200
+# RunConfig fields copied into the runs row, so lists sort and filter without parsing JSON
+CONFIG_COLUMNS = ("norm_position", "norm_type", "depth", "d_model", "lr", "warmup_steps", "steps", "corpus", "seed")
+SCALAR_COLUMNS = (*SCALAR_NAMES, "stalled", "has_probes")  # the scalars table, after run_id
+_SCALAR_SQL = ", ".join(SCALAR_COLUMNS)
+
+
+# --- values -------------------------------------------------------------------------------------------
+def array_to_blob(a: np.ndarray) -> tuple[str, bytes]:
+    """(shape text, little-endian float32 bytes) of an array."""
+    a = np.ascontiguousarray(a, dtype="<f4")
+    return ",".join(str(n) for n in a.shape), a.tobytes()
+
+
+def blob_to_array(shape: str, data: bytes) -> np.ndarray:
+    """The float32 array stored as `array_to_blob` wrote it (a writable copy)."""
+    dims = tuple(int(n) for n in shape.split(",")) if shape else ()
+    return np.frombuffer(data, dtype="<f4").reshape(dims).astype(np.float32)
+
+
+def nan_to_none(x: float | None) -> float | None:
+    """SQLite has no NaN: NULL stands for it (infinities are stored as they are)."""
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def none_to_nan(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def iso_time(t: float | None) -> str | None:
+    """Unix seconds as ISO 8601 UTC text to the millisecond (what the run file round-trips), or None."""
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
+
+
+# --- the runs list --------------------------------------------------------------------------------------
+@dataclass
+class RunSummary:
+    """One row of the runs list: what a table or the CLI shows, without the run's data."""
+
+    id: int
+    created: float  # unix seconds
+    updated: float
+    label: str | None
+    status: str
+    message: str | None
+    norm_position: str
+    norm_type: str
+    depth: int
+    d_model: int
+    lr: float
+    warmup_steps: int
+    steps: int  # planned
+    steps_done: int
+    final_loss: float | None
+    corpus: str
+    seed: int
+    writer_pid: int | None
+    source: str  # train | import | demo
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: times as ISO 8601 UTC strings."""
+        d = asdict(self)
+        d["created"], d["updated"] = iso_time(self.created), iso_time(self.updated)
+        return d
+
+
+SUMMARY_COLUMNS = ", ".join(RunSummary.__dataclass_fields__)
+SORT_KEYS = {
+    "created": "created",
+    "updated": "updated",
+    "id": "id",
+    "final_loss": "final_loss",
+    "depth": "depth",
+    "status": "status",
+    "label": "label",
+}
+
+
+@dataclass
+class RunFilter:
+    """Which runs `list_runs` returns; None means any."""
+
+    status: tuple[str, ...] | None = None
+    norm_position: tuple[str, ...] | None = None
+    depth: int | None = None
+    label_contains: str | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """(" WHERE ..." or "", its arguments)."""
+        where, args = [], []
+        for column, values in (("status", self.status), ("norm_position", self.norm_position)):
+            if values:
+                where.append(f"{column} IN ({','.join('?' * len(values))})")
+                args.extend(values)
+        if self.depth is not None:
+            where.append("depth = ?")
+            args.append(self.depth)
+        if self.label_contains:
+            where.append("instr(lower(coalesce(label, '')), lower(?)) > 0")
+            args.append(self.label_contains)
+        return (" WHERE " + " AND ".join(where)) if where else "", args
+
+
+def check_label(label: str | None) -> None:
+    if label is not None and len(label) > MAX_LABEL_CHARS:
+        raise StoreError("err.label_too_long", have=len(label), limit=MAX_LABEL_CHARS)
+
+
+# --- writing rows ---------------------------------------------------------------------------------------
+def insert_run(
+    db: sqlite3.Connection,
+    info: RunInfo,
+    *,
+    label: str | None,
+    status: str,
+    created: float | None = None,
+    writer_token: str | None = None,
+) -> int:
+    """A new runs row for `info` (header as JSON, config fields copied); its id."""
+    info_dict = info.to_dict()
+    config = info_dict.pop("config")
+    check_label(label)
+    now = time.time()
+    header = {
+        "created": created if created is not None else now,
+        "updated": now,
+        "label": label or None,
+        "status": status,
+        "config": json.dumps(config),
+        "info": json.dumps(info_dict),
+        **{name: getattr(info.config, name) for name in CONFIG_COLUMNS},
+        "writer_token": writer_token,
+        "writer_pid": os.getpid() if writer_token else None,
+        "writer_host": socket.gethostname() if writer_token else None,
+    }
+    cur = db.execute(
+        f"INSERT INTO runs ({', '.join(header)}) VALUES ({', '.join('?' * len(header))})", tuple(header.values())
+    )
+    return int(cur.lastrowid)
+
+
+def scalar_row(run_id: int, snap: Snapshot) -> tuple:
+    """The scalars table's row of one step."""
+    values = (nan_to_none(getattr(snap, name)) for name in SCALAR_NAMES[1:])
+    return (run_id, snap.step, *values, int(snap.stalled), int(snap.probes is not None))
+
+
+def probe_rows(run_id: int, snap: Snapshot) -> list[tuple]:
+    """The probes table's rows of one step (none for an array not measured at it)."""
+    return [
+        (run_id, snap.step, name, *array_to_blob(values))
+        for name, values in (snap.probes or {}).items()
+        if values is not None
+    ]
+
+
+def write_rows(db: sqlite3.Connection, rows: list[tuple], blobs: list[tuple]) -> None:
+    """Insert scalar rows and probe rows (inside the caller's transaction)."""
+    marks = ", ".join("?" * (len(SCALAR_COLUMNS) + 1))
+    db.executemany(f"INSERT INTO scalars (run_id, {_SCALAR_SQL}) VALUES ({marks})", rows)
+    db.executemany("INSERT INTO probes (run_id, step, name, shape, data) VALUES (?, ?, ?, ?, ?)", blobs)
+
+
+def update_summary(db: sqlite3.Connection, run_id: int, **columns: Any) -> int:
+    """Set a run's summary columns (RunData.summary()'s keys, and any other runs column)."""
+    columns["updated"] = time.time()
+    if "final_loss" in columns:
+        columns["final_loss"] = nan_to_none(columns["final_loss"])
+    sets = ", ".join(f"{k} = ?" for k in columns)
+    return db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*columns.values(), run_id)).rowcount
+
+
+# --- reading rows ---------------------------------------------------------------------------------------
+def read_run(db: sqlite3.Connection, run_id: int, max_probe_steps: int | None = None) -> RunData | None:
+    """A stored run replayed step by step into RunData (None when there is no such run)."""
+    row = db.execute("SELECT config, info, status, message, diverged_at FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        return None
+    scalars = db.execute(f"SELECT {_SCALAR_SQL} FROM scalars WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
+    probe_rows_ = db.execute("SELECT step, name, shape, data FROM probes WHERE run_id = ?", (run_id,)).fetchall()
+    config, info, status, message, diverged_at = row
+    by_step: dict[int, dict[str, np.ndarray]] = {}
+    for step, name, shape, blob in probe_rows_:
+        if name in PROBE_NAMES:  # a newer writer's extra arrays are not ours to show
+            by_step.setdefault(step, {})[name] = blob_to_array(shape, blob)
+    snaps = (_snapshot(values, by_step) for values in scalars)
+    run_info = RunInfo.from_dict({**json.loads(info), "config": json.loads(config)})
+    # replaying through append() rebuilds stalled_since exactly as the live run had it
+    data = RunData.from_snapshots(run_info, snaps, max_probe_steps=max_probe_steps)
+    data.settle(status, message, diverged_at)
+    return data
+
+
+def _snapshot(values: tuple, by_step: dict[int, dict[str, np.ndarray]]) -> Snapshot:
+    step, *floats, stalled, has_probes = values
+    return Snapshot(
+        step,
+        **{name: none_to_nan(v) for name, v in zip(SCALAR_NAMES[1:], floats)},  # NULL is NaN (eval_loss: not measured)
+        stalled=bool(stalled),
+        probes=by_step.get(step, {}) if has_probes else None,
+    )
