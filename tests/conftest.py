@@ -19,22 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDS_CHROMIUM = {"test_export.py"}
 
 # Tests of modules whose owners keep them free of lane marks, each spawning workers or training for 5-30 s
-# on the 2-core machine (pytest --durations): `slow`, by module and name.
+# on the 2-core machine (pytest --durations): `slow`, by module and name. A name that no longer exists
+# fails the collection, so a renamed test cannot drop back into the fast lane unnoticed.
 SLOW = {
-    "test_runner.py": {
-        "test_stream_from_a_warm_worker_matches_a_direct_trainer_run",
-        "test_the_live_copy_keeps_a_bounded_number_of_probe_steps_and_the_hooks_get_all",
-        "test_a_worker_yields_the_cpu_to_the_server",
-        "test_stop_ends_the_run_within_a_second_and_keeps_the_steps",
-        "test_queue_with_cap_one",
-        "test_sigkilled_worker_is_marked_failed_and_the_runner_carries_on",
-        "test_worker_exception_is_reported_as_failed",
-        "test_shutdown_stops_everything_and_leaves_no_process",
-    },
-    "test_initlab.py": {
-        "test_pool_workers_run_below_the_server",
-        "test_the_shipped_default_is_what_measuring_it_gives_now",
-    },
     "test_store.py": {"test_sigkill_of_a_training_process_leaves_a_good_store"},
 }
 
@@ -47,6 +34,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
         if item.originalname in SLOW.get(item.path.name, ()):
             item.add_marker(pytest.mark.slow)
+    paths = {item.path.name: item.path for item in items}
+    missing = [
+        f"{f}::{n}" for f, names in SLOW.items() if f in paths for n in names if f"def {n}(" not in paths[f].read_text()
+    ]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {', '.join(missing)}")
 
 
 @pytest.fixture(autouse=True)

@@ -5,11 +5,13 @@ import json
 import os
 
 import pandas as pd
+import pytest
 
 from ln_viz.init_lab import BUNDLED_DEFAULT, DEFAULT_SCENARIO, bundled_default, make_executor, measure_default
 from ln_viz.runner import WORKER_NICE
 
 
+@pytest.mark.slow
 def test_pool_workers_run_below_the_server():
     pool = make_executor(1)
     try:
@@ -19,6 +21,7 @@ def test_pool_workers_run_below_the_server():
     assert child == min(19, os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICE)
 
 
+@pytest.mark.slow
 def test_the_shipped_default_is_what_measuring_it_gives_now():
     """The page shows ln_viz/data/init_lab_default.json for its default scenario: it must be the same
     numbers this code measures (run scripts/make_init_lab_default.py when this fails)."""

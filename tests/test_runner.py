@@ -108,6 +108,7 @@ def wait_steps(h: RunHandle, n: int, timeout: float = 90.0) -> None:
 
 
 # --- the stream ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_stream_from_a_warm_worker_matches_a_direct_trainer_run(
     make_runner: Callable[..., Runner], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -160,6 +161,7 @@ def test_stream_from_a_warm_worker_matches_a_direct_trainer_run(
     assert len(fresh.probes["resid_hist"]) == len(got.probe_steps)
 
 
+@pytest.mark.slow
 def test_the_live_copy_keeps_a_bounded_number_of_probe_steps_and_the_hooks_get_all(
     make_runner: Callable[..., Runner],
 ) -> None:
@@ -178,6 +180,7 @@ def test_the_live_copy_keeps_a_bounded_number_of_probe_steps_and_the_hooks_get_a
     assert data.scalars["step"] == list(range(1, 61))  # scalars: every step
 
 
+@pytest.mark.slow
 def test_a_worker_yields_the_cpu_to_the_server(make_runner: Callable[..., Runner]) -> None:
     runner = make_runner()
     h = runner.start(LONG)
@@ -189,6 +192,7 @@ def test_a_worker_yields_the_cpu_to_the_server(make_runner: Callable[..., Runner
 
 
 # --- stopping --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_stop_ends_the_run_within_a_second_and_keeps_the_steps(
     make_runner: Callable[..., Runner],
 ) -> None:
@@ -233,6 +237,7 @@ def test_time_cap_stops_the_run_with_its_message(make_runner: Callable[..., Runn
 
 
 # --- queueing ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_queue_with_cap_one(make_runner: Callable[..., Runner]) -> None:
     runner = make_runner(max_concurrent=1, warm_workers=1)  # second starts at once when its turn comes
     first = runner.start(LONG)
@@ -256,6 +261,7 @@ def test_queue_with_cap_one(make_runner: Callable[..., Runner]) -> None:
 
 
 # --- failures ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sigkilled_worker_is_marked_failed_and_the_runner_carries_on(
     make_runner: Callable[..., Runner],
 ) -> None:
@@ -278,6 +284,7 @@ def test_sigkilled_worker_is_marked_failed_and_the_runner_carries_on(
     assert again.wait(90) and again.status == "completed"
 
 
+@pytest.mark.slow
 def test_worker_exception_is_reported_as_failed(
     make_runner: Callable[..., Runner], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -311,6 +318,7 @@ def test_config_errors_are_raised_by_start_before_any_spawn(
 
 
 # --- shutdown ------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_shutdown_stops_everything_and_leaves_no_process(
     make_runner: Callable[..., Runner],
 ) -> None:
