@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-# parameter name in the catalogs -> the longest prefix shown; a path gets more, as real ones are long
-ECHO_LIMITS: dict[str, int] = {"value": 80, "param": 80, "name": 80, "where": 80, "path": 240}
+# parameter name in the catalogs -> the longest prefix shown; a path or an error (a worker's exception) gets
+# more, as real ones are long. Not `reason`: it holds whole sentences, whose own values are cut already.
+ECHO_LIMITS: dict[str, int] = {"value": 80, "param": 80, "name": 80, "where": 80, "path": 240, "error": 240}
 DEFAULT_LIMIT = 80
 LENGTH_NOTE = "({count} characters)"  # the English note; i18n passes the catalog's `text.length`
 
