@@ -15,8 +15,12 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ln_viz.config import FIELDS, PRESETS, RunConfig, preset
+from ln_viz.config import FIELDS, PRESETS, ConfigError, RunConfig, preset
 from ln_viz.i18n import LocalizedError
+from ln_viz.text import one_line, shown
+
+MAX_RUN_ID = 2**63 - 1  # SQLite's largest integer: a larger id would overflow before any query
+MAX_ERROR_CHARS = 1000  # an error line is cut here: argparse repeats a bad value in full
 
 
 class UsageError(Exception):
@@ -78,6 +82,8 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) ->
     cfg = preset(args.preset) if args.preset else (base or RunConfig())
     changes = {k: v for k in FIELDS if (v := getattr(args, k, None)) is not None}
     if args.text_file:
+        if args.corpus not in (None, "user"):  # the file would be read, then silently not trained on
+            raise ConfigError("err.text_file_corpus", "corpus", value=args.corpus)
         raw = read_user_file(args.text_file)
         seq = changes.get("seq_len", cfg.seq_len)
         user_text_corpus(raw, seq)  # refuses bad text with its sentence
@@ -153,7 +159,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"(unigram {trainer.info.unigram_entropy:.3f})  {report['steps_per_sec']:.1f} steps/s"
         )
         if writer is not None:
-            print(f"stored as run {writer.run_id} in {writer.store.path}")
+            print(f"stored as run {writer.run_id} in {one_line(str(writer.store.path))}")
     return 0
 
 
@@ -260,7 +266,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
     path = resolve_store_path(args.store)
     if not path.exists():  # no store yet is no runs, not an error
-        print("[]" if args.json else f"no runs in {path}")
+        print("[]" if args.json else f"no runs in {one_line(str(path))}")
         return 0
     filters = RunFilter(
         status=tuple(args.status) if args.status else None,
@@ -272,7 +278,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in runs], allow_nan=False))
         return 0
     if not runs:
-        print(f"no runs in {path}")
+        print(f"no runs in {one_line(str(path))}")
         return 0
     print(
         f"{'id':>4}  {'created':16}  {'status':11}  {'norm':8}  {'depth':>5}  {'steps':>11}  {'final loss':>10}  label"
@@ -283,7 +289,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         steps = f"{r.steps_done}/{r.steps}"
         print(
             f"{r.id:>4}  {created:16}  {r.status:11}  {r.norm_position:8}  {r.depth:>5}  {steps:>11}  "
-            f"{loss:>10}  {r.label or ''}"
+            f"{loss:>10}  {one_line(r.label or '')}"  # a label's newline or escape sequence stays visible text
         )
     return 0
 
@@ -294,6 +300,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
     if args.probe_stride < 1:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
+    _check_run_id(args.run_id)
     with _open_store(args) as store:
         if args.fmt in ("png", "svg", "html"):  # the run's five charts, one file each (ln_viz/export.py)
             from ln_viz.export import export_charts
@@ -324,6 +331,7 @@ def cmd_runs_import(args: argparse.Namespace) -> int:
 
 def cmd_runs_delete(args: argparse.Namespace) -> int:
     """`runs delete`: a run and its data."""
+    _check_run_id(args.run_id)
     with _open_store(args) as store:
         store.delete(args.run_id)
     print(f"deleted run {args.run_id}")
@@ -332,10 +340,17 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
 
 def cmd_runs_label(args: argparse.Namespace) -> int:
     """`runs label`: set or clear a run's label."""
+    _check_run_id(args.run_id)
     with _open_store(args) as store:
         store.label(args.run_id, args.text)
     print(f"labelled run {args.run_id}")
     return 0
+
+
+def _check_run_id(run_id: int) -> None:
+    """Refuse an id no run can have before SQLite sees it (it raises OverflowError from 2**63 on)."""
+    if not 1 <= run_id <= MAX_RUN_ID:
+        raise LocalizedError("err.run_id_range", value=str(run_id), hi=f"{MAX_RUN_ID:,}")
 
 
 def cmd_runs_demo(args: argparse.Namespace) -> int:
@@ -354,8 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         return args.func(args)
-    except (UsageError, LocalizedError) as e:
-        sys.stderr.write(f"error: {e}\n")
+    except (UsageError, LocalizedError) as e:  # one line, whatever the message echoes
+        sys.stderr.write(f"error: {shown(str(e), MAX_ERROR_CHARS)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("\nerror: interrupted\n")

@@ -92,7 +92,7 @@ class RunConfig:
                 warmup=self.warmup_steps,
                 steps=self.steps,
             )
-        if self.corpus == "user" and not self.user_text:
+        if self.corpus == "user" and self.user_text is None:  # "" is a text, and ln_viz.corpus says it is empty
             raise ConfigError("err.user_text_missing", "user_text")
         if self.device == "cuda":
             import torch

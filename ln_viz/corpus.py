@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import functools
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,20 +186,34 @@ def user_text_corpus(text: str | bytes, seq_len: int) -> Corpus:
 
 
 def read_user_file(path: str | Path) -> bytes:
-    """The bytes of a user's text file, refusing missing and oversized files before reading them."""
+    """The bytes of a user's text file. Refuses, each with its own sentence, a missing path, a directory,
+    anything but a regular file (a FIFO or a device is never opened: reading one could block or never
+    end), an oversized file and one that cannot be read, before reading more than the limit."""
     p = Path(path)
-    if not p.is_file():
-        raise CorpusError("err.file_missing", "user_text", path=str(p))
-    size = p.stat().st_size
-    if size > MAX_USER_FILE_BYTES:
-        raise CorpusError(
-            "err.file_too_large",
-            "user_text",
-            path=str(p),
-            have=size,
-            limit=MAX_USER_FILE_BYTES,
-        )
-    return p.read_bytes()
+    try:
+        info = p.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise CorpusError("err.file_missing", "user_text", path=str(p)) from None
+    except OSError as e:
+        raise CorpusError("err.file_unreadable", "user_text", path=str(p), reason=e.strerror or str(e)) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise CorpusError("err.file_is_dir", "user_text", path=str(p))
+    if not stat.S_ISREG(info.st_mode):
+        raise CorpusError("err.file_not_regular", "user_text", path=str(p))
+    if info.st_size > MAX_USER_FILE_BYTES:
+        raise _too_large(p, info.st_size)
+    try:
+        with p.open("rb") as f:
+            raw = f.read(MAX_USER_FILE_BYTES + 1)  # a file that grew since stat() is still cut off here
+    except OSError as e:
+        raise CorpusError("err.file_unreadable", "user_text", path=str(p), reason=e.strerror or str(e)) from None
+    if len(raw) > MAX_USER_FILE_BYTES:
+        raise _too_large(p, len(raw))
+    return raw
+
+
+def _too_large(p: Path, size: int) -> CorpusError:
+    return CorpusError("err.file_too_large", "user_text", path=str(p), have=size, limit=MAX_USER_FILE_BYTES)
 
 
 def load_corpus(name: str, user_text: str | bytes | None = None, seq_len: int = 64) -> Corpus:

@@ -13,6 +13,8 @@ import string
 import tomllib
 from importlib import resources
 
+from ln_viz.text import ECHO_LIMITS, Echo
+
 LANGS = ("en", "ko")
 DEFAULT_LANG = "en"
 
@@ -44,11 +46,17 @@ CATALOGS: dict[str, dict[str, str]] = {"en": EN, "ko": KO}
 
 
 def t(key: str, lang: str = DEFAULT_LANG, **params: object) -> str:
-    """The sentence `key` in `lang`, with `params` filled in. Unknown languages fall back to English."""
+    """The sentence `key` in `lang`, with `params` filled in. Unknown languages fall back to English.
+    A string parameter that echoes a value from outside (`value`, `path`, ... : `ln_viz.text.ECHO_LIMITS`)
+    is shown on one line and cut to a short prefix with its length, so no sentence grows with its input."""
     catalog = CATALOGS.get(lang, EN)
     template = catalog.get(key)
     if template is None:
         template = EN[key]  # a missing key is our bug: KeyError names it
+    note = catalog.get("text.length", EN["text.length"])
+    for name, limit in ECHO_LIMITS.items():
+        if isinstance(params.get(name), str):
+            params[name] = Echo(params[name], limit, note)
     return template.format(**params)
 
 

@@ -3,6 +3,8 @@
 `config_to_query` writes every field of a RunConfig that has a URL key in `config.FIELDS` (not the
 user's text, which does not fit a URL); `config_from_query` reads them back, ignoring each malformed
 parameter with a notice and keeping the default for it, so a mistyped bookmark still opens a working page.
+`unknown_params`, `lang_from_query` and `present_from_query` give the notices for the rest of a link: a
+parameter no page reads, a language or presenter value that is not one of the choices.
 """
 
 from __future__ import annotations
@@ -12,18 +14,73 @@ from collections.abc import Mapping
 from typing import Any
 
 from ln_viz.config import FIELDS, ConfigError, RunConfig
+from ln_viz.i18n import DEFAULT_LANG, LANGS, LocalizedError, t
 
 # short, readable parameter names -> RunConfig fields (config.FIELDS names them)
 QUERY_FIELDS: dict[str, str] = {spec.url: spec.name for spec in FIELDS.values() if spec.url}
 
 
+# where parameters appear: the live page's form has none, the Compare page's sides have "a." and "b."
+PREFIXES = ("", "a.", "b.")
+PAGE_KEYS = ("lang", "present", "cpreset")  # read by ln_viz/ui/session.py and pages/compare.py
+PRESENT_ON, PRESENT_OFF = ("1", "true", "yes"), ("0", "false", "no", "")
+
+
 @dataclasses.dataclass(frozen=True)
 class Notice:
-    """A query parameter that was ignored: its name, its value, and why (an i18n key with params)."""
+    """A query parameter that was ignored: its name, its value, and why (an error with its i18n key and
+    params); no reason means ln-viz has no such parameter."""
 
     param: str
     value: str
-    reason: ConfigError
+    reason: LocalizedError | None = None
+
+    def message(self, lang: str) -> str:
+        """The sentence a page shows for it, in `lang` (the value cut short, as every echoed value)."""
+        if self.reason is None:
+            return t("ui.url_unknown", lang, param=self.param, value=self.value)
+        return t("ui.url_ignored", lang, param=self.param, value=self.value, reason=self.reason.message(lang))
+
+
+def _last(raw: str | list[str]) -> str:
+    """A repeated parameter counts once, by its last value (what a browser's address bar shows last)."""
+    return (raw[-1] if raw else "") if isinstance(raw, list) else raw
+
+
+def known_params() -> set[str]:
+    """Every parameter some page reads: the fields and preset of each form, the language, presenter mode
+    and the Compare page's scenario."""
+    names = [*QUERY_FIELDS, "preset"]
+    return {prefix + name for prefix in PREFIXES for name in names} | set(PAGE_KEYS)
+
+
+def unknown_params(params: Mapping[str, str | list[str]]) -> list[Notice]:
+    """One Notice for each parameter no page reads (a typo such as `detph=3` would otherwise do nothing)."""
+    known = known_params()
+    return [Notice(key, _last(raw)) for key, raw in params.items() if key not in known]
+
+
+def lang_from_query(raw: str | list[str] | None) -> tuple[str, Notice | None]:
+    """The language a link asks for: `lang=ko`; another value gives English and a Notice."""
+    if raw is None:
+        return DEFAULT_LANG, None
+    value = _last(raw)
+    if value in LANGS:
+        return value, None
+    err = ConfigError("err.choice", "lang", choices=", ".join(LANGS), value=value)
+    return DEFAULT_LANG, Notice("lang", value, err)
+
+
+def present_from_query(raw: str | list[str] | None) -> tuple[bool | None, Notice | None]:
+    """Presenter mode from `present=1` (or true, yes; 0, false, no turn it off); None when the link does
+    not say. Another value keeps it off, with a Notice."""
+    if raw is None:
+        return None, None
+    value = _last(raw)
+    if value.lower() in PRESENT_ON + PRESENT_OFF:
+        return value.lower() in PRESENT_ON, None
+    err = ConfigError("err.choice", "present", choices=", ".join(PRESENT_ON + PRESENT_OFF[:-1]), value=value)
+    return False, Notice("present", value, err)
 
 
 def config_to_query(cfg: RunConfig, prefix: str = "") -> dict[str, str]:
@@ -47,15 +104,16 @@ def config_from_query(
     params: Mapping[str, str | list[str]], base: RunConfig, prefix: str = ""
 ) -> tuple[RunConfig, list[Notice]]:
     """`base` with every well-formed parameter applied; each bad one is skipped with a Notice. If the
-    parameters are fine one by one but not together (say d not divisible by heads), `base` is kept
-    whole and the combination is reported."""
+    parameters are fine one by one but not together (say d not divisible by heads), the field each
+    check blames goes back to `base`'s value, with a Notice each, until the whole is valid; when a check
+    blames a field the link did not set, `base` is kept whole."""
     cfg, notices = base, []
+    applied: dict[str, tuple[str, str]] = {}  # field -> (parameter, raw value) the link set
     for short, name in QUERY_FIELDS.items():
         key = prefix + short
         if key not in params:
             continue
-        raw = params[key]
-        raw = raw[-1] if isinstance(raw, list) else raw
+        raw = _last(params[key])
         spec = FIELDS[name]
         try:
             value = spec.parse(raw)
@@ -64,12 +122,17 @@ def config_from_query(
             notices.append(Notice(key, raw, e))
             continue
         cfg = cfg.replace(**{name: value})
-    try:
-        cfg.validate()
-    except ConfigError as e:
-        notices.append(Notice(prefix + _short(e.field), str(getattr(cfg, e.field or "", "")), e))
-        cfg = base
-    return cfg, notices
+        applied[name] = (key, raw)
+    while True:  # each pass reverts one field the link set, so this ends
+        try:
+            return cfg.validate(), notices
+        except ConfigError as e:
+            if e.field not in applied:
+                notices.append(Notice(prefix + _short(e.field), str(getattr(cfg, e.field or "", "")), e))
+                return base, notices
+            key, raw = applied.pop(e.field)
+            notices.append(Notice(key, raw, e))
+            cfg = cfg.replace(**{e.field: getattr(base, e.field)})
 
 
 def _short(field: str | None) -> str:

@@ -7,6 +7,7 @@ from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import compare_view, config_form, live, session
+from ln_viz.ui.safe import md
 
 lang = session.current_lang()
 present = session.presenter_mode_on()
@@ -26,7 +27,7 @@ if stored:  # two runs from the store: draw them, train nothing
     try:
         datas = [store.open_run(run_id) for run_id in stored]
     except LocalizedError as e:  # deleted meanwhile
-        st.error(e.message(lang))
+        st.error(md(e.message(lang)))
         st.stop()
     compare_view.draw(datas, [f"#{run_id}" for run_id in stored], lang, done=True, presenter=present)
     st.stop()
@@ -39,8 +40,8 @@ if "_compare_notices" not in st.session_state:  # a shared link sets both forms 
     notices = [n for prefix in compare_view.SIDES for n in config_form.apply_query(prefix=prefix, lang=lang)]
     st.session_state["_compare_notices"] = notices
 compare_view.ensure_scenario()
-for notice in st.session_state["_compare_notices"]:
-    st.warning(notice)
+for notice in [*session.link_notices(lang), *st.session_state["_compare_notices"]]:
+    st.warning(md(notice))  # it quotes the link
 
 if not present:
     compare_view.scenario_picker(lang)
@@ -57,14 +58,14 @@ st.query_params["cpreset"] = st.session_state["cpreset"]
 
 try:
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
-    st.caption(compare_view.differences(*configs, lang))
+    st.caption(md(compare_view.differences(*configs, lang)))
     if start:
         for cfg in configs:
             cfg.validate()
         for role, cfg in zip(("compare.a", "compare.b"), configs):
             runs.start(role, cfg)
 except LocalizedError as e:
-    st.error(t("ui.invalid_config", lang, reason=e.message(lang)))
+    st.error(md(t("ui.invalid_config", lang, reason=e.message(lang))))
 if stop:
     for role in ("compare.a", "compare.b"):
         runs.stop(role)

@@ -10,10 +10,13 @@ from ln_viz.init_lab import DEFAULT_SCENARIO
 from ln_viz.names import PARAM_NAMES
 from ln_viz.ui import session
 from ln_viz.ui.config_form import widget_bounds
+from ln_viz.ui.safe import md
 
 lang = session.current_lang()
 present = session.presenter_mode_on()
 st.title(t("init.title", lang))
+for notice in session.link_notices(lang):
+    st.warning(md(notice))
 st.caption(t("init.intro", lang))
 D = DEFAULT_SCENARIO  # shipped measured: the page draws at once
 
@@ -42,7 +45,7 @@ try:
     cfg = RunConfig(depth=depth, d_model=int(d_model), heads=int(heads), batch_size=int(batch), seq_len=int(seq))
     cfg.validate()
 except LocalizedError as e:
-    st.error(e.message(lang))
+    st.error(md(e.message(lang)))
     st.stop()
 if not positions:
     st.info(t("init.pick_position", lang))

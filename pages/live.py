@@ -4,6 +4,7 @@ import streamlit as st
 
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import config_form, live, session
+from ln_viz.ui.safe import md
 
 lang = session.current_lang()
 present = session.presenter_mode_on()
@@ -12,8 +13,8 @@ runs = session.session_runs()
 
 if "_live_notices" not in st.session_state:  # a shared link sets the form once per session
     st.session_state["_live_notices"] = config_form.apply_query(prefix="", lang=lang)
-for notice in st.session_state["_live_notices"]:
-    st.warning(notice)
+for notice in [*session.link_notices(lang), *st.session_state["_live_notices"]]:
+    st.warning(md(notice))  # it quotes the link
 
 st.title(t("ui.app_title", lang))
 config_form.config_form(lang)
@@ -28,7 +29,7 @@ if start:
         st.session_state["live_run_id"] = runs.start("live", cfg)
         live.wait_first_step(runner.get(st.session_state["live_run_id"]))
     except LocalizedError as e:
-        st.error(t("ui.invalid_config", lang, reason=e.message(lang)))
+        st.error(md(t("ui.invalid_config", lang, reason=e.message(lang))))
 if stop:
     runs.stop("live")
 

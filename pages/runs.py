@@ -7,6 +7,7 @@ import streamlit as st
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
 from ln_viz.ui import live, runs_view, session
+from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
 
 lang = session.current_lang()
@@ -14,6 +15,8 @@ present = session.presenter_mode_on()
 store = get_store()
 
 st.title(t("runs.title", lang))
+for notice in session.link_notices(lang):
+    st.warning(md(notice))
 if store is None:
     st.error(t("runs.no_store", lang))
     st.stop()
@@ -41,7 +44,7 @@ else:
             selected,
             key="runs_shown",
             horizontal=True,
-            format_func=lambda i: f"#{i} {by_id[i].label or ''}".strip(),
+            format_func=lambda i: md(f"#{i} {by_id[i].label or ''}".strip()),  # options are Markdown
         )
     if shown is None:
         st.info(t("runs.pick", lang))

@@ -6,6 +6,7 @@ import streamlit as st
 from ln_viz import theory
 from ln_viz.theory import Formula, ReferenceList, Text, references_markdown
 from ln_viz.ui import session
+from ln_viz.ui.safe import md
 
 READING_WIDTH_PX = 860  # a readable line length, also under the app's wide layout
 # Korean wraps between words (eojeol), not inside them, as Korean text is set; browsers default to breaking
@@ -22,6 +23,8 @@ if lang == "ko":
 doc = theory.page(lang)
 page = st.container(width=READING_WIDTH_PX)
 page.title(doc.title)
+for notice in session.link_notices(lang):
+    page.warning(md(notice))
 for paragraph in doc.intro:
     page.markdown(paragraph)
 contents = "\n".join(f"{i}. [{s.title}](#{s.anchor})" for i, s in enumerate(doc.sections, 1))

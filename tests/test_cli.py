@@ -173,3 +173,51 @@ def test_the_real_entry_point_prints_no_traceback():
     )
     assert proc.returncode == 2
     assert proc.stderr == "error: lr must be a finite number, got nan.\n"
+
+
+def test_an_unusable_text_file_is_one_error_line_naming_what_it_is(tmp_path):
+    cases = {str(tmp_path): "is a directory", "/dev/zero": "is not a regular file", "/proc/self/mem": "cannot read"}
+    for path, text in cases.items():
+        code, out, err = cli("train", "--text-file", path, "--steps", "1")
+        assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and text in err, err
+
+
+def test_a_text_file_with_another_corpus_is_refused():
+    code, out, err = cli("train", *SMALL, "--corpus", "markov", "--text-file", __file__, "--steps", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--text-file trains on that file, which contradicts --corpus markov" in err
+    code, out, err = cli("train", *SMALL, "--corpus", "user", "--text-file", __file__, "--steps", "2", "--json")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("run_id", [str(2**63), str(10**30), "0", "-5"])
+@pytest.mark.parametrize("command", [["export", "--format", "csv", "--out", "x"], ["label", "x"], ["delete"]])
+def test_run_ids_no_run_can_have_are_refused_with_one_sentence(tmp_path, run_id, command):
+    store = tmp_path / "runs.sqlite"
+    code, out, err = cli("runs", command[0], run_id, *command[1:], "--store", str(store))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "is out of range; a run id is a whole number from 1 to 9,223,372,036,854,775,807." in err
+    assert not store.exists()  # refused before any store was opened
+
+
+def test_runs_list_shows_a_label_s_control_characters_as_escapes(tmp_path):
+    from ln_viz.runfile import DEMO_DIR, add_loaded_run, read_run_file
+    from ln_viz.store import Store
+
+    path = tmp_path / "runs.sqlite"
+    label = "ok\n   9  2020-01-01 00:00  completed  pre  fake\x1b[2J\x1b]0;title\x07\r\t\u202e"
+    with Store(path) as store:
+        run_id, _ = add_loaded_run(store, read_run_file(next(DEMO_DIR.glob("*.json.gz"))))
+        store.label(run_id, label)
+    code, out, err = cli("runs", "list", "--store", str(path))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 2 and "\x1b" not in out and "\r" not in out and "\x07" not in out and "\u202e" not in out
+    assert lines[1].endswith(r"ok\n   9  2020-01-01 00:00  completed  pre  fake\x1b[2J\x1b]0;title\x07\r\t\u202e")
+    code, out, _ = cli("runs", "list", "--json", "--store", str(path))
+    assert json.loads(out)[0]["label"] == label  # JSON keeps the label exact, escaped by JSON itself
+
+
+def test_a_huge_bad_flag_value_is_echoed_short():
+    code, out, err = cli("train", "--depth", "x" * 100_000)
+    assert code == 2 and err.count("\n") == 1 and len(err) < 1100 and "characters)" in err

@@ -1,3 +1,7 @@
+import os
+import threading
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -95,3 +99,39 @@ def test_user_files_missing_or_huge_are_refused_before_reading(tmp_path):
         f.truncate(9 * 1024 * 1024)
     with pytest.raises(CorpusError, match="above the limit"):
         read_user_file(big)
+
+
+def test_a_directory_fifo_or_device_as_text_file_says_what_it_is(tmp_path):
+    with pytest.raises(CorpusError, match="is a directory, not a text file"):
+        read_user_file(tmp_path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result: list[BaseException] = []
+    reader = threading.Thread(target=lambda: result.append(_refusal(fifo)), daemon=True)
+    reader.start()
+    reader.join(5)  # opening a FIFO with no writer would block for ever: it must not be opened
+    assert not reader.is_alive() and "is not a regular file" in str(result[0])
+    with pytest.raises(CorpusError, match="is not a regular file"):
+        read_user_file("/dev/zero")  # reading it would never end
+
+
+def _refusal(path) -> BaseException:
+    try:
+        read_user_file(path)
+    except CorpusError as e:
+        return e
+    raise AssertionError(f"{path} was read")
+
+
+def test_an_unreadable_text_file_is_one_sentence_with_the_cause(tmp_path, monkeypatch):
+    with pytest.raises(CorpusError, match=r"cannot read /proc/self/mem \(Input/output error\)"):
+        read_user_file("/proc/self/mem")  # a regular file whose read fails: a real one, even for root
+    f = tmp_path / "secret.txt"
+    f.write_text("x" * 1000)
+
+    def refuse(self, *args, **kwargs):  # what open() says for a file of another user (root may read all)
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "open", refuse)
+    with pytest.raises(CorpusError, match=r"cannot read .*secret.txt \(Permission denied\)"):
+        read_user_file(f)

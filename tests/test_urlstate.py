@@ -1,5 +1,5 @@
 from ln_viz.config import RunConfig, preset
-from ln_viz.urlstate import config_from_query, config_to_query
+from ln_viz.urlstate import config_from_query, config_to_query, lang_from_query, present_from_query, unknown_params
 
 
 def test_every_setting_survives_the_url():
@@ -47,3 +47,31 @@ def test_a_bad_combination_keeps_the_base_whole():
 def test_user_text_is_not_put_in_the_url():
     q = config_to_query(RunConfig(corpus="user", user_text="secret" * 200))
     assert "corpus" not in q and not any("secret" in v for v in q.values())
+
+
+def test_a_link_with_several_bad_combinations_reports_each():
+    base = RunConfig()
+    back, notices = config_from_query({"d": "65", "heads": "4", "warmup": "5000", "seed": "9"}, base)
+    assert [n.param for n in notices] == ["d", "warmup"]
+    assert "divisible" in str(notices[0].reason) and "longer than the run" in str(notices[1].reason)
+    assert back == base.replace(seed=9)  # what was fine is kept
+
+
+def test_unknown_link_parameters_get_a_notice_each():
+    params = {"detph": "3", "a.dpeth": "2", "depth": "3", "a.depth": "2", "lang": "en", "present": "1", "cpreset": "x"}
+    notices = unknown_params(params)
+    assert [(n.param, n.value) for n in notices] == [("detph", "3"), ("a.dpeth", "2")]
+    assert notices[0].message("en") == "Ignored 'detph=3' from the link: ln-viz has no such link parameter."
+    assert "detph=3" in notices[0].message("ko")
+
+
+def test_a_bad_lang_or_present_in_a_link_gets_a_notice():
+    assert lang_from_query("ko") == ("ko", None) and lang_from_query(None) == ("en", None)
+    lang, notice = lang_from_query("xx")
+    assert lang == "en" and notice.message("en") == (
+        "Ignored 'lang=xx' from the link: lang must be one of en, ko, got 'xx'. The default is kept."
+    )
+    assert present_from_query("1") == (True, None) and present_from_query("no") == (False, None)
+    assert present_from_query(None) == (None, None)
+    on, notice = present_from_query("2")
+    assert on is False and notice.param == "present" and "got '2'" in notice.message("en")

@@ -21,6 +21,7 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.names import STATUSES
 from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
+from ln_viz.ui.safe import md
 
 LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
 COMPARE_PAGE = "pages/compare.py"
@@ -74,7 +75,7 @@ def demo_offer(store: Store, lang: str) -> None:
             try:
                 added = load_demos(store)
             except LocalizedError as e:
-                st.error(e.message(lang))
+                st.error(md(e.message(lang)))
                 return
         st.session_state["_runs_notice"] = ("success", t("runs.demos_loaded", lang, count=len(added)))
         st.rerun()
@@ -201,7 +202,8 @@ def open_run(store: Store, summary: RunSummary) -> RunData:
 
 def run_heading(summary: RunSummary, lang: str) -> None:
     """The run's title and one line saying what it was and how it ended."""
-    st.subheader(t("runs.heading", lang, id=summary.id, label=summary.label or t("runs.unlabelled", lang)))
+    label = summary.label or t("runs.unlabelled", lang)
+    st.subheader(md(t("runs.heading", lang, id=summary.id, label=label)), anchor=False)  # a label is text
     loss = f"{summary.final_loss:.3f}" if summary.final_loss is not None else "-"
     st.markdown(
         t(
@@ -237,7 +239,7 @@ def label_editor(store: Store, summary: RunSummary, lang: str) -> None:
         try:
             store.label(summary.id, text)
         except LocalizedError as e:
-            st.error(e.message(lang))
+            st.error(md(e.message(lang)))
             return
         st.session_state["_runs_notice"] = ("success", t("runs.label_saved", lang, id=summary.id))
         st.rerun()
@@ -252,14 +254,14 @@ def delete_control(store: Store, summary: RunSummary, lang: str) -> None:
             st.rerun()
         return
     label = summary.label or t("runs.unlabelled", lang)
-    st.warning(t("runs.delete_confirm", lang, id=summary.id, label=label))
+    st.warning(md(t("runs.delete_confirm", lang, id=summary.id, label=label)))
     row = st.container(horizontal=True)
     if row.button(t("runs.delete_yes", lang), key="runs_delete_confirm", type="primary"):
         st.session_state.pop("_runs_delete", None)
         try:
             store.delete(summary.id)
         except LocalizedError as e:
-            st.error(e.message(lang))
+            st.error(md(e.message(lang)))
             return
         st.session_state["_runs_notice"] = ("success", t("runs.deleted", lang, id=summary.id))
         st.rerun()
@@ -319,7 +321,7 @@ def downloads(data: RunData, summary: RunSummary, lang: str) -> None:
             try:
                 blob = export.charts_zip(data, lang=lang)
             except LocalizedError as e:
-                st.error(e.message(lang))
+                st.error(md(e.message(lang)))
                 return
         st.session_state["_runs_charts"] = ((summary.id, summary.updated, lang), blob)  # one run's at a time
         st.rerun()
@@ -350,11 +352,11 @@ def import_file(store: Store, lang: str) -> None:
             if added:
                 st.rerun()  # the list above was drawn before the import: draw it again with the new run
     kind, text = done[upload.file_id]
-    getattr(st, kind)(text)
+    getattr(st, kind)(md(text))  # it names the user's file and may quote its content
 
 
 def notice() -> None:
     """The message a button left before its rerun (saved, deleted, loaded), shown once."""
     note = st.session_state.pop("_runs_notice", None)
     if note:
-        getattr(st, note[0])(note[1])
+        getattr(st, note[0])(md(note[1]))

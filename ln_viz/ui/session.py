@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from ln_viz.i18n import DEFAULT_LANG, LANGS, t
+from ln_viz.i18n import LANGS, t
+from ln_viz.urlstate import Notice, lang_from_query, present_from_query, unknown_params
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -218,14 +219,32 @@ def session_runs() -> SessionRuns:
 
 
 def current_lang() -> str:
-    """The language picked in the sidebar, else the URL's `lang`, else English."""
+    """The language picked in the sidebar, else the URL's `lang`, else English (a `lang` that is not one
+    of the languages leaves a notice for `link_notices`)."""
     lang = st.session_state.get("lang")
     if lang not in LANGS:
-        lang = st.query_params.get("lang", DEFAULT_LANG)
-        if lang not in LANGS:
-            lang = DEFAULT_LANG
+        lang, notice = lang_from_query(st.query_params.get_all("lang") or None)
+        _note_link(notice)
         st.session_state["lang"] = lang
     return lang
+
+
+def _note_link(notice: Notice | None) -> None:
+    """Keep a link's notice for the session, once per parameter (the parsers run on every rerun)."""
+    if notice is not None:
+        st.session_state.setdefault("_link_notices", {})[notice.param] = notice
+
+
+def link_notices(lang: str) -> list[str]:
+    """The sentences for the parts of this session's first link that no page used: a parameter no page
+    reads, a `lang` or `present` that is not one of the choices. The form's parameters have their own
+    notices (config_form.apply_query)."""
+    if "_link_unknown" not in st.session_state:  # the link the session opened with, read once
+        st.session_state["_link_unknown"] = unknown_params(
+            {k: st.query_params.get_all(k) for k in st.query_params}
+        )
+    notes = [*st.session_state.get("_link_notices", {}).values(), *st.session_state["_link_unknown"]]
+    return [n.message(lang) for n in notes]
 
 
 def _pick_lang() -> None:
@@ -253,7 +272,9 @@ def lang_switch() -> str:
 def presenter_mode_on() -> bool:
     """`?present=1` in the URL (kept for the session, since page switches drop query parameters)."""
     if "present" in st.query_params:
-        st.session_state["_present"] = st.query_params.get("present") in ("1", "true", "yes")
+        on, notice = present_from_query(st.query_params.get_all("present"))
+        st.session_state["_present"] = bool(on)
+        _note_link(notice)
     return bool(st.session_state.get("_present"))
 
 

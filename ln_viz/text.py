@@ -1,0 +1,83 @@
+"""Text that came from outside (a label, a file name, a link's value, a run file's field), as it is shown back.
+
+One place decides how such a value is echoed, so no message can grow with its input or smuggle a control
+character into a terminal: `one_line` makes every control character a visible escape (a newline is `\\n`,
+an escape sequence starts with `\\x1b`), `shown` does that and cuts the value to a short prefix that says
+the full length, and `quoted` is `shown` in quotes, the way `{value!r}` prints it. `Echo` wraps a value so
+that `ln_viz.i18n.t` applies these to the parameters named in `ECHO_LIMITS`, in every sentence and language.
+The app's Markdown escaping is in `ln_viz/ui/safe.py`.
+"""
+
+from __future__ import annotations
+
+import re
+
+# parameter name in the catalogs -> the longest prefix shown; a path or an error (a worker's exception) gets
+# more, as real ones are long. Not `reason`: it holds whole sentences, whose own values are cut already.
+ECHO_LIMITS: dict[str, int] = {"value": 80, "param": 80, "name": 80, "where": 80, "path": 240, "error": 240}
+DEFAULT_LIMIT = 80
+LENGTH_NOTE = "({count} characters)"  # the English note; i18n passes the catalog's `text.length`
+
+# C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional overrides that can
+# make a terminal show text in another order than it is stored
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = match.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def one_line(text: str) -> str:
+    """`text` with every control character as a visible escape (`\\n`, `\\t`, `\\x1b`, `\\u202e`): one
+    line that cannot move a terminal's cursor, change its colours or start a fake row."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def shown(value: str, limit: int = DEFAULT_LIMIT, note: str = LENGTH_NOTE) -> str:
+    """`value` on one line (`one_line`), cut to `limit` characters with its full length said:
+    `aaaa… (1,000,000 characters)`."""
+    head, cut = _cut(value, limit)
+    head = one_line(head)
+    return f"{head}… {note.format(count=f'{len(value):,}')}" if cut else head
+
+
+def quoted(value: object, limit: int = DEFAULT_LIMIT, note: str = LENGTH_NOTE) -> str:
+    """`repr(value)` (so a string is in quotes, its control characters escaped), cut like `shown`:
+    `'aaaa…' (1,000,000 characters)`. Never raises, whatever the value (a 5,000-digit int included)."""
+    if isinstance(value, str):
+        head, cut = _cut(value, limit)
+        text = repr(head)
+        return f"{text[:-1]}…{text[-1]} {note.format(count=f'{len(value):,}')}" if cut else text
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * limit:
+        digits = int(value.bit_length() * 0.30103) + 1  # repr refuses ints over 4,300 digits: no prefix
+        return f"<an integer of about {digits:,} digits>"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 -- an echo must not fail: say what it was instead
+        return f"<{type(value).__name__}>"
+    return shown(text, limit, note)
+
+
+class Echo:
+    """A value from outside, as a sentence's parameter: `{p}` gives `shown(value)`, `{p!r}` gives
+    `quoted(value)`, both cut to `limit` and noting the length with `note` (the sentence's language)."""
+
+    __slots__ = ("value", "limit", "note")
+
+    def __init__(self, value: str, limit: int = DEFAULT_LIMIT, note: str = LENGTH_NOTE) -> None:
+        self.value, self.limit, self.note = value, limit, note
+
+    def __str__(self) -> str:
+        return shown(self.value, self.limit, self.note)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return quoted(self.value, self.limit, self.note)
