@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ln_viz.charts.style import _px
+from ln_viz.charts.style import _plot_height, _px, _wrap
 
 _NICE = (1.0, 2.0, 5.0)
 
@@ -106,36 +106,37 @@ def _layer_ticks(L: int, start: int = 1) -> dict[str, Any]:
     return {"tickmode": "array", "tickvals": vals}
 
 
-def _wrap(text: str, width: int = 12) -> str:
-    """Break a short label into lines of about `width` characters at spaces (Plotly's <br>)."""
-    lines: list[str] = []
-    for word in text.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return "<br>".join(lines)
-
-
 def _colorbar(
-    title: str, tickvals: Sequence[float], ticktext: Sequence[str], presenter: bool, top: float | None = None
+    title: str,
+    tickvals: Sequence[float],
+    ticktext: Sequence[str],
+    presenter: bool,
+    top: float | None = None,
+    height: int | None = None,
 ) -> dict[str, Any]:
     """A vertical colorbar with its title on top, wrapped (on the right side the title is drawn over long
     tick labels and cut by the figure's edge). A tick at the very top (`top`) is left out: its label,
-    centred on the bar's end, would run into the title."""
+    centred on the bar's end, would run into the title. On a short chart (`height`, px, of the figure)
+    only every 2nd, 3rd... label is kept, so labels never sit on top of each other."""
     if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
         tickvals, ticktext = tickvals[:-1], ticktext[:-1]
+    font = _px(14, presenter)
+    wrapped = _wrap(title)
+    bar_px = 0.9 * _plot_height(height, 70, 60) - font * 1.3 * (wrapped.count("<br>") + 1)
+    every = max(1, math.ceil(1.6 * font * len(tickvals) / max(bar_px, font)))
+    keep = list(range(len(tickvals) - 1, -1, -every))[::-1]  # always the largest, the one readers look for
     return {
-        "title": {"text": _wrap(title), "side": "top", "font": {"size": _px(14, presenter)}},
-        "tickvals": list(tickvals),
-        "ticktext": list(ticktext),
-        "tickfont": {"size": _px(14, presenter)},
+        "title": {"text": wrapped, "side": "top", "font": {"size": font}},
+        "tickvals": [tickvals[i] for i in keep],
+        "ticktext": [ticktext[i] for i in keep],
+        "tickfont": {"size": font},
         "thickness": _px(16, presenter),
         "len": 0.9,
     }
 
 
-def _log_colorbar(title: str, lo: float, hi: float, presenter: bool) -> dict[str, Any]:
+def _log_colorbar(title: str, lo: float, hi: float, presenter: bool, height: int | None = None) -> dict[str, Any]:
     """A colorbar for log10 colour values, labelled in real units (1-2-5 or decade ticks)."""
     axis = _log_axis((lo, hi))
-    return _colorbar(title, [math.log10(v) for v in axis["tickvals"]], axis["ticktext"], presenter, math.log10(hi))
+    ticks = [math.log10(v) for v in axis["tickvals"]]
+    return _colorbar(title, ticks, axis["ticktext"], presenter, math.log10(hi), height)
