@@ -145,6 +145,11 @@ def _prepare_act(data: RunData, step: int | None) -> _ActInfo:
     return _ActInfo(grid, p, grid.shares(data.probe("resid_hist")[p], stats), stats)
 
 
+def _bottom(animate: bool, presenter: bool) -> int:
+    """The bottom margin (px): the x axis, and after a run the Play/Pause buttons and step slider under it."""
+    return round(180 * _scale(presenter)) if animate else 60
+
+
 def _act_heatmap(info: _ActInfo, L: int, lang: str, presenter: bool, animate: bool, height: int | None) -> go.Heatmap:
     """The layer x value cells, coloured by code; the hover names the cell's value (real units); the
     share only when not animated (in every frame it would double the animation's size)."""
@@ -157,7 +162,15 @@ def _act_heatmap(info: _ActInfo, L: int, lang: str, presenter: bool, animate: bo
         "zmin": 0,
         "zmax": ACT_CODES + 1,
         "colorscale": _act_colorscale(),
-        "colorbar": _colorbar(t("chart.act_share", lang), tick_vals, tick_text, presenter, ACT_CODES + 1, height),
+        "colorbar": _colorbar(
+            t("chart.act_share", lang),
+            tick_vals,
+            tick_text,
+            presenter,
+            ACT_CODES + 1,
+            height,
+            _bottom(animate, presenter),
+        ),
         "showlegend": False,
         "name": "",
     }
@@ -254,6 +267,7 @@ def act_dist(
         "act-" + _run_key(data),
         legend_below=False,
         height=height,
+        margin={"b": _bottom(animate and len(data.probe_steps) > 1, presenter)},
         xaxis=_value_axis(fig, info.grid, lang, presenter),
         yaxis={
             "title": {"text": t("chart.layer_axis", lang)},
@@ -334,4 +348,4 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "font": {"size": _px(14, presenter), "color": "rgba(0,0,0,0)" if many else "#444444"},
         "steps": [{"label": str(st), "method": "animate", "args": [[str(st)], _JUMP]} for st in steps],
     }
-    fig.update_layout(updatemenus=[buttons], sliders=[slider], margin={"b": round(180 * s)})
+    fig.update_layout(updatemenus=[buttons], sliders=[slider])  # the room under the axis: `_bottom`

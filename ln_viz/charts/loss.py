@@ -150,7 +150,7 @@ def _reference_line(
             x=x1,
             y=y,
             xanchor="right",
-            yanchor="bottom",
+            yanchor="top",  # under the line: a stalled Post-LN loss runs along its top side
             showarrow=False,
             text=t(key, lang),
             font={"size": _px(14, presenter), "color": color},

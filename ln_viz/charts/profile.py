@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range, _short_number
 from ln_viz.charts.sample import _probe_index, _run_key, _run_styles, _runs_key
 from ln_viz.charts.style import (
+    BASE_FONT,
     GREY,
     NORM_COLORS,
     PARAM_COLORS,
@@ -80,29 +81,35 @@ def _in_panel(fig: go.Figure, trace: go.Scatter, row: int) -> None:
 
 
 def _profile_axes(
-    lang: str, L: int, grad_rng: tuple[float, float], std_top: float, presenter: bool, title: str
+    lang: str, L: int, grad_rng: tuple[float, float], std_top: float, presenter: bool, title: str, height: int | None
 ) -> dict[str, Any]:
     """The two panels' axes (row 1: xaxis/yaxis, row 2: xaxis2/yaxis2) and legend, for `_layout`;
-    the top margin holds the chart's title and the upper panel's."""
+    the top margin holds the chart's title and the upper panel's; the gradient axis gets as many
+    decade labels as its height holds."""
     layers = {"range": [-0.5, L + 0.5], **_layer_ticks(L, 0)}
+    panel_px = _plot_height(height, _top_margin(title, presenter) + 30, 100) * PROFILE_HEIGHTS[0] * 0.85
+    max_ticks = max(3, int(panel_px / (_px(BASE_FONT, presenter) * 1.4)))
     return {
         # shared axis: numbers once, at the bottom; no tick marks under the upper panel (the lower
         # panel's title sits there)
         "xaxis": {**layers, "showticklabels": False, "ticks": ""},
         "xaxis2": {**layers, "title": {"text": t("chart.layer_axis0", lang)}},
-        "yaxis": _log_axis(grad_rng),
+        "yaxis": _log_axis(grad_rng, max_ticks),
         "yaxis2": {"range": [0, std_top]},
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
         "margin": {"t": _top_margin(title, presenter) + round(_px(16, presenter) * 1.4)},
     }
 
 
-def _grad_range(values: np.ndarray) -> tuple[float, float]:
+def _grad_range(values: np.ndarray, keep: np.ndarray | None = None) -> tuple[float, float]:
     """The gradient axis: a 1-2-5 range around the values, at most GRAD_DECADES decades below the
-    largest (attn.k's gradient reaches 1e-9..1e-17 in deep runs and would squash every other line);
+    largest (attn.k's gradient reaches 1e-9..1e-17 in deep runs and would squash every other line),
+    but always all of `keep` (the ffn.w2 line: a deep Post-LN's vanishing gradient is the point);
     smaller values are drawn at the floor and the chart says so."""
     lo, hi = _nice_log_range(values) or (1e-3, 10.0)
-    return max(lo, hi / 10**GRAD_DECADES), hi
+    floor = max(lo, hi / 10**GRAD_DECADES)
+    kept = _nice_log_range(keep) if keep is not None else None
+    return (min(floor, kept[0]) if kept else floor), hi
 
 
 def _clip_note(fig: go.Figure, infos: Sequence[np.ndarray], floor: float, lang: str, presenter: bool) -> None:
@@ -165,7 +172,9 @@ def _prepare_one(d: RunData, lang: str, step: int | None) -> _ProfileInfo:
     title = (
         t("chart.profile_title", lang, step=d.probe_steps[p]) if p is not None else t("chart.profile_title_empty", lang)
     )
-    grad_rng = _grad_range(d.probe("grad_norm"))
+    g = d.probe("grad_norm")
+    w2 = list(d.info.param_names).index("ffn.w2") if "ffn.w2" in d.info.param_names else None
+    grad_rng = _grad_range(g, g[..., w2] if w2 is not None and g.size else None)
     return _ProfileInfo(
         [d],
         [p],
@@ -196,7 +205,7 @@ def _prepare_profile(
         for d, p in zip(datas, picks)
     ]
     grads = [d.probe("grad_norm")[:, :, list(d.info.param_names).index(param)].ravel() for d in datas if d.probe_steps]
-    grad_rng = _grad_range(np.concatenate(grads)) if grads else (1e-3, 10.0)
+    grad_rng = _grad_range(np.concatenate(grads), np.concatenate(grads)) if grads else (1e-3, 10.0)
     if same_step:
         title = t("chart.compare_profile_title", lang, step=shown[0])
     else:
@@ -311,7 +320,7 @@ def layer_profile(
     if all(p is None for p in info.picks):
         _empty_note(fig, lang, presenter, xref="x domain", yref="y domain")
     _clip_note(fig, shown, floor, lang, presenter)
-    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, presenter, info.title)
+    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, presenter, info.title, height)
     return _layout(fig, info.title, presenter, info.key, legend_below=False, height=height, **axes)
 
 

@@ -4,6 +4,7 @@ start at 16 px and grow 1.4x in presenter mode (the margins do not), a small tem
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -118,22 +119,22 @@ def _em(text: str) -> float:
 
 
 def _fit_axis_title(axis: dict[str, Any], span_px: float, font_px: int) -> None:
-    """Break a y axis title into lines when it is longer than the axis (a title longer than its axis
-    runs past the plot's top into the chart title); past three lines, its font shrinks too."""
+    """Fit a y axis title to its axis (a title longer than its axis runs past the plot's top into the
+    chart title): first a smaller font, down to 0.8x, on one line; then lines broken at spaces (Plotly
+    sets Hangul lines of a rotated title close together, so one line is preferred); past three lines
+    the font shrinks further."""
     title = axis.get("title")
     text = title.get("text") if isinstance(title, dict) else None
-    if not text or "<br>" in text:
+    if not text or "<br>" in text or _em(text) * font_px <= span_px:
         return
-    budget = max(span_px / font_px, 4.0)  # em per line
-    if _em(text) <= budget:
-        return
-    lines, size = _wrap_em(text, budget), font_px
+    least = 0.6 if any("\uac00" <= c <= "\ud7a3" for c in text) else 0.8  # Hangul: lines would overlap
+    size = max(round(least * font_px), math.floor(span_px / _em(text)))
+    lines = _wrap_em(text, max(span_px / size, 4.0))
     while len(lines) > 3 and size > 10:
         size -= 1
         lines = _wrap_em(text, max(span_px / size, 4.0))
     title["text"] = "<br>".join(lines)
-    if size < font_px:
-        title["font"] = {**title.get("font", {}), "size": size}
+    title["font"] = {**title.get("font", {}), "size": size}
 
 
 def _wrap_em(text: str, budget: float) -> list[str]:
@@ -159,6 +160,12 @@ def _fit_y_titles(layout: dict[str, Any], plot_px: float, presenter: bool) -> No
             lo, hi = axis.get("domain", (0.0, 1.0))
             # Plotly draws axis titles at 1.2x the layout font (the default when none is set)
             _fit_axis_title(axis, plot_px * (hi - lo), round(_px(BASE_FONT, presenter) * 1.2))
+
+
+def _legend_px(fig: go.Figure, presenter: bool) -> float:
+    """About how tall a legend under the plot is: two entries a row (Plotly aligns them in columns)."""
+    n = sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
+    return math.ceil(max(n, 1) / 2) * _px(14, presenter) * 1.9 + 10
 
 
 def _layout(
@@ -202,7 +209,7 @@ def _layout(
     current = fig.layout.to_plotly_json()  # axes of subplots, shapes and annotations added so far
     current.pop("template", None)  # plotly's default, replaced by ours
     merged = _merge(_merge(current, layout), extra)
-    bottom = merged["margin"].get("b", _MARGIN["b"]) + (_px(14, presenter) * 2.6 if legend_below else 0)
+    bottom = merged["margin"].get("b", _MARGIN["b"]) + (_legend_px(fig, presenter) if legend_below else 0)
     _fit_y_titles(merged, _plot_height(height, merged["margin"].get("t", top), bottom + 40), presenter)
     fig.layout = {**merged, "template": _TEMPLATE_OBJ}
     return fig
