@@ -10,8 +10,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from ln_viz.charts.axes import _colorbar, _layer_ticks
-from ln_viz.charts.grads import _diverged_line, _steps_layout
+from ln_viz.charts.axes import _colorbar
+from ln_viz.charts.grads import layer_heatmap_layout
 from ln_viz.charts.sample import heatmap_columns
 from ln_viz.charts.style import _empty_note, _f32, _hover
 from ln_viz.i18n import t
@@ -57,20 +57,4 @@ def attention_entropy_chart(
     fig = go.Figure(trace)
     if not data.probe_steps:
         _empty_note(fig, lang, presenter)
-    _diverged_line(fig, data, lang, presenter)
-    return _steps_layout(
-        fig,
-        data,
-        ("chart.entropy_title", "entropy-"),
-        lang,
-        presenter,
-        {"showgrid": False},
-        showlegend=False,
-        height=height,
-        yaxis={
-            "title": {"text": t("chart.layer_axis", lang)},
-            "range": [0.5, L + 0.5],
-            "showgrid": False,
-            **_layer_ticks(L),
-        },
-    )
+    return layer_heatmap_layout(fig, data, ("chart.entropy_title", "entropy-"), lang, presenter, height)

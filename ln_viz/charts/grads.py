@@ -132,11 +132,20 @@ def grad_heatmap(
     fig = go.Figure(_heatmap_trace(info, L, lang, presenter, height))
     if not info.steps.size:
         _empty_note(fig, lang, presenter)
+    return layer_heatmap_layout(fig, data, ("chart.grad_heatmap_title", "grad-"), lang, presenter, height)
+
+
+def layer_heatmap_layout(
+    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, presenter: bool, height: int | None
+) -> go.Figure:
+    """The layout of a layer x step heatmap (gradients, attention entropy): the diverged mark, the step
+    axis, layers 1..L upwards, no legend (the colourbar says what colours mean)."""
     _diverged_line(fig, data, lang, presenter)
+    L = data.info.config.depth
     return _steps_layout(
         fig,
         data,
-        ("chart.grad_heatmap_title", "grad-"),
+        names,
         lang,
         presenter,
         {"showgrid": False},

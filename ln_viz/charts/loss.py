@@ -230,7 +230,9 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presen
     )
     fig.add_vline(x=d.diverged_at, line={"color": color, "dash": "dash", "width": 1.5})
     right = d.diverged_at < step_range(d) / 2  # the label goes where there is room
-    high = y > top * 0.6  # near the top the label goes below the cross, inside the plot, off the title
+    # below the cross (inside the plot, off the title; the unigram label sits at the line's right end
+    # above a diverging loss), unless the cross is near the bottom
+    high = y > top * 0.3
     fig.add_annotation(
         x=d.diverged_at,
         y=y,

@@ -18,6 +18,7 @@ from ln_viz.charts.style import (
     GREY,
     NORM_COLORS,
     PARAM_COLORS,
+    _corner_note,
     _empty_note,
     _f32,
     _hover,
@@ -117,18 +118,8 @@ def _clip_note(fig: go.Figure, infos: Sequence[np.ndarray], floor: float, lang: 
     v = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in infos]) if infos else np.zeros(0)
     if not np.any(np.isfinite(v) & (v > 0) & (v < floor * (1 - 1e-9))):
         return
-    fig.add_annotation(
-        xref="x domain",
-        yref="y domain",
-        x=1,
-        y=0,
-        xanchor="right",
-        yanchor="bottom",
-        showarrow=False,
-        text=t("chart.grad_floor_note", lang, floor=_short_number(floor, exponent=True)),
-        font={"size": _px(13, presenter), "color": GREY},
-        bgcolor="rgba(255,255,255,0.8)",
-    )
+    note = t("chart.grad_floor_note", lang, floor=_short_number(floor, exponent=True))
+    _corner_note(fig, note, presenter, inside="x y")
 
 
 def _std_with_input(data: RunData, p: int) -> np.ndarray:

@@ -245,16 +245,19 @@ def _empty_note(
     )
 
 
-def _corner_note(fig: go.Figure, text: str, presenter: bool) -> None:
-    """A small grey note above the plot's top right corner (clipped values, what a band means)."""
+def _corner_note(fig: go.Figure, text: str, presenter: bool, inside: str | None = None) -> None:
+    """A small grey note above the plot's top right corner (clipped values, what a band means); with
+    `inside` (an axis pair, "x y"), inside that subplot's lower right corner, on a white ground."""
+    xref, yref = (f"{a} domain" for a in inside.split()) if inside else ("paper", "paper")
     fig.add_annotation(
-        xref="paper",
-        yref="paper",
+        xref=xref,
+        yref=yref,
         x=1,
-        y=1,
+        y=0 if inside else 1,
         xanchor="right",
         yanchor="bottom",
         showarrow=False,
         text=text,
-        font={"size": _px(14, presenter), "color": GREY},
+        font={"size": _px(13 if inside else 14, presenter), "color": GREY},
+        bgcolor="rgba(255,255,255,0.8)" if inside else None,
     )
