@@ -631,3 +631,15 @@ def test_runs_table_says_diverged_not_a_huge_loss() -> None:
     )
     assert final_loss_text(row, "en") == EN["status.diverged"]
     assert final_loss_text(dataclasses.replace(row, status="completed", final_loss=1.9644), "en") == "1.964"
+
+
+def test_theory_states_the_range_that_is_drawn() -> None:
+    from ln_viz.charts.dist import _WIDTHS
+    from ln_viz.names import HIST_LIMIT
+
+    for lang in ("en", "ko"):
+        text = (DEMO_DIR.parents[1] / "content" / f"theory.{lang}.md").read_text()
+        assert f"−{HIST_LIMIT:g}" in text and "(from −16 to 16)" not in text and "(−16에서 16까지)" not in text
+        for w in (*_WIDTHS, HIST_LIMIT):
+            assert f"±{w:g}" in text, (lang, w)
+        assert "asinh" in text
