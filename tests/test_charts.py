@@ -643,3 +643,13 @@ def test_theory_states_the_range_that_is_drawn() -> None:
         for w in (*_WIDTHS, HIST_LIMIT):
             assert f"±{w:g}" in text, (lang, w)
         assert "asinh" in text
+
+
+def test_short_distribution_chart_leaves_play_to_the_page(pre_run: RunData) -> None:
+    """In a lecture layout's small panel, Play and the slider would leave no plot: the frames stay (the
+    page's own step control drives them), the controls go, and the plot keeps its room."""
+    small = charts.act_dist(pre_run, animate=True, presenter=True, height=360)
+    assert len(small.frames) == len(pre_run.probe_steps) and not small.layout.sliders
+    assert small.layout.margin.b < 100
+    tall = charts.act_dist(pre_run, animate=True, presenter=True, height=700)
+    assert tall.layout.sliders and tall.layout.updatemenus

@@ -150,9 +150,19 @@ def _bottom(animate: bool, presenter: bool) -> int:
     return round(180 * _scale(presenter)) if animate else 60
 
 
-def _act_heatmap(info: _ActInfo, L: int, lang: str, presenter: bool, animate: bool, height: int | None) -> go.Heatmap:
+def _controls_fit(height: int | None, presenter: bool) -> bool:
+    """Whether Play/Pause and the step slider leave the plot at least 40 % of a chart `height` px tall;
+    on a shorter chart (a lecture layout's small panel) they are left out and the page's own step
+    control drives the frames."""
+    return height is None or height - _bottom(True, presenter) - 100 * _scale(presenter) >= 0.4 * height
+
+
+def _act_heatmap(
+    info: _ActInfo, L: int, lang: str, presenter: bool, animate: bool, height: int | None, controls: bool
+) -> go.Heatmap:
     """The layer x value cells, coloured by code; the hover names the cell's value (real units); the
-    share only when not animated (in every frame it would double the animation's size)."""
+    share only when not animated (in every frame it would double the animation's size). `controls`:
+    Play and the slider take the room under the plot."""
     tick_vals, tick_text = _act_code_ticks()
     values = np.broadcast_to(_f32(info.grid.values), info.shares.shape)
     heat: dict[str, Any] = {
@@ -169,7 +179,7 @@ def _act_heatmap(info: _ActInfo, L: int, lang: str, presenter: bool, animate: bo
             presenter,
             ACT_CODES + 1,
             height,
-            _bottom(animate, presenter),
+            _bottom(controls, presenter),
         ),
         "showlegend": False,
         "name": "",
@@ -250,11 +260,12 @@ def act_dist(
     per bin (bright = common), with each layer's ±1 std marked. The value axis is symmetric-log
     (asinh) and spans ±4, ±16, ±64 or the histogram's edges (±256), the smallest that holds every value
     of the run; values beyond the edges get their own open bin at each side. `animate=True` (after a
-    run) adds one frame per probe step, a step slider and Play/Pause buttons, starting at `step`.
-    `height`: px, None for Plotly's default."""
+    run) adds one frame per probe step, a step slider and Play/Pause buttons, starting at `step` (the
+    controls only where `height` leaves room for them). `height`: px, None for Plotly's default."""
     L = data.info.config.depth
     info = _prepare_act(data, step)
-    fig = go.Figure(_act_heatmap(info, L, lang, presenter, animate, height))
+    controls = animate and len(data.probe_steps) > 1 and _controls_fit(height, presenter)
+    fig = go.Figure(_act_heatmap(info, L, lang, presenter, animate, height, controls))
     fig.add_trace(_std_scatter(info, data.info.stat_names, lang, presenter))
     if info.p is None:
         _empty_note(fig, lang, presenter)
@@ -267,7 +278,7 @@ def act_dist(
         "act-" + _run_key(data),
         legend_below=False,
         height=height,
-        margin={"b": _bottom(animate and len(data.probe_steps) > 1, presenter)},
+        margin={"b": _bottom(controls, presenter)},
         xaxis=_value_axis(fig, info.grid, lang, presenter),
         yaxis={
             "title": {"text": t("chart.layer_axis", lang)},
@@ -279,7 +290,8 @@ def act_dist(
     )
     if animate and info.p is not None:
         _add_frames(fig, data, info.p, title_of, info.grid)
-        _play_controls(fig, data.probe_steps, info.p, lang, presenter)
+        if controls:
+            _play_controls(fig, data.probe_steps, info.p, lang, presenter)
     return fig
 
 

@@ -96,7 +96,7 @@ def _profile_axes(
         "xaxis": {**layers, "showticklabels": False, "ticks": ""},
         "xaxis2": {**layers, "title": {"text": t("chart.layer_axis0", lang)}},
         "yaxis": _log_axis(grad_rng, max_ticks),
-        "yaxis2": {"range": [0, std_top]},
+        "yaxis2": {"range": [0, std_top], "nticks": max(2, int(panel_px * 0.6 / (_px(BASE_FONT, presenter) * 1.5)))},
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
         "margin": {"t": _top_margin(title, presenter) + round(_px(16, presenter) * 1.4)},
     }
