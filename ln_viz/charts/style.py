@@ -84,9 +84,9 @@ def _title_text(text: str) -> dict[str, Any]:
 def _title(text: str, presenter: bool) -> dict[str, Any]:
     """The chart title, split at its first " · ": the head large, the rest (step, settings) below it
     as a subtitle, so a half-width chart shows two short lines instead of cutting one long one."""
-    head, _, tail = text.partition(" · ")
+    parts = _title_text(text)
     title: dict[str, Any] = {
-        "text": head,
+        "text": parts["text"],
         "font": {"size": _px(20, presenter)},
         "x": 0.01,
         "xanchor": "left",
@@ -96,8 +96,8 @@ def _title(text: str, presenter: bool) -> dict[str, Any]:
         "yanchor": "top",
         "pad": {"t": 8},
     }
-    if tail:
-        title["subtitle"] = {"text": tail, "font": {"size": _px(15, presenter), "color": GREY}}
+    if parts["subtitle"]["text"]:
+        title["subtitle"] = {**parts["subtitle"], "font": {"size": _px(15, presenter), "color": GREY}}
     return title
 
 
@@ -120,9 +120,9 @@ def _em(text: str) -> float:
 
 def _fit_axis_title(axis: dict[str, Any], span_px: float, font_px: int) -> None:
     """Fit a y axis title to its axis (a title longer than its axis runs past the plot's top into the
-    chart title): first a smaller font, down to 0.8x, on one line; then lines broken at spaces (Plotly
-    sets Hangul lines of a rotated title close together, so one line is preferred); past three lines
-    the font shrinks further."""
+    chart title): first a smaller font, down to 0.8x (0.6x for Hangul: Plotly sets the lines of a
+    rotated Hangul title so close they touch, so one line is preferred), on one line; then lines broken
+    at spaces; past three lines the font shrinks further."""
     title = axis.get("title")
     text = title.get("text") if isinstance(title, dict) else None
     if not text or "<br>" in text or _em(text) * font_px <= span_px:
