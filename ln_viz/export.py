@@ -54,6 +54,7 @@ CHARTS: tuple[ChartSpec, ...] = (
     ChartSpec("update_ratio", lambda d, lang, _: charts.update_ratio_chart(d, lang=lang), 1000, 650),
     ChartSpec("act_dist", lambda d, lang, anim: charts.act_dist(d, lang=lang, animate=anim), 1000, 700),
     ChartSpec("layer_profile", lambda d, lang, _: charts.layer_profile(d, lang=lang), 1200, 600),
+    ChartSpec("attn_entropy", lambda d, lang, _: charts.attention_entropy_chart(d, lang=lang), 1000, 650),
 )
 
 

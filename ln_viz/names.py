@@ -13,9 +13,23 @@ PARAM_NAMES = ("attn.q", "attn.k", "attn.v", "attn.o", "ffn.w1", "ffn.w2")  # pe
 
 # Fixed histogram bin edges, shared by every layer, step and run, so frames can be compared. Values
 # beyond them are counted in the `frac_below` / `frac_above` stats (ln_viz.schema.Stat), never dropped.
-HIST_LIMIT = 16.0
-HIST_BINS = 128
-HIST_EDGES = np.linspace(-HIST_LIMIT, HIST_LIMIT, HIST_BINS + 1)
+# The edges are evenly spaced in asinh(x) (a symmetric log): about 0.1 wide near 0, so a LayerNorm output
+# of width 1 gets ~40 bins, and ~3 wide at 30, so a 24-layer Pre-LN stream (std ~60, values to ~150) still
+# lands inside. Runs store their edges (`RunInfo.hist_edges`): runs made with the old linear ±16 edges
+# keep drawing with those.
+HIST_LIMIT = 256.0
+HIST_BINS = 128  # even: 0 is an edge
+HIST_ASINH_LIMIT = math.asinh(HIST_LIMIT)
+
+
+def _asinh_edges(limit: float, bins: int) -> np.ndarray:
+    """`bins` + 1 edges from -limit to limit, evenly spaced in asinh, exactly symmetric, 0 in the middle."""
+    half = np.sinh(np.linspace(0.0, math.asinh(limit), bins // 2 + 1))
+    half[0], half[-1] = 0.0, limit
+    return np.concatenate([-half[:0:-1], half])
+
+
+HIST_EDGES = _asinh_edges(HIST_LIMIT, HIST_BINS)
 
 STATUSES = ("queued", "running", "completed", "diverged", "stalled", "stopped", "failed", "interrupted")
 TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupted")

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from ln_viz.model import TinyLM
-from ln_viz.names import HIST_BINS, HIST_LIMIT, PARAM_NAMES
+from ln_viz.names import HIST_ASINH_LIMIT, HIST_BINS, PARAM_NAMES
 from ln_viz.schema import STAT_NAMES, blank_probes, probe_dims, probes_from
 
 # Masked attention scores: a finite stand-in for -inf, so exp() gives exactly 0 and 0 * log 0 is 0.
@@ -42,8 +42,9 @@ def tensor_summary(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
     Bins are [e_i, e_i+1); values below -HIST_LIMIT count in `frac_below`, values at or above
     +HIST_LIMIT in `frac_above`, so the histogram plus both fractions sum to 1 (NaNs count nowhere).
-    A handful of whole-tensor passes (about 0.4 ms for 32 x 64 x 64 floats on one core): the histogram is
-    one bincount over precomputed bin indices, the moments are BLAS dot products.
+    A handful of whole-tensor passes (under 1 ms for 32 x 64 x 64 floats on one core): the histogram is
+    one bincount over bin indices computed from asinh(x) (the edges are evenly spaced in it), the moments
+    are BLAS dot products.
     """
     x = x.detach().float().reshape(-1)
     n = x.numel()
@@ -62,11 +63,22 @@ def tensor_summary(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
 
 
+def _asinh(x: torch.Tensor) -> torch.Tensor:
+    """asinh(x) = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), signed: exact near 0 and 8 SIMD passes,
+    about 10x faster than torch.asinh on CPU. |x| is capped at 1e15 (far beyond the last edge) so
+    x^2 stays finite for huge values and infinities."""
+    ax = x.abs().clamp_(max=1e15)
+    sq = ax * ax
+    return sq.div_(sq.add(1).sqrt_().add_(1)).add_(ax).log1p_().copysign_(x)
+
+
 def _bin_fractions(x: torch.Tensor, n: int) -> torch.Tensor:
     """Fractions of n in [below the first edge, the HIST_BINS bins, at or above the last edge] of the
-    values of x (no NaN in it; infinities land in the outer two): one bincount over bin indices."""
-    scale = HIST_BINS / (2 * HIST_LIMIT)
-    idx = x.mul(scale).add_(HIST_LIMIT * scale + 1).clamp_(0, HIST_BINS + 1).to(torch.int64)
+    values of x (no NaN in it; infinities land in the outer two): one bincount over bin indices. The
+    index comes from asinh(x) in float32, so a value within a rounding error of an edge (one in ~10^5 of
+    random values) may count in the bin beside it; a search over the edges is exact but 3-8x slower."""
+    scale = HIST_BINS / (2 * HIST_ASINH_LIMIT)
+    idx = _asinh(x).mul_(scale).add_(HIST_BINS / 2 + 1).clamp_(0, HIST_BINS + 1).to(torch.int64)
     return torch.bincount(idx, minlength=HIST_BINS + 2).to(torch.float64) / n
 
 

@@ -67,7 +67,9 @@ st.caption(t("init.profile_caption", lang))
 left, right = st.columns(2)
 with left:
     st.plotly_chart(
-        charts.last_layer_vs_depth_chart(lab.vs_depth, lang, present, param), key="init_vs_depth", theme=None
+        charts.last_layer_vs_depth_chart(lab.vs_depth, lang, present, param, chosen=lab.grads),
+        key="init_vs_depth",
+        theme=None,
     )
     st.caption(t("init.vs_depth_caption", lang))
 with right:

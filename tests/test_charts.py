@@ -4,8 +4,10 @@ live page's payload at depth 24, Korean labels, and downsampling."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
@@ -119,6 +121,7 @@ def live_figures(data: RunData, lang: str = "en") -> dict[str, go.Figure]:
         "act": charts.act_dist(data, lang),
         "profile": charts.layer_profile(data, lang),
         "ratio": charts.update_ratio_chart(data, lang),
+        "entropy": charts.attention_entropy_chart(data, lang),
     }
 
 
@@ -177,14 +180,16 @@ def test_act_dist_static(post_run: RunData) -> None:
     heat = fig.data[0]
     assert heat.type == "heatmap" and np.asarray(heat.z).shape[0] == post_run.info.config.depth
     assert np.asarray(heat.z).dtype == np.uint8  # colour codes: small frames
-    assert str(post_run.probe_steps[2]) in fig.layout.title.text  # the nearest probe step
+    assert str(post_run.probe_steps[2]) in title_of(fig)  # the nearest probe step
     assert not fig.frames
-    # The value axis is narrowed to 4, 8 or 16 only where nothing is left out.
+    # The value axis (symmetric log: drawn at asinh(value)) is narrowed to ±4, ±16 or ±64 only where
+    # nothing is left out; it ends on a histogram edge.
     lo, hi = fig.layout.xaxis.range
-    assert lo == -hi and hi in (4, 8, 16)
+    edges = np.asarray(post_run.info.hist_edges)
+    assert lo == -hi and np.isclose(np.sinh(hi), edges, rtol=1e-5).any() and np.sinh(hi) <= edges[-1] * (1 + 1e-6)
     x = np.asarray(heat.x)  # cell edges: one more than columns
     assert len(x) == np.asarray(heat.z).shape[1] + 1 and x[0] == lo and x[-1] == hi
-    shown = np.asarray(heat.customdata, dtype=float).sum(1) / 100
+    shown = np.asarray(heat.customdata, dtype=float)[..., 1].sum(1) / 100
     np.testing.assert_allclose(shown, post_run.probes["resid_hist"][2].sum(1), rtol=1e-4)
 
 
@@ -205,11 +210,12 @@ def test_act_dist_shows_overflow(post_run: RunData) -> None:
     data.add_probe(1, {**arrays, "resid_stats": stats})
     fig = charts.act_dist(data)
     heat = fig.data[0]
-    # The whole histogram plus an open bin at each side, coloured by the share of values beyond ±16.
+    # The whole histogram plus an open bin at each side, coloured by the share of values beyond the edges.
     assert np.asarray(heat.z).shape == (post_run.info.config.depth, HIST_BINS + 2)
-    shares = np.asarray(heat.customdata, dtype=float)
+    shares = np.asarray(heat.customdata, dtype=float)[..., 1]
     assert shares[1, -1] == pytest.approx(25) and shares[0, -1] == 0 and np.asarray(heat.z)[1, -1] > 0
-    assert np.asarray(heat.x)[-1] > 16 and "> 16" in fig.layout.xaxis.ticktext
+    edge = float(post_run.info.hist_edges[-1])
+    assert np.sinh(np.asarray(heat.x)[-1]) > edge and f"> {edge:g}" in fig.layout.xaxis.ticktext
 
 
 def test_layer_profile(post_run: RunData) -> None:
@@ -224,7 +230,9 @@ def test_layer_profile(post_run: RunData) -> None:
 
 def test_update_ratio_chart(post_run: RunData) -> None:
     fig = charts.update_ratio_chart(post_run)
-    assert len(fig.data) == post_run.info.config.depth + 1  # each layer (6 <= 8) and the 1e-3 reference
+    # each layer (6 <= 8), the 1e-3 reference and the layer colourbar (no legend: it took 40 % of the chart)
+    assert len(fig.data) == post_run.info.config.depth + 2
+    assert fig.layout.showlegend is False and fig.data[-2].marker.showscale
     assert fig.layout.yaxis.type == "log"
     deep = charts.update_ratio_chart(synthetic_run(depth=24, steps=100))
     assert len(deep.data) <= 12
@@ -239,7 +247,7 @@ def test_compare_builders(post_run: RunData, pre_run: RunData) -> None:
     step = post_run.probe_steps[3]
     prof = charts.layer_profile([post_run, pre_run], step=step + 1, labels=labels)
     assert len(prof.data) == 4
-    assert str(step) in prof.layout.title.text
+    assert str(step) in title_of(prof)
     # The Compare page's names draw the same figures.
     assert charts.compare_loss([post_run, pre_run], labels).to_json() == fig.to_json()
     assert charts.compare_layer_profile([post_run, pre_run], labels, step=step + 1).to_json() == prof.to_json()
@@ -316,7 +324,7 @@ def test_live_payload_depth24_2000_steps() -> None:
     assert sum(sizes.values()) < 300_000, sizes
     loss = charts.loss_chart(data)
     assert len(loss.data[0].x) <= charts.MAX_LOSS_POINTS
-    assert sum(len(fig.data) for fig in live_figures(data).values()) <= 30
+    assert sum(len(fig.data) for fig in live_figures(data).values()) <= 32
 
 
 def test_long_runs_stay_small() -> None:
@@ -333,13 +341,19 @@ def test_presenter_fonts_are_bigger(post_run: RunData) -> None:
         assert big.layout.font.size >= 1.3 * normal.layout.font.size
 
 
+def title_of(fig: go.Figure) -> str:
+    """The chart title as a reader sees it: the title, then its subtitle (step, settings)."""
+    sub = fig.layout.title.subtitle.text
+    return (fig.layout.title.text or "") + (" · " + sub if sub else "")
+
+
 ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "LN", *PARAM_NAMES]
 
 
 def visible_texts(fig: go.Figure) -> list[str]:
     """Titles, axis and colorbar titles, legend names, annotations, buttons and hover texts."""
     lay = fig.layout
-    out = [lay.title.text or ""]
+    out = [title_of(fig)]
     for ax in [k for k in lay if k.startswith(("xaxis", "yaxis"))]:
         out.append(lay[ax].title.text or "")
     out += [a.text or "" for a in lay.annotations]
@@ -374,7 +388,7 @@ def test_korean_labels(post_run: RunData, pre_run: RunData, lab: InitLab) -> Non
     ]
     for fig in figs:
         texts = visible_texts(fig)
-        assert re.search("[가-힣]", fig.layout.title.text), fig.layout.title.text
+        assert re.search("[가-힣]", title_of(fig)), title_of(fig)
         for text in texts:
             assert not english_left(text), (text, english_left(text))
 
@@ -414,3 +428,229 @@ def test_downsample_short_and_nan() -> None:
     assert len(xs) <= 100 and 10 in xs and xs[0] == 0 and xs[-1] == 999
     with pytest.raises(ValueError):
         charts.downsample(x, x, 2)
+
+
+# --- the stage: presenter scaling, heights, collisions, one colour convention --------------------
+def all_builders(post_run: RunData, pre_run: RunData, lab: InitLab) -> dict[str, Callable[..., go.Figure]]:
+    """Every public builder, as a function of (presenter, height)."""
+    two = [post_run, pre_run]
+    return {
+        "loss": lambda **kw: charts.loss_chart(post_run, **kw),
+        "compare_loss": lambda **kw: charts.compare_loss(two, ["a", "b"], **kw),
+        "grad": lambda **kw: charts.grad_heatmap(post_run, **kw),
+        "ratio": lambda **kw: charts.update_ratio_chart(post_run, **kw),
+        "act": lambda **kw: charts.act_dist(post_run, animate=True, **kw),
+        "profile": lambda **kw: charts.layer_profile(post_run, **kw),
+        "compare_profile": lambda **kw: charts.compare_layer_profile(two, ["a", "b"], **kw),
+        "entropy": lambda **kw: charts.attention_entropy_chart(post_run, **kw),
+        "init_profile": lambda **kw: charts.init_grad_profile(lab.grads, **kw),
+        "init_depth": lambda **kw: charts.last_layer_vs_depth_chart(lab.vs_depth, **kw),
+        "init_resid": lambda **kw: charts.resid_growth_chart(lab.resid, **kw),
+    }
+
+
+def test_every_builder_takes_the_pages_height(post_run: RunData, pre_run: RunData, lab: InitLab) -> None:
+    for name, build in all_builders(post_run, pre_run, lab).items():
+        assert build(height=640).layout.height == 640, name
+        assert build().layout.height is None, name  # Plotly's default, as before
+
+
+def test_presenter_text_is_large_and_margins_are_not_inflated(post_run: RunData, pre_run: RunData, lab) -> None:
+    for name, build in all_builders(post_run, pre_run, lab).items():
+        normal, big = build(presenter=False, height=500), build(presenter=True, height=500)
+        lay = big.layout
+        assert lay.font.size >= 18, name  # tick labels inherit it: readable from the back of a room
+        for ax in [k for k in lay if k.startswith(("xaxis", "yaxis"))]:
+            assert lay[ax].tickfont.size is None or lay[ax].tickfont.size >= 18, (name, ax)
+        # the left and right margins stay as they are; only the room the larger title needs grows
+        assert (lay.margin.l, lay.margin.r) == (normal.layout.margin.l, normal.layout.margin.r), name
+        assert lay.margin.t <= normal.layout.margin.t * 1.45, name
+
+
+def test_legends_cannot_sit_on_the_x_title(post_run: RunData, pre_run: RunData, lab: InitLab) -> None:
+    """A legend under the plot is placed against the figure's bottom edge (container), where Plotly
+    reserves its room below the x axis title; at a paper fraction under the plot it ran into the x
+    title on short charts. Legends elsewhere sit above the plot or at its right."""
+    for name, build in all_builders(post_run, pre_run, lab).items():
+        for presenter in (False, True):
+            lay = build(presenter=presenter, height=320).layout
+            if lay.showlegend is False:
+                continue
+            legend = lay.legend
+            below = legend.y is not None and legend.y <= 0
+            assert not below or (legend.yref == "container" and legend.yanchor == "bottom"), name
+            assert legend.y is None or legend.y <= 0 or legend.y >= 1 or (legend.x or 0) >= 1, name
+
+
+def test_titles_split_so_half_width_charts_keep_them(post_run: RunData, lab: InitLab) -> None:
+    prof = charts.layer_profile(post_run)
+    assert prof.layout.title.text == EN["chart.profile_title_empty"]  # the step goes to the subtitle
+    assert str(post_run.probe_steps[-1]) in prof.layout.title.subtitle.text
+    depth = charts.last_layer_vs_depth_chart(lab.vs_depth)
+    assert len(depth.layout.title.text) <= 40 and depth.layout.title.subtitle.text
+
+
+def test_loss_title_names_lr_warmup_and_optimizer(post_run: RunData) -> None:
+    sub = charts.loss_chart(post_run).layout.title.subtitle.text
+    assert "lr 3e-3" in sub and EN["chart.warmup_steps"].format(n=100) in sub and "SGD" not in sub
+    cfg = post_run.info.config.replace(optimizer="sgd", lr=0.5, warmup_steps=0)
+    sgd = charts.loss_chart(RunData(dataclasses.replace(post_run.info, config=cfg))).layout.title.subtitle.text
+    assert "SGD" in sgd
+    assert "lr 0.5" in sgd and EN["chart.no_warmup"] in sgd
+
+
+def test_long_y_titles_are_wrapped_to_their_axis(post_run: RunData, lab: InitLab) -> None:
+    title = charts.resid_growth_chart(lab.resid, "ko", presenter=True).layout.yaxis.title.text
+    assert "<br>" in title  # E‖x_l‖² / d (좌표당 평균 제곱) is longer than its axis: it ran into the title
+    assert "<br>" not in charts.loss_chart(post_run, height=900).layout.yaxis.title.text  # short ones stay
+
+
+def luminance(color: str) -> float:
+    r, g, b = (
+        (float(v) for v in re.findall(r"[0-9.]+", color)[:3])
+        if color.startswith("rgb")
+        else (int(color.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4))
+    )
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_one_colour_convention_bright_means_large(post_run: RunData) -> None:
+    act = charts.act_dist(post_run).data[0].colorscale
+    rare, common = act[2][1], act[-1][1]  # act[0..1]: white, the empty bins
+    assert luminance(common) > luminance(rare) + 100
+    grad = charts.grad_heatmap(post_run).data[0].colorscale
+    assert luminance(grad[-1][1]) > luminance(grad[0][1]) + 100
+    ent = charts.attention_entropy_chart(post_run).data[0].colorscale
+    assert luminance(ent[-1][1]) > luminance(ent[0][1]) + 100
+
+
+def test_diverged_at_step_2_fills_the_charts(post_run: RunData) -> None:
+    data = RunData(post_run.info)
+    arrays = {name: post_run.probes[name][0] for name in post_run.probes}
+    data.append(Snapshot(1, 4.2, 1e-3, 1.0, 0.1, 10.0, probes=arrays))
+    data.append(Snapshot(2, math.nan, 2e-3, math.nan, 0.2, 10.0, status="diverged", message="msg.diverged"))
+    figs = live_figures(data)
+    for name in ("loss", "grad", "ratio", "entropy"):
+        end = figs[name].layout.xaxis.range[1]
+        assert 2 < end <= 4, (name, end)  # not the planned 300 steps, where step 1 is a sliver
+    # the label sits inside the plot, under the cross near the top, never up in the title
+    label = next(a for a in figs["loss"].layout.annotations if a.text == EN["chart.diverged_at"].format(step=2))
+    assert label.ay > 0 and label.yanchor == "top"
+    heat = next(a for a in figs["grad"].layout.annotations if "2" in a.text)
+    assert heat.yref == "paper" and heat.y == 1 and heat.yanchor == "top"
+    msg = EN["msg.diverged_at"].format(step=2)
+    assert "step 2" in msg and "Adam" in msg and "warm-up" in msg and "lower" in msg
+    assert "2" in KO["msg.diverged_at"].format(step=2) and "Adam" in KO["msg.diverged_at"]
+
+
+def test_deep_pre_ln_widening_is_inside_the_histogram() -> None:
+    """At depth 24, Pre-LN's stream reaches a std of ~60: every layer's bulk must be inside the bins
+    (the old ±16 edges put most of layers 9-24 into the overflow bin), and the chart must show it."""
+    deep = demo("deep-pre-ln")
+    stats = deep.probe("resid_stats")[-1]
+    beyond = stats[:, STAT_NAMES.index("frac_below")] + stats[:, STAT_NAMES.index("frac_above")]
+    assert beyond.max() < 0.01, beyond
+    std = stats[:, STAT_NAMES.index("std")]
+    assert std[-1] > 3 * std[0]  # it does widen, layer by layer
+    fig = charts.act_dist(deep)
+    share = np.asarray(fig.data[0].customdata, dtype=float)[..., 1]  # % per drawn cell
+    if fig.layout.xaxis.ticktext[0].startswith("<"):  # open bins drawn: they hold almost nothing
+        assert share[:, [0, -1]].max() < 1.0
+    inner = np.sinh(np.asarray(fig.data[1].x, dtype=object)[np.asarray(fig.data[1].y) == 24].astype(float))
+    np.testing.assert_allclose(np.abs(inner), std[-1], rtol=2e-3)  # the ±1 std marks at their real place
+
+
+def test_profile_clips_the_gradient_axis_and_says_so(post_run: RunData) -> None:
+    data = RunData(post_run.info)
+    arrays = {name: post_run.probes[name][-1].copy() for name in post_run.probes}
+    arrays["grad_norm"][:, PARAM_NAMES.index("attn.k")] = 1e-15
+    data.add_probe(1, arrays)
+    fig = charts.layer_profile(data)
+    lo, hi = fig.layout.yaxis.range
+    assert hi - lo <= 6.5  # decades: attn.k's 1e-15 no longer squashes the ffn.w2 line
+    assert any(EN["chart.grad_floor_note"].split("{")[0] in (a.text or "") for a in fig.layout.annotations) or any(
+        "axis floor" in (a.text or "") for a in fig.layout.annotations
+    )
+    k = next(tr for tr in fig.data if tr.name == "attn.k")
+    assert min(k.y) >= 10**lo * 0.99 and k.customdata[0] == pytest.approx(1e-15)
+
+
+def test_update_ratio_needs_no_legend(post_run: RunData) -> None:
+    deep = charts.update_ratio_chart(synthetic_run(depth=24, steps=100))
+    assert deep.layout.showlegend is False
+    bar = next(tr for tr in deep.data if tr.marker.showscale)
+    assert bar.marker.cmax == 24 and 24 in bar.marker.colorbar.tickvals
+
+
+def test_depth_chosen_is_on_the_depth_chart(lab: InitLab) -> None:
+    depth = int(lab.grads["pre"]["layer"].max())  # the per-layer measurement's depth (12)
+    assert depth not in set(lab.vs_depth["depth"])
+    fig = charts.last_layer_vs_depth_chart(lab.vs_depth, chosen=lab.grads)
+    assert depth in fig.layout.xaxis.tickvals
+    pre = next(tr for tr in fig.data if tr.name == "Pre-LN")
+    assert depth in list(pre.x)
+
+
+def test_attention_entropy_chart(post_run: RunData) -> None:
+    fig = charts.attention_entropy_chart(post_run)
+    heat = fig.data[0]
+    L = post_run.info.config.depth
+    assert np.asarray(heat.z).shape == (L, len(post_run.probe_steps))
+    assert list(heat.y) == list(range(1, L + 1)) and list(heat.x) == list(post_run.probe_steps)
+    assert heat.zmin == 0 and heat.zmax == pytest.approx(charts.uniform_entropy(post_run.info.config.seq_len))
+    assert np.nanmax(heat.z) <= heat.zmax + 1e-6  # no layer spreads wider than even attention
+    empty = charts.attention_entropy_chart(RunData(post_run.info))
+    assert any(a.text == EN["chart.waiting"] for a in empty.layout.annotations)
+    assert "Zhai" in EN["caption.attn_entropy"] and "Zhai" in KO["caption.attn_entropy"]
+    assert re.search("[가-힣]", title_of(charts.attention_entropy_chart(post_run, "ko")))
+
+
+def test_runs_table_says_diverged_not_a_huge_loss() -> None:
+    from ln_viz.store import RunSummary
+    from ln_viz.ui.runs_view import final_loss_text
+
+    row = RunSummary(
+        1,
+        0.0,
+        0.0,
+        None,
+        "diverged",
+        None,
+        "none",
+        "layernorm",
+        6,
+        64,
+        0.2,
+        0,
+        300,
+        33,
+        5662833.487,
+        "english",
+        0,
+        None,
+        "train",
+    )
+    assert final_loss_text(row, "en") == EN["status.diverged"]
+    assert final_loss_text(dataclasses.replace(row, status="completed", final_loss=1.9644), "en") == "1.964"
+
+
+def test_theory_states_the_range_that_is_drawn() -> None:
+    from ln_viz.charts.dist import _WIDTHS
+    from ln_viz.names import HIST_LIMIT
+
+    for lang in ("en", "ko"):
+        text = (DEMO_DIR.parents[1] / "content" / f"theory.{lang}.md").read_text()
+        assert f"−{HIST_LIMIT:g}" in text and "(from −16 to 16)" not in text and "(−16에서 16까지)" not in text
+        for w in (*_WIDTHS, HIST_LIMIT):
+            assert f"±{w:g}" in text, (lang, w)
+        assert "asinh" in text
+
+
+def test_short_distribution_chart_leaves_play_to_the_page(pre_run: RunData) -> None:
+    """In a lecture layout's small panel, Play and the slider would leave no plot: the frames stay (the
+    page's own step control drives them), the controls go, and the plot keeps its room."""
+    small = charts.act_dist(pre_run, animate=True, presenter=True, height=360)
+    assert len(small.frames) == len(pre_run.probe_steps) and not small.layout.sliders
+    assert small.layout.margin.b < 100
+    tall = charts.act_dist(pre_run, animate=True, presenter=True, height=700)
+    assert tall.layout.sliders and tall.layout.updatemenus

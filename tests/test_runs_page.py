@@ -20,7 +20,14 @@ from ln_viz.train import run
 
 APP = "../app.py"
 PAGE = "pages/runs.py"
-CHART_KEYS = {"runs_loss_chart", "runs_grad_heatmap", "runs_update_ratio", "runs_act_dist", "runs_layer_profile"}
+CHART_KEYS = {
+    "runs_loss_chart",
+    "runs_grad_heatmap",
+    "runs_update_ratio",
+    "runs_act_dist",
+    "runs_layer_profile",
+    "runs_attn_entropy",
+}
 TINY = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=20, probe_every=4, eval_every=10)
 
 

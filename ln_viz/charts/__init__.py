@@ -6,17 +6,20 @@ Built for a live page that redraws about once a second and for a projector:
   jumps while data streams in; `uirevision` keeps the user's zoom across redraws;
 - long series are downsampled (`downsample`), arrays go out as float32 numpy (Plotly sends them as
   binary), traces stay few;
-- fonts start at 16 px (`presenter=True`: 1.4x), colours are Okabe-Ito (colour-blind safe) and each
+- fonts start at 16 px (`presenter=True`: 1.4x, margins unscaled), colours are Okabe-Ito (colour-blind safe) and each
   norm position keeps its colour on every chart (`NORM_COLORS`).
 
 The package: `style` (colours, fonts, the shared layout, presenter scaling), `axes` (ranges, ticks,
 colorbars), `sample` (downsampling, which probe step), and one module per family of views: `loss`,
 `grads` (gradient heatmap, update ratio), `dist` (activation distributions), `profile` (per-layer
-profile), `initlab` (the Init lab). In each, a `_prepare_*` step computes what is drawn, apart from the
-drawing; `loss_chart` and `layer_profile` take one run (its full view) or a sequence of runs (compared).
+profile), `entropy` (attention entropy per layer), `initlab` (the Init lab). Every public builder takes
+`height` (px; None = Plotly's default): the page decides how tall each chart is. In each module, a
+`_prepare_*` step computes what is drawn, apart from the drawing; `loss_chart` and `layer_profile`
+take one run (its full view) or a sequence of runs (compared).
 """
 
 from ln_viz.charts.dist import ACT_CODES, ACT_LOG_MIN, act_dist
+from ln_viz.charts.entropy import attention_entropy_chart, uniform_entropy
 from ln_viz.charts.grads import MAX_RATIO_LAYERS, UPDATE_RATIO_REF, grad_heatmap, shared_zrange, update_ratio_chart
 from ln_viz.charts.initlab import init_grad_profile, last_layer_vs_depth_chart, resid_growth_chart
 from ln_viz.charts.loss import compare_loss, loss_chart
@@ -57,6 +60,7 @@ __all__ = [
     "PROFILE_SPACING",
     "UPDATE_RATIO_REF",
     "act_dist",
+    "attention_entropy_chart",
     "compare_layer_profile",
     "compare_loss",
     "downsample",
@@ -69,5 +73,6 @@ __all__ = [
     "norm_label",
     "resid_growth_chart",
     "shared_zrange",
+    "uniform_entropy",
     "update_ratio_chart",
 ]

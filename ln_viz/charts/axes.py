@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ln_viz.charts.style import _px
+from ln_viz.charts.style import _plot_height, _px, _scale, _wrap
 
 _NICE = (1.0, 2.0, 5.0)
 
@@ -61,11 +61,12 @@ def _short_number(v: float, exponent: bool = False) -> str:
     return f"{mant}e{int(exp)}"
 
 
-def _log_axis(rng: tuple[float, float]) -> dict[str, Any]:
+def _log_axis(rng: tuple[float, float], max_ticks: int | None = None) -> dict[str, Any]:
     """A log axis over `rng` (real units) with ticks at 1-2-5 (or whole decades over a wide range), all
-    labels the same size (Plotly's own minor labels are too small to read on a projector)."""
+    labels the same size (Plotly's own minor labels are too small to read on a projector); at most
+    `max_ticks` of them on a short axis."""
     lo, hi = rng
-    ticks = _log_ticks(lo, hi)
+    ticks = _log_ticks(lo, hi, max_ticks)
     small = min(ticks) < 1e-3  # then every tick below 1 in e-notation, so the column reads evenly
     return {
         "type": "log",
@@ -76,13 +77,18 @@ def _log_axis(rng: tuple[float, float]) -> dict[str, Any]:
     }
 
 
-def _log_ticks(lo: float, hi: float) -> list[float]:
-    """1-2-5 ticks over up to 3 decades, whole decades up to 8, then every 2nd, 3rd... decade."""
+def _log_ticks(lo: float, hi: float, max_ticks: int | None = None) -> list[float]:
+    """1-2-5 ticks over up to 3 decades, whole decades up to 8, then every 2nd, 3rd... decade; with
+    `max_ticks`, decades only and as many as fit."""
     k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     span = k1 - k0
-    mults = _NICE if span <= 3 else (1.0,)
+    mults = _NICE if span <= 3 and (max_ticks is None or 3 * span <= max_ticks) else (1.0,)
     every = 1 if span <= 8 else math.ceil(span / 7)
-    ticks = [m * 10.0**k for k in range(k0, k1 + 1) if (k - k1) % every == 0 for m in mults]
+    anchor = k1
+    if max_ticks is not None and span + 1 > max_ticks:
+        every = max(every, math.ceil(span / max(max_ticks - 1, 1)))
+        anchor = math.floor(math.log10(hi) + 1e-9)  # the top label on the axis, not above it
+    ticks = [m * 10.0**k for k in range(k0, k1 + 1) if (k - anchor) % every == 0 for m in mults]
     return [v for v in ticks if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
 
 
@@ -106,36 +112,41 @@ def _layer_ticks(L: int, start: int = 1) -> dict[str, Any]:
     return {"tickmode": "array", "tickvals": vals}
 
 
-def _wrap(text: str, width: int = 12) -> str:
-    """Break a short label into lines of about `width` characters at spaces (Plotly's <br>)."""
-    lines: list[str] = []
-    for word in text.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return "<br>".join(lines)
-
-
 def _colorbar(
-    title: str, tickvals: Sequence[float], ticktext: Sequence[str], presenter: bool, top: float | None = None
+    title: str,
+    tickvals: Sequence[float],
+    ticktext: Sequence[str],
+    presenter: bool,
+    top: float | None = None,
+    height: int | None = None,
+    bottom: int = 60,
 ) -> dict[str, Any]:
     """A vertical colorbar with its title on top, wrapped (on the right side the title is drawn over long
     tick labels and cut by the figure's edge). A tick at the very top (`top`) is left out: its label,
-    centred on the bar's end, would run into the title."""
+    centred on the bar's end, would run into the title. On a short chart (`height`, px, of the figure)
+    only every 2nd, 3rd... label is kept, so labels never sit on top of each other (`bottom`: px under
+    the plot, more where a step slider sits there)."""
     if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
         tickvals, ticktext = tickvals[:-1], ticktext[:-1]
+    font = _px(14, presenter)
+    wrapped = _wrap(title)
+    bar_px = 0.9 * _plot_height(height, round(70 * _scale(presenter)), bottom) - font * 1.3 * (
+        wrapped.count("<br>") + 1
+    )
+    every = max(1, math.ceil(1.6 * font * len(tickvals) / max(bar_px, font)))
+    keep = list(range(len(tickvals) - 1, -1, -every))[::-1]  # always the largest, the one readers look for
     return {
-        "title": {"text": _wrap(title), "side": "top", "font": {"size": _px(14, presenter)}},
-        "tickvals": list(tickvals),
-        "ticktext": list(ticktext),
-        "tickfont": {"size": _px(14, presenter)},
+        "title": {"text": wrapped, "side": "top", "font": {"size": font}},
+        "tickvals": [tickvals[i] for i in keep],
+        "ticktext": [ticktext[i] for i in keep],
+        "tickfont": {"size": font},
         "thickness": _px(16, presenter),
         "len": 0.9,
     }
 
 
-def _log_colorbar(title: str, lo: float, hi: float, presenter: bool) -> dict[str, Any]:
+def _log_colorbar(title: str, lo: float, hi: float, presenter: bool, height: int | None = None) -> dict[str, Any]:
     """A colorbar for log10 colour values, labelled in real units (1-2-5 or decade ticks)."""
     axis = _log_axis((lo, hi))
-    return _colorbar(title, [math.log10(v) for v in axis["tickvals"]], axis["ticktext"], presenter, math.log10(hi))
+    ticks = [math.log10(v) for v in axis["tickvals"]]
+    return _colorbar(title, ticks, axis["ticktext"], presenter, math.log10(hi), height)

@@ -1,6 +1,11 @@
 """How the residual stream's values are spread after each layer at one probe step: a layer x value
 heatmap of the fixed-edge histograms with each layer's ±1 std, and after a run an animation with one
-frame per probe step (step slider, Play/Pause), all driven in the browser."""
+frame per probe step (step slider, Play/Pause), all driven in the browser.
+
+The value axis is symmetric-log: cells are drawn at asinh(value) (linear within ±1, logarithmic
+beyond), labelled in real values, so a LayerNorm output of width 1 and a 24-layer Pre-LN stream of
+width 60 are both readable on one axis. The probes' bins are evenly spaced in asinh (`names.HIST_EDGES`);
+runs recorded with the old linear ±16 edges draw with theirs on the same axis."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from plotly.colors import sample_colorscale
 
 from ln_viz.charts.axes import _colorbar, _layer_ticks
 from ln_viz.charts.sample import _probe_index, _run_key
-from ln_viz.charts.style import _empty_note, _f32, _hover, _layout, _px, _scale
+from ln_viz.charts.style import _empty_note, _f32, _hover, _layout, _px, _scale, _title_text
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
@@ -35,9 +40,10 @@ def _act_codes(hist: np.ndarray) -> np.ndarray:
 
 
 def _act_colorscale() -> list[list[Any]]:
-    """White for empty bins, then viridis reversed (pale = rare values, dark = common ones)."""
+    """White for empty bins, then viridis: dark = rare values, bright = common ones (bright = large, as
+    in the gradient heatmap beside it)."""
     top = ACT_CODES + 1
-    cols = sample_colorscale("Viridis", list(np.linspace(1.0, 0.0, 9)))
+    cols = sample_colorscale("Viridis", list(np.linspace(0.0, 1.0, 9)))
     scale: list[list[Any]] = [[0.0, "white"], [0.5 / top, "white"]]
     for i, c in enumerate(cols):
         scale.append([(1 + i * ACT_CODES / (len(cols) - 1)) / top, c])
@@ -52,11 +58,20 @@ def _act_code_ticks() -> tuple[list[float], list[str]]:
     return vals, labels
 
 
+_WIDTHS = (4.0, 16.0, 64.0)  # real units: the value axis spans the smallest of these (or the edges) that fits
+
+
+def _u(x: Any) -> np.ndarray:
+    """Where a value is drawn on the symmetric-log value axis."""
+    return np.arcsinh(np.asarray(x, dtype=np.float64))
+
+
 class _ActGrid:
     """Which bins the distribution chart draws, the same for every probe step of a run (so neither the
-    axis nor the frames change shape): the value axis spans ±4, ±8 or the histogram's ±16, the smallest
-    that holds every nonempty bin of the run; when any value ever fell beyond ±16, two open bins
-    (< −16, > 16) are added at the sides, coloured on the same scale: the share of values beyond."""
+    axis nor the frames change shape): the value axis spans ±4, ±16, ±64 or the histogram's edges, the
+    smallest that holds every nonempty bin of the run; when any value ever fell beyond the edges, two
+    open bins are added at the sides, coloured on the same scale: the share of values beyond. Cell
+    edges (`x_edges`) are in drawn units, asinh(value)."""
 
     def __init__(self, data: RunData) -> None:
         edges = np.asarray(data.info.hist_edges, dtype=np.float64)
@@ -71,13 +86,16 @@ class _ActGrid:
             used = np.nansum(data.probe("resid_hist"), axis=(0, 1)) > 0
             if used.any() and not self.overflow:
                 reach = max(abs(edges[:-1][used].min()), abs(edges[1:][used].max()))
-        self.width = next((w for w in (4.0, 8.0) if w < self.edge and reach <= w + 1e-9), self.edge)
+        self.width = next((w for w in _WIDTHS if w < self.edge and reach <= w + 1e-9), self.edge)
         self.cols = np.flatnonzero((edges[:-1] >= -self.width - 1e-9) & (edges[1:] <= self.width + 1e-9))
-        x = edges[self.cols[0] : self.cols[-1] + 2]  # cell edges (one more than columns)
-        self.pad = 0.15 * self.width if self.overflow else 0.0  # width of each open bin's cell
+        x = _u(edges[self.cols[0] : self.cols[-1] + 2])  # cell edges (one more than columns)
+        self.u_width = float(x[-1])
+        self.pad = 0.12 * self.u_width if self.overflow else 0.0  # width of each open bin's cell
         if self.overflow:
             x = np.concatenate([[x[0] - self.pad], x, [x[-1] + self.pad]])
         self.x_edges = x
+        centres = (x[:-1] + x[1:]) / 2
+        self.values = np.sinh(centres)  # real value at each cell's centre, for the hover
 
     def shares(self, hist: np.ndarray, stats: np.ndarray) -> np.ndarray:
         """(L, columns) shares of values per drawn cell, open bins included."""
@@ -88,8 +106,8 @@ class _ActGrid:
 
 
 def _std_trace(stats: np.ndarray, stat_names: Sequence[str], width: float) -> dict[str, Any]:
-    """x, y and marker symbols of one line through -std and one through +std, split by a gap (one trace,
-    not two). A std beyond the axis sits at its edge as an outward triangle, never as a circle."""
+    """x (drawn units, asinh), y and marker symbols of one line through -std and one through +std, split
+    by a gap (one trace, not two). A std beyond the axis sits at its edge as an outward triangle."""
     std = stats[:, list(stat_names).index("std")].astype(np.float64)
     xs: list[Any] = []
     ys: list[Any] = []
@@ -101,10 +119,11 @@ def _std_trace(stats: np.ndarray, stat_names: Sequence[str], width: float) -> di
             symbols.append("circle")
         for layer, s in enumerate(std, start=1):
             ok = bool(np.isfinite(s))
-            xs.append(round(sign * float(min(s, width)), 3) if ok else None)
+            xs.append(round(sign * float(_u(min(s, width))), 3) if ok else None)
             ys.append(layer)
             symbols.append(arrow if ok and s > width else "circle")
-    return {"x": xs, "y": ys, "marker": {"symbol": symbols}}
+    std_real = [round(float(s), 3) if np.isfinite(s) else None for s in std]
+    return {"x": xs, "y": ys, "marker": {"symbol": symbols}, "customdata": [*std_real, None, *std_real]}
 
 
 class _ActInfo(NamedTuple):
@@ -126,10 +145,26 @@ def _prepare_act(data: RunData, step: int | None) -> _ActInfo:
     return _ActInfo(grid, p, grid.shares(data.probe("resid_hist")[p], stats), stats)
 
 
-def _act_heatmap(info: _ActInfo, L: int, lang: str, presenter: bool, animate: bool) -> go.Heatmap:
-    """The layer x value cells, coloured by code; the share in the hover only when not animated (in
-    every frame it would double the animation's size)."""
+def _bottom(animate: bool, presenter: bool) -> int:
+    """The bottom margin (px): the x axis, and after a run the Play/Pause buttons and step slider under it."""
+    return round(180 * _scale(presenter)) if animate else 60
+
+
+def _controls_fit(height: int | None, presenter: bool) -> bool:
+    """Whether Play/Pause and the step slider leave the plot at least 40 % of a chart `height` px tall;
+    on a shorter chart (a lecture layout's small panel) they are left out and the page's own step
+    control drives the frames."""
+    return height is None or height - _bottom(True, presenter) - 100 * _scale(presenter) >= 0.4 * height
+
+
+def _act_heatmap(
+    info: _ActInfo, L: int, lang: str, presenter: bool, animate: bool, height: int | None, controls: bool
+) -> go.Heatmap:
+    """The layer x value cells, coloured by code; the hover names the cell's value (real units); the
+    share only when not animated (in every frame it would double the animation's size). `controls`:
+    Play and the slider take the room under the plot."""
     tick_vals, tick_text = _act_code_ticks()
+    values = np.broadcast_to(_f32(info.grid.values), info.shares.shape)
     heat: dict[str, Any] = {
         "x": _f32(info.grid.x_edges),
         "y": np.arange(1, L + 1, dtype=np.int16),
@@ -137,16 +172,28 @@ def _act_heatmap(info: _ActInfo, L: int, lang: str, presenter: bool, animate: bo
         "zmin": 0,
         "zmax": ACT_CODES + 1,
         "colorscale": _act_colorscale(),
-        "colorbar": _colorbar(t("chart.act_share", lang), tick_vals, tick_text, presenter, ACT_CODES + 1),
+        "colorbar": _colorbar(
+            t("chart.act_share", lang),
+            tick_vals,
+            tick_text,
+            presenter,
+            ACT_CODES + 1,
+            height,
+            _bottom(controls, presenter),
+        ),
         "showlegend": False,
         "name": "",
     }
     if animate:
-        heat["hovertemplate"] = _hover(lang, ("chart.value", "%{x:.2f}"), ("chart.layer", "%{y}"))
+        heat["customdata"] = np.ascontiguousarray(values)
+        heat["hovertemplate"] = _hover(lang, ("chart.value", "%{customdata:.3g}"), ("chart.layer", "%{y}"))
     else:
-        heat["customdata"] = _f32(info.shares * 100)
+        heat["customdata"] = np.stack([values, _f32(info.shares * 100)], axis=-1)
         heat["hovertemplate"] = _hover(
-            lang, ("chart.value", "%{x:.2f}"), ("chart.layer", "%{y}"), ("chart.share", "%{customdata:.3g}%")
+            lang,
+            ("chart.value", "%{customdata[0]:.3g}"),
+            ("chart.layer", "%{y}"),
+            ("chart.share", "%{customdata[1]:.3g}%"),
         )
     return go.Heatmap(**heat)
 
@@ -156,47 +203,69 @@ def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, presenter
     return go.Scatter(
         x=std["x"],
         y=std["y"],
+        customdata=std["customdata"],
         mode="lines+markers",
         name=t("chart.std_pm", lang),
-        line={"color": "#D55E00", "width": 2.5},
-        marker={"size": _px(7, presenter), "symbol": std["marker"]["symbol"]},
-        hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{x:.2f}")),
+        line={"color": "#D55E00", "width": 2},  # thin: at 24 layers thick lines merged into solid bars
+        marker={"size": _px(5, presenter), "symbol": std["marker"]["symbol"]},
+        hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{customdata:.3g}")),
     )
 
 
-def _value_axis(fig: go.Figure, grid: _ActGrid, lang: str) -> dict[str, Any]:
-    """The value axis; with open bins, labelled where ±16 would be and ±16 marked by white lines."""
-    w = grid.width
-    ticks = [-w, -w / 2, 0.0, w / 2, w]
+def _value_ticks(width: float, presenter: bool) -> list[float]:
+    """Real values to label on the symmetric-log axis: 0, ±1 and powers of 4 up to `width` (of 16 in
+    presenter mode, whose larger labels would not fit side by side)."""
+    steps = [v for v in (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0) if v < width * 0.9]
+    if presenter and width > 16:
+        steps = [v for v in steps if v in (1.0, 16.0, 256.0)]
+    if width <= 8:
+        steps = [v for v in (1.0, 2.0) if v < width * 0.9]
+    pos = [*steps, width]
+    return [-v for v in pos[::-1]] + [0.0] + pos
+
+
+def _value_axis(fig: go.Figure, grid: _ActGrid, lang: str, presenter: bool) -> dict[str, Any]:
+    """The symmetric-log value axis, ticks labelled in real values; with open bins, labelled "< −w" and
+    "> w" at their cells and the edges marked by white lines."""
+    w, uw = grid.width, grid.u_width
+    ticks = _value_ticks(w, presenter)
     labels = [f"{v:g}".replace("-", "−") for v in ticks]
+    pos = [float(_u(v)) for v in ticks]
     if grid.overflow:
-        ticks = [-w - grid.pad / 2, -w / 2, 0.0, w / 2, w + grid.pad / 2]
-        labels = [t("chart.below_edge", lang, edge=f"{w:g}"), labels[1], "0", labels[3]]
-        labels.append(t("chart.above_edge", lang, edge=f"{w:g}"))
-        for x in (-w, w):
+        pos[0], pos[-1] = -uw - grid.pad / 2, uw + grid.pad / 2
+        labels[0] = t("chart.below_edge", lang, edge=f"{w:g}")
+        labels[-1] = t("chart.above_edge", lang, edge=f"{w:g}")
+        for x in (-uw, uw):
             fig.add_vline(x=x, line={"color": "white", "width": 3})
     return {
         "title": {"text": t("chart.value_axis", lang)},
         "range": [float(grid.x_edges[0]), float(grid.x_edges[-1])],
         "tickmode": "array",
-        "tickvals": ticks,
+        "tickvals": pos,
         "ticktext": labels,
         "showgrid": False,
     }
 
 
 def act_dist(
-    data: RunData, lang: str = "en", step: int | None = None, animate: bool = False, presenter: bool = False
+    data: RunData,
+    lang: str = "en",
+    step: int | None = None,
+    animate: bool = False,
+    presenter: bool = False,
+    height: int | None = None,
 ) -> go.Figure:
     """How the residual stream's values are spread after each layer (rows, 1 = input at the bottom) at one
     probe step: a layer x value heatmap of the fixed-edge histograms, coloured by the log share of values
-    per bin, with each layer's ±1 std marked. The value axis spans ±4, ±8 or the histogram's ±16, the
-    smallest that holds every value of the run; values beyond ±16 get their own open bin at each side.
-    `animate=True` (after a run) adds one frame per probe step, a step slider and Play/Pause buttons,
-    starting at `step`."""
+    per bin (bright = common), with each layer's ±1 std marked. The value axis is symmetric-log
+    (asinh) and spans ±4, ±16, ±64 or the histogram's edges (±256), the smallest that holds every value
+    of the run; values beyond the edges get their own open bin at each side. `animate=True` (after a
+    run) adds one frame per probe step, a step slider and Play/Pause buttons, starting at `step` (the
+    controls only where `height` leaves room for them). `height`: px, None for Plotly's default."""
     L = data.info.config.depth
     info = _prepare_act(data, step)
-    fig = go.Figure(_act_heatmap(info, L, lang, presenter, animate))
+    controls = animate and len(data.probe_steps) > 1 and _controls_fit(height, presenter)
+    fig = go.Figure(_act_heatmap(info, L, lang, presenter, animate, height, controls))
     fig.add_trace(_std_scatter(info, data.info.stat_names, lang, presenter))
     if info.p is None:
         _empty_note(fig, lang, presenter)
@@ -208,7 +277,9 @@ def act_dist(
         presenter,
         "act-" + _run_key(data),
         legend_below=False,
-        xaxis=_value_axis(fig, info.grid, lang),
+        height=height,
+        margin={"b": _bottom(controls, presenter)},
+        xaxis=_value_axis(fig, info.grid, lang, presenter),
         yaxis={
             "title": {"text": t("chart.layer_axis", lang)},
             "range": [0.5, L + 0.5],
@@ -219,7 +290,8 @@ def act_dist(
     )
     if animate and info.p is not None:
         _add_frames(fig, data, info.p, title_of, info.grid)
-        _play_controls(fig, data.probe_steps, info.p, lang, presenter)
+        if controls:
+            _play_controls(fig, data.probe_steps, info.p, lang, presenter)
     return fig
 
 
@@ -234,7 +306,7 @@ def _add_frames(fig: go.Figure, data: RunData, start: int, title_of: Callable[[i
                 {"type": "scatter", **_std_trace(stats[i], names, grid.width)},
             ],
             "traces": [0, 1],
-            "layout": {"title": {"text": title_of(s)}},
+            "layout": {"title": _title_text(title_of(s))},
         }
         for i, s in enumerate(data.probe_steps)
     ]
@@ -264,7 +336,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "y": 0,
         "xanchor": "left",
         "yanchor": "top",
-        "pad": {"t": round(62 * s)},
+        "pad": {"t": round(70 * s)},
         "font": {"size": _px(15, presenter)},
         "buttons": [
             {"label": "▶ " + t("chart.play", lang), "method": "animate", "args": [None, _PLAY]},
@@ -278,7 +350,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
             "xanchor": "right",
             "font": {"size": _px(15, presenter), "color": "#222222"},
         },
-        "pad": {"t": round(100 * s), "b": 0, "l": 0, "r": 0},
+        "pad": {"t": round(108 * s), "b": 0, "l": 0, "r": 0},
         "len": 1.0,
         "x": 0,
         "y": 0,
@@ -288,4 +360,4 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "font": {"size": _px(14, presenter), "color": "rgba(0,0,0,0)" if many else "#444444"},
         "steps": [{"label": str(st), "method": "animate", "args": [[str(st)], _JUMP]} for st in steps],
     }
-    fig.update_layout(updatemenus=[buttons], sliders=[slider], margin={"b": round(175 * s)})
+    fig.update_layout(updatemenus=[buttons], sliders=[slider])  # the room under the axis: `_bottom`

@@ -11,8 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from ln_viz.charts.axes import _layer_ticks, _log10, _log_axis, _log_colorbar, _nice_log_range
-from ln_viz.charts.sample import MAX_HEATMAP_COLUMNS, _run_key
+from ln_viz.charts.axes import _colorbar, _layer_ticks, _log10, _log_axis, _log_colorbar, _nice_log_range
+from ln_viz.charts.sample import _run_key, heatmap_columns, step_range
 from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout, _px
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
@@ -26,7 +26,7 @@ def _diverged_line(fig: go.Figure, data: RunData, lang: str, presenter: bool) ->
     if data.diverged_at is None:
         return
     fig.add_vline(x=data.diverged_at, line={"color": "#B00000", "dash": "dash", "width": 2})
-    right = data.diverged_at < data.info.config.steps / 2
+    right = data.diverged_at < step_range(data) / 2
     fig.add_annotation(
         x=data.diverged_at,
         y=1,
@@ -44,10 +44,17 @@ def _diverged_line(fig: go.Figure, data: RunData, lang: str, presenter: bool) ->
 def _steps_layout(
     fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, presenter: bool, xaxis: dict, **extra: Any
 ) -> go.Figure:
-    """The layout of a chart over steps 0..config.steps, its legend at the side. `names`: the title's
-    catalog key and the uirevision's prefix; `xaxis`: more of the step axis."""
+    """The layout of a chart over steps 0..config.steps (or just past a divergence, `step_range`), no
+    legend. `names`: the title's catalog key and the uirevision's prefix; `xaxis`: more of the step axis;
+    `extra`: more layout (`height` among it)."""
     title_key, key = names
-    steps = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, data.info.config.steps], **xaxis}
+    end = step_range(data)
+    steps = {
+        "title": {"text": t("chart.step_axis", lang)},
+        "range": [0, end],
+        **({"dtick": 1} if end <= 12 else {}),
+        **xaxis,
+    }
     return _layout(fig, t(title_key, lang), presenter, key + _run_key(data), legend_below=False, xaxis=steps, **extra)
 
 
@@ -78,20 +85,18 @@ def _prepare_heatmap(data: RunData, zrange: tuple[float, float] | None) -> _Heat
     if not data.probe_steps:
         return _HeatmapInfo(lo, hi, np.zeros(0, np.int64), np.zeros((data.info.config.depth, 0)))
     steps = np.asarray(data.probe_steps, dtype=np.int64)
-    cols = np.arange(len(steps))
-    if len(cols) > MAX_HEATMAP_COLUMNS:  # even stride, always ending at the latest probe
-        cols = cols[::-1][:: math.ceil(len(cols) / MAX_HEATMAP_COLUMNS)][::-1]
+    cols = heatmap_columns(len(steps))
     return _HeatmapInfo(lo, hi, steps[cols], g[cols].T)
 
 
-def _heatmap_trace(info: _HeatmapInfo, L: int, lang: str, presenter: bool) -> go.Heatmap:
+def _heatmap_trace(info: _HeatmapInfo, L: int, lang: str, presenter: bool, height: int | None) -> go.Heatmap:
     """The coloured cells (log10 colours, real units in the hover); before the first probe an invisible
     heatmap that keeps the colorbar in place."""
     color: dict[str, Any] = {
         "zmin": math.log10(info.lo),
         "zmax": math.log10(info.hi),
         "colorscale": "Viridis",
-        "colorbar": _log_colorbar(t("chart.grad_norm_axis", lang), info.lo, info.hi, presenter),
+        "colorbar": _log_colorbar(t("chart.grad_norm_axis", lang), info.lo, info.hi, presenter, height),
     }
     if not info.steps.size:
         return go.Heatmap(x=[0], y=[1], z=[[None]], hoverinfo="skip", **color)
@@ -110,28 +115,42 @@ def _heatmap_trace(info: _HeatmapInfo, L: int, lang: str, presenter: bool) -> go
 
 
 def grad_heatmap(
-    data: RunData, lang: str = "en", zrange: tuple[float, float] | None = None, presenter: bool = False
+    data: RunData,
+    lang: str = "en",
+    zrange: tuple[float, float] | None = None,
+    presenter: bool = False,
+    height: int | None = None,
 ) -> go.Figure:
     """Block gradient norm (all of a block's parameters, Frobenius) per layer (rows, 1 = input at the
     bottom) and probe step (columns), coloured by log10 with tick labels in real units. `zrange`
     (gradient norms, real units; see `shared_zrange`) makes two runs share one colour scale; without it
-    the range is the data's, rounded out to whole decades. NaN (a diverged step's missing gradients)
-    stays blank."""
+    the range is the data's, rounded out to whole decades. Bright = large, as in every heatmap here.
+    NaN (a diverged step's missing gradients) stays blank. `height`: px, None for Plotly's default."""
     cfg = data.info.config
     L = cfg.depth
     info = _prepare_heatmap(data, zrange)
-    fig = go.Figure(_heatmap_trace(info, L, lang, presenter))
+    fig = go.Figure(_heatmap_trace(info, L, lang, presenter, height))
     if not info.steps.size:
         _empty_note(fig, lang, presenter)
+    return layer_heatmap_layout(fig, data, ("chart.grad_heatmap_title", "grad-"), lang, presenter, height)
+
+
+def layer_heatmap_layout(
+    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, presenter: bool, height: int | None
+) -> go.Figure:
+    """The layout of a layer x step heatmap (gradients, attention entropy): the diverged mark, the step
+    axis, layers 1..L upwards, no legend (the colourbar says what colours mean)."""
     _diverged_line(fig, data, lang, presenter)
+    L = data.info.config.depth
     return _steps_layout(
         fig,
         data,
-        ("chart.grad_heatmap_title", "grad-"),
+        names,
         lang,
         presenter,
         {"showgrid": False},
         showlegend=False,
+        height=height,
         yaxis={
             "title": {"text": t("chart.layer_axis", lang)},
             "range": [0.5, L + 0.5],
@@ -149,12 +168,15 @@ def _ratio_layers(L: int) -> list[int]:
     return sorted({int(round(v)) for v in np.linspace(1, L, MAX_RATIO_LAYERS)})
 
 
-def _ratio_lines(fig: go.Figure, data: RunData, lang: str) -> None:
-    """One line per shown layer, coloured from input (dark) to output (light)."""
+def _ratio_lines(fig: go.Figure, data: RunData, lang: str, presenter: bool, height: int | None) -> None:
+    """One line per shown layer, coloured from input (dark) to output (light); which colour is which
+    layer is told by a thin colourbar (a legend of eight "layer n" entries took 40 % of a half-width chart)."""
     r = data.probe("update_ratio")
     steps = np.asarray(data.probe_steps, dtype=np.int32)
-    layers = _ratio_layers(data.info.config.depth)
-    colors = sample_colorscale("Viridis", list(np.linspace(0.0, 0.85, len(layers))))
+    L = data.info.config.depth
+    layers = _ratio_layers(L)
+    shades = [0.85 * (layer - 1) / max(L - 1, 1) for layer in layers]
+    colors = sample_colorscale("Viridis", shades)
     for layer, c in zip(layers, colors):
         name = t("chart.layer_n", lang, n=layer)
         fig.add_trace(
@@ -167,14 +189,54 @@ def _ratio_lines(fig: go.Figure, data: RunData, lang: str) -> None:
                 hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), ("chart.update_ratio", "%{y:.2e}")),
             )
         )
+    ticks = _layer_ticks(L)["tickvals"]
+    scale = [
+        [v / 0.85, c]
+        for v, c in zip(np.linspace(0, 0.85, 6), sample_colorscale("Viridis", list(np.linspace(0, 0.85, 6))))
+    ]
+    fig.add_trace(
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            showlegend=False,
+            hoverinfo="skip",
+            marker={
+                "color": [1],
+                "cmin": 1,
+                "cmax": max(L, 2),
+                "colorscale": scale,
+                "showscale": True,
+                "colorbar": _colorbar(t("chart.layer", lang), ticks, [str(v) for v in ticks], presenter, None, height),
+            },
+        )
+    )
 
 
-def update_ratio_chart(data: RunData, lang: str = "en", presenter: bool = False) -> go.Figure:
+def _ref_label(fig: go.Figure, x: float, lang: str, presenter: bool) -> None:
+    """The name of the 1e-3 reference at its right end, on the line (not in a legend)."""
+    fig.add_annotation(
+        x=x,
+        y=math.log10(UPDATE_RATIO_REF),
+        xanchor="right",
+        yanchor="bottom",
+        showarrow=False,
+        text=t("chart.ratio_ref", lang),
+        font={"size": _px(14, presenter), "color": GREY},
+        bgcolor="rgba(255,255,255,0.7)",
+    )
+
+
+def update_ratio_chart(
+    data: RunData, lang: str = "en", presenter: bool = False, height: int | None = None
+) -> go.Figure:
     """||dw|| / ||w|| of each block over the probe steps (log y; up to 8 layers, evenly spread for deep
-    models, coloured from input (dark) to output (light)), with a dashed reference at 1e-3."""
+    models, coloured from input (dark) to output (light), a colourbar says which), with a dashed
+    reference at 1e-3 labelled on the line. `height`: px, None for Plotly's default."""
     cfg = data.info.config
     fig = go.Figure()
-    _ratio_lines(fig, data, lang)
+    _ratio_lines(fig, data, lang, presenter, height)
+    end = step_range(data)
     fig.add_trace(
         go.Scatter(
             x=[0, cfg.steps],
@@ -185,6 +247,7 @@ def update_ratio_chart(data: RunData, lang: str = "en", presenter: bool = False)
             hoverinfo="skip",
         )
     )
+    _ref_label(fig, end, lang, presenter)
     if not data.probe_steps:
         _empty_note(fig, lang, presenter)
     _diverged_line(fig, data, lang, presenter)
@@ -196,7 +259,7 @@ def update_ratio_chart(data: RunData, lang: str = "en", presenter: bool = False)
         lang,
         presenter,
         {},
+        showlegend=False,
+        height=height,
         yaxis={"title": {"text": t("chart.ratio_axis", lang)}, **_log_axis(rng)},
-        legend={"font": {"size": _px(14, presenter)}, "x": 1.02, "y": 1, "xanchor": "left", "yanchor": "top"},
-        margin={"r": _px(150, presenter)},
     )

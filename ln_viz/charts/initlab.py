@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range
-from ln_viz.charts.style import GREY, NORM_COLORS, _corner_note, _empty_note, _f32, _hover, _layout, _px, norm_label
+from ln_viz.charts.style import GREY, NORM_COLORS, _empty_note, _f32, _hover, _layout, _px, norm_label
 from ln_viz.i18n import t
 
 
@@ -65,10 +65,15 @@ def _seed_band_and_mean(
 
 
 def init_grad_profile(
-    dfs_by_position: dict[str, pd.DataFrame], lang: str = "en", param: str = "ffn.w2", presenter: bool = False
+    dfs_by_position: dict[str, pd.DataFrame],
+    lang: str = "en",
+    param: str = "ffn.w2",
+    presenter: bool = False,
+    height: int | None = None,
 ) -> go.Figure:
     """Gradient norm of `param` per layer at initialisation (log y), one line per norm position: the mean
-    over seeds, with the min-max over seeds as a band. Input: `init_grads(...)[0]` per position."""
+    over seeds, with the min-max over seeds as a band. Input: `init_grads(...)[0]` per position.
+    `height`: px, None for Plotly's default."""
     fig = go.Figure()
     max_L = 1
     values = []
@@ -84,13 +89,13 @@ def init_grad_profile(
     rng = _nice_log_range(np.concatenate(values)) if values else (1e-3, 10.0)
     _layout(
         fig,
-        t("chart.init_profile_title", lang, param=param),
+        t("chart.init_profile_title", lang, param=param) + " · " + t("chart.band_note", lang),
         presenter,
         "init-profile",
+        height=height,
         xaxis={"title": {"text": t("chart.layer_axis", lang)}, "range": [0.5, max_L + 0.5], **_layer_ticks(max_L)},
         yaxis={"title": {"text": t("chart.grad_norm_axis", lang)}, **_log_axis(rng)},
     )
-    _corner_note(fig, t("chart.band_note", lang), presenter)
     return fig
 
 
@@ -103,6 +108,25 @@ class _DepthLine(NamedTuple):
     mean: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
+
+
+def _with_chosen(df: pd.DataFrame, chosen: dict[str, pd.DataFrame] | None, param: str) -> pd.DataFrame:
+    """`df` plus, per norm position, the last layer's `param` gradient of the per-layer measurement
+    (`InitLab.grads`, at the depth the user chose) when that depth is not among the depths measured."""
+    if not chosen:
+        return df
+    rows = [df]
+    for pos, g in chosen.items():
+        sub = g[g["param"] == param] if not g.empty else g
+        if sub.empty:
+            continue
+        L = int(sub["layer"].max())
+        if not ((df["norm_position"] == pos) & (df["depth"] == L)).any():
+            last = sub[sub["layer"] == L]
+            rows.append(
+                pd.DataFrame({"norm_position": pos, "depth": L, "seed": last["seed"], "grad_norm": last["grad_norm"]})
+            )
+    return pd.concat(rows, ignore_index=True) if len(rows) > 1 else df
 
 
 def _prepare_depth(df: pd.DataFrame) -> tuple[list[_DepthLine], list[int]]:
@@ -159,13 +183,20 @@ def _depth_theory(line: _DepthLine, xs: np.ndarray) -> np.ndarray | None:
 
 
 def last_layer_vs_depth_chart(
-    df: pd.DataFrame, lang: str = "en", presenter: bool = False, param: str = "ffn.w2"
+    df: pd.DataFrame,
+    lang: str = "en",
+    presenter: bool = False,
+    param: str = "ffn.w2",
+    height: int | None = None,
+    chosen: dict[str, pd.DataFrame] | None = None,
 ) -> go.Figure:
     """The last layer's gradient norm at init against depth L (log-log), mean over seeds with min-max
     error bars per norm position, and the theory: Pre-LN falls as 1/sqrt(L) (dashed, anchored at its
-    smallest depth), Post-LN does not depend on L (dotted). Input: `InitLab.vs_depth`."""
+    smallest depth), Post-LN does not depend on L (dotted). Input: `InitLab.vs_depth`; `chosen`
+    (`InitLab.grads`) adds the depth of the per-layer measurement, so the depth the user picked is on
+    the chart. `height`: px, None for Plotly's default."""
     fig = go.Figure()
-    lines, depths_all = _prepare_depth(df)
+    lines, depths_all = _prepare_depth(_with_chosen(df, chosen, param))
     xs = np.asarray(depths_all, dtype=np.float64)
     values = []
     for line in lines:
@@ -199,6 +230,7 @@ def last_layer_vs_depth_chart(
         t("chart.depth_title", lang, param=param),
         presenter,
         "init-depth",
+        height=height,
         xaxis={"title": {"text": t("chart.depth_axis", lang)}, "type": "log", "range": xr, **ticks},
         yaxis={"title": {"text": t("chart.grad_norm_axis", lang)}, **_log_axis(rng)},
     )
@@ -233,12 +265,13 @@ def _lemma_refs(fig: go.Figure, max_L: int, lang: str) -> None:
 
 
 def resid_growth_chart(
-    resid_df_by_position: dict[str, pd.DataFrame], lang: str = "en", presenter: bool = False
+    resid_df_by_position: dict[str, pd.DataFrame], lang: str = "en", presenter: bool = False, height: int | None = None
 ) -> go.Figure:
     """E||x_l||^2 / d of the residual stream after layer l (0 = embeddings) at init, mean over seeds with
     a min-max band, against the paper's Lemma 1: Pre-LN between 1 + l/2 and 1 + 3l/2 (shaded), Post-LN
     at 3/2 (dashed; in the paper that is the sum x + F(x) that enters each LayerNorm, the stream after a
-    Post-LN block is the norm's output, about 1). Input: `init_grads(...)[1]` per position."""
+    Post-LN block is the norm's output, about 1). Input: `init_grads(...)[1]` per position.
+    `height`: px, None for Plotly's default."""
     fig = go.Figure()
     max_L = max((int(df["layer"].max()) for df in resid_df_by_position.values() if not df.empty), default=1)
     _lemma_refs(fig, max_L, lang)
@@ -258,6 +291,7 @@ def resid_growth_chart(
         t("chart.resid_title", lang),
         presenter,
         "init-resid",
+        height=height,
         xaxis={"title": {"text": t("chart.layer_axis0", lang)}, **layer_axis},
         yaxis={"title": {"text": t("chart.mean_sq_axis", lang)}, "range": [0, top * 1.05]},
     )

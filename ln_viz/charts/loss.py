@@ -13,7 +13,15 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _short_number
-from ln_viz.charts.sample import MAX_LOSS_POINTS, MAX_LR_POINTS, _run_key, _run_styles, _runs_key, downsample_index
+from ln_viz.charts.sample import (
+    MAX_LOSS_POINTS,
+    MAX_LR_POINTS,
+    _run_key,
+    _run_styles,
+    _runs_key,
+    downsample_index,
+    step_range,
+)
 from ln_viz.charts.style import GREY, NORM_COLORS, _corner_note, _empty_note, _f32, _hover, _layout, _px, norm_label
 from ln_viz.i18n import t
 from ln_viz.names import lr_schedule
@@ -27,7 +35,7 @@ class _LossInfo(NamedTuple):
     lines: list[tuple[str, str, str, float]]  # per run's loss line: name, colour, dash, width
     colors: list[str]  # per run: the colour of its divergence mark
     top: float  # nats: the fixed top of the loss axis
-    max_steps: int
+    max_steps: float  # the step axis's right end (see `step_range`)
     unigrams: list[float]  # nats: one dashed reference line each
     over: int  # loss values beyond `top` (clipped, and a note says so)
     # One run's planned learning rate per step 1..steps; None for a comparison of runs, which draws no
@@ -54,7 +62,7 @@ def _count_over(d: RunData, top: float) -> int:
 def _prepare_loss(runs: RunData | Sequence[RunData], labels: Sequence[str] | None, lang: str) -> _LossInfo:
     datas = [runs] if isinstance(runs, RunData) else list(runs)
     top = _loss_top(datas) if datas else 5.0
-    max_steps = max((d.info.config.steps for d in datas), default=1)
+    max_steps = step_range(datas) if datas else 1
     if isinstance(runs, RunData):
         color = NORM_COLORS.get(runs.info.config.norm_position, GREY)
         lines: list[tuple[str, str, str, float]] = [(t("chart.train_loss", lang), color, "solid", 2.5)]
@@ -119,19 +127,35 @@ def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, presente
     )
 
 
-def _reference_line(fig: go.Figure, x1: int, y: float, key: str, color: str, dash: str, lang: str, **kw: Any) -> None:
-    """A horizontal reference (the unigram loss, the entropy floor) from step 0 to `x1`."""
+def _reference_line(
+    fig: go.Figure, x1: float, y: float, key: str, style: tuple[str, str], lang: str, presenter: bool, label: bool
+) -> None:
+    """A horizontal reference (the unigram loss, the entropy floor) from step 0 to `x1`, named on the
+    line at its right end (`label`; one label for several unigram lines) rather than in the legend: a
+    legend of every line took rows under the x axis title that a short chart cannot spare."""
+    color, dash = style
     fig.add_trace(
         go.Scatter(
             x=[0, x1],
             y=[y, y],
             mode="lines",
             name=t(key, lang),
+            showlegend=False,
             line={"color": color, "dash": dash, "width": 2},
             hovertemplate=t(key, lang) + ": %{y:.3f}<extra></extra>",
-            **kw,
         )
     )
+    if label:
+        fig.add_annotation(
+            x=x1,
+            y=y,
+            xanchor="right",
+            yanchor="top",  # under the line: a stalled Post-LN loss runs along its top side
+            showarrow=False,
+            text=t(key, lang),
+            font={"size": _px(14, presenter), "color": color},
+            bgcolor="rgba(255,255,255,0.75)",
+        )
 
 
 def _schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, presenter: bool) -> None:
@@ -147,6 +171,7 @@ def _schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, prese
             yaxis="y2",
             mode="lines",
             name=t("chart.lr", lang),
+            showlegend=False,  # named by its axis, on the right
             line={"color": "#888888", "dash": "dot", "width": 2},
             opacity=0.8,
             hovertemplate=hover,
@@ -198,12 +223,16 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presen
             y=[y],
             mode="markers",
             name=text,
+            showlegend=False,  # labelled beside it
             marker={"symbol": "x-thin", "size": _px(22, presenter), "line": {"width": 4, "color": color}},
             hovertemplate=text + "<extra></extra>",
         )
     )
     fig.add_vline(x=d.diverged_at, line={"color": color, "dash": "dash", "width": 1.5})
-    right = d.diverged_at < d.info.config.steps / 2  # the label goes where there is room
+    right = d.diverged_at < step_range(d) / 2  # the label goes where there is room
+    # below the cross (inside the plot, off the title; the unigram label sits at the line's right end
+    # above a diverging loss), unless the cross is near the bottom
+    high = y > top * 0.3
     fig.add_annotation(
         x=d.diverged_at,
         y=y,
@@ -211,11 +240,23 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presen
         showarrow=True,
         arrowhead=0,
         ax=20 if right else -20,
-        ay=-40,
+        ay=40 if high else -40,
         xanchor="left" if right else "right",
+        yanchor="top" if high else "bottom",
         font={"color": color, "size": _px(16, presenter)},
         bgcolor="rgba(255,255,255,0.85)",
     )
+
+
+def _loss_title(cfg: Any, lang: str) -> str:
+    """ "Training loss · Pre-LN, 6 layers · lr 3e-3 · no warm-up": what the run is set to, in words and
+    numbers, with the optimizer when it is not Adam (the paper's)."""
+    parts = [t("chart.loss_title", lang, norm=norm_label(cfg.norm_position, lang), depth=cfg.depth)]
+    if cfg.optimizer != "adam":
+        parts.append(t(f"optimizer.{cfg.optimizer}", lang))
+    parts.append(t("chart.lr_short", lang, lr=_short_number(cfg.lr, exponent=cfg.lr < 0.01)))
+    warm = t("chart.warmup_steps", lang, n=cfg.warmup_steps) if cfg.warmup_steps else t("chart.no_warmup", lang)
+    return " · ".join([*parts, warm])
 
 
 def _lr_axis(sched: np.ndarray, lr: float, lang: str) -> dict[str, Any]:
@@ -223,7 +264,7 @@ def _lr_axis(sched: np.ndarray, lr: float, lang: str) -> dict[str, Any]:
     lr_peak = float(np.nanmax(sched)) if sched.size else lr
     lr_ticks = [0.0, lr_peak / 2, lr_peak]
     return {
-        "title": {"text": t("chart.lr_axis", lang), "font": {"color": "#666666"}},
+        "title": {"text": t("chart.lr_axis", lang), "font": {"color": "#666666"}, "standoff": 12},
         "overlaying": "y",
         "side": "right",
         "range": [0, lr_peak * 1.1],
@@ -238,6 +279,8 @@ def _lr_axis(sched: np.ndarray, lr: float, lang: str) -> dict[str, Any]:
 def _loss_layout(info: _LossInfo, lang: str, presenter: bool) -> tuple[str, str, dict[str, Any]]:
     """Title, uirevision and axes of the loss chart (a right axis for the learning rate of one run)."""
     xaxis: dict[str, Any] = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, info.max_steps]}
+    if info.max_steps <= 12:  # a run that diverged at once: whole steps only
+        xaxis["dtick"] = 1
     axes: dict[str, Any] = {
         "xaxis": xaxis,
         "yaxis": {"title": {"text": t("chart.loss_axis", lang)}, "range": [0, info.top]},
@@ -247,8 +290,7 @@ def _loss_layout(info: _LossInfo, lang: str, presenter: bool) -> tuple[str, str,
     cfg = info.runs[0].info.config
     xaxis["showgrid"] = True
     axes["yaxis2"] = _lr_axis(info.schedule, cfg.lr, lang)
-    axes["margin"] = {"r": _px(110, presenter)}
-    title = t("chart.loss_title", lang, norm=norm_label(cfg.norm_position, lang), depth=cfg.depth)
+    title = _loss_title(cfg, lang)
     return title, "loss-" + _run_key(info.runs[0]), axes
 
 
@@ -257,13 +299,16 @@ def loss_chart(
     lang: str = "en",
     presenter: bool = False,
     labels: Sequence[str] | None = None,
+    height: int | None = None,
 ) -> go.Figure:
     """Training loss per step with the unigram loss (dashed grey) and a cross where a run diverged.
     One run (a RunData): also its held-out loss, the entropy floor when known (dash-dot), the planned
     learning-rate schedule on a right axis (dotted) and a shaded band while it is stalled. Several (a
     sequence, named by `labels`, by default their norm positions): one line each, colour = norm
     position, dash = which run. Axes are fixed: steps 0..config.steps, loss 0..a top set by ln(V), the
-    unigram loss and the first loss (larger values are clipped, and a note says so)."""
+    unigram loss and the first loss (larger values are clipped, and a note says so); when every run
+    has diverged the step axis ends just past the divergence. The title names the run's settings
+    (norm, depth, optimizer when not Adam, lr, warm-up); `height`: px, None for Plotly's default."""
     info = _prepare_loss(runs, labels, lang)
     fig = go.Figure()
     for d, (name, color, dash, width) in zip(info.runs, info.lines):
@@ -271,12 +316,14 @@ def loss_chart(
     if info.schedule is not None:
         _eval_markers(fig, info.runs[0], info.top, lang, presenter, info.colors[0])
     for u in info.unigrams:
-        legend = None if info.schedule is not None else u == info.unigrams[0]  # one legend entry for all
-        _reference_line(fig, info.max_steps, u, "chart.unigram", GREY, "dash", lang, showlegend=legend)
+        _reference_line(
+            fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, presenter, u == info.unigrams[-1]
+        )
     if info.schedule is not None:
         data = info.runs[0]
         if data.info.floor is not None:
-            _reference_line(fig, info.max_steps, data.info.floor, "chart.floor", "#009E73", "dashdot", lang)
+            floor_style = ("#009E73", "dashdot")
+            _reference_line(fig, info.max_steps, data.info.floor, "chart.floor", floor_style, lang, presenter, True)
         _schedule(fig, data, info.schedule, lang, presenter)
         _stalled_band(fig, data, info.top, lang, presenter)
     for d, color in zip(info.runs, info.colors):
@@ -286,11 +333,15 @@ def loss_chart(
     if not any(d.scalars["step"] for d in info.runs):
         _empty_note(fig, lang, presenter)
     title, key, axes = _loss_layout(info, lang, presenter)
-    return _layout(fig, title, presenter, key, **axes)
+    return _layout(fig, title, presenter, key, height=height, **axes)
 
 
 def compare_loss(
-    datas: Sequence[RunData], labels: Sequence[str], lang: str = "en", presenter: bool = False
+    datas: Sequence[RunData],
+    labels: Sequence[str],
+    lang: str = "en",
+    presenter: bool = False,
+    height: int | None = None,
 ) -> go.Figure:
     """`loss_chart` of several runs (the Compare page's name for it)."""
-    return loss_chart(list(datas), lang, presenter, labels)
+    return loss_chart(list(datas), lang, presenter, labels, height)

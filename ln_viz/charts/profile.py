@@ -11,22 +11,44 @@ from typing import Any, NamedTuple
 import numpy as np
 import plotly.graph_objects as go
 
-from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range
+from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range, _short_number
 from ln_viz.charts.sample import _probe_index, _run_key, _run_styles, _runs_key
-from ln_viz.charts.style import GREY, NORM_COLORS, PARAM_COLORS, _empty_note, _f32, _hover, _layout, _px, norm_label
+from ln_viz.charts.style import (
+    BASE_FONT,
+    GREY,
+    NORM_COLORS,
+    PARAM_COLORS,
+    _corner_note,
+    _empty_note,
+    _f32,
+    _hover,
+    _layout,
+    _plot_height,
+    _px,
+    _top_margin,
+    norm_label,
+)
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
 PROFILE_HEIGHTS = (0.62, 0.38)  # gradient panel, std panel
-PROFILE_SPACING = 0.13
+PROFILE_SPACING = 0.13  # of the plot height, between the panels; more on a short chart (`_spacing`)
+GRAD_DECADES = 6  # the gradient axis spans at most this many decades below the largest gradient
 
 
-def _profile_figure(grad_title: str, lang: str, presenter: bool) -> go.Figure:
+def _spacing(height: int | None, presenter: bool) -> float:
+    """The gap between the panels as a share of the plot height: room for the lower panel's title
+    (about 1.6 lines of its font) at any height, at least PROFILE_SPACING."""
+    plot_px = _plot_height(height, 110, 70)
+    return min(max(PROFILE_SPACING, (_px(16, presenter) * 1.6 + 8) / plot_px), 0.3)
+
+
+def _profile_figure(grad_title: str, lang: str, presenter: bool, height: int | None) -> go.Figure:
     """Two panels stacked on one layer axis (side by side they do not fit a half-width column):
     gradient norms above (row 1: axes x, y), the residual stream's std below (row 2: x2, y2); panel
     titles left-aligned above each. The layout make_subplots(rows=2, shared_xaxes=True,
-    row_heights=[0.62, 0.38], vertical_spacing=0.13) makes, written out: it took 15 ms a figure."""
-    free = 1 - PROFILE_SPACING
+    row_heights=[0.62, 0.38], vertical_spacing=...) makes, written out: it took 15 ms a figure."""
+    free = 1 - _spacing(height, presenter)
     top, bottom = PROFILE_HEIGHTS[0] * free, PROFILE_HEIGHTS[1] * free
 
     def title(text: str, y: float) -> dict[str, Any]:
@@ -44,7 +66,7 @@ def _profile_figure(grad_title: str, lang: str, presenter: bool) -> go.Figure:
 
     return go.Figure(
         layout={
-            "xaxis": {"anchor": "y", "domain": [0.0, 1.0], "matches": "x2", "showticklabels": False},
+            "xaxis": {"anchor": "y", "domain": [0.0, 1.0], "matches": "x2", "showticklabels": False, "ticks": ""},
             "yaxis": {"anchor": "x", "domain": [1 - top, 1.0]},
             "xaxis2": {"anchor": "y2", "domain": [0.0, 1.0]},
             "yaxis2": {"anchor": "x2", "domain": [0.0, bottom]},
@@ -59,17 +81,45 @@ def _in_panel(fig: go.Figure, trace: go.Scatter, row: int) -> None:
     fig.add_trace(trace)
 
 
-def _profile_axes(lang: str, L: int, grad_rng: tuple[float, float], std_top: float, presenter: bool) -> dict[str, Any]:
-    """The two panels' axes (row 1: xaxis/yaxis, row 2: xaxis2/yaxis2) and legend, for `_layout`."""
+def _profile_axes(
+    lang: str, L: int, grad_rng: tuple[float, float], std_top: float, presenter: bool, title: str, height: int | None
+) -> dict[str, Any]:
+    """The two panels' axes (row 1: xaxis/yaxis, row 2: xaxis2/yaxis2) and legend, for `_layout`;
+    the top margin holds the chart's title and the upper panel's; the gradient axis gets as many
+    decade labels as its height holds."""
     layers = {"range": [-0.5, L + 0.5], **_layer_ticks(L, 0)}
+    panel_px = _plot_height(height, _top_margin(title, presenter) + 30, 100) * PROFILE_HEIGHTS[0] * 0.85
+    max_ticks = max(3, int(panel_px / (_px(BASE_FONT, presenter) * 1.4)))
     return {
-        "xaxis": {**layers, "showticklabels": False},  # shared axis: numbers once, at the bottom
+        # shared axis: numbers once, at the bottom; no tick marks under the upper panel (the lower
+        # panel's title sits there)
+        "xaxis": {**layers, "showticklabels": False, "ticks": ""},
         "xaxis2": {**layers, "title": {"text": t("chart.layer_axis0", lang)}},
-        "yaxis": _log_axis(grad_rng),
-        "yaxis2": {"range": [0, std_top]},
+        "yaxis": _log_axis(grad_rng, max_ticks),
+        "yaxis2": {"range": [0, std_top], "nticks": max(2, int(panel_px * 0.6 / (_px(BASE_FONT, presenter) * 1.5)))},
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
-        "margin": {"t": _px(85, presenter)},
+        "margin": {"t": _top_margin(title, presenter) + round(_px(16, presenter) * 1.4)},
     }
+
+
+def _grad_range(values: np.ndarray, keep: np.ndarray | None = None) -> tuple[float, float]:
+    """The gradient axis: a 1-2-5 range around the values, at most GRAD_DECADES decades below the
+    largest (attn.k's gradient reaches 1e-9..1e-17 in deep runs and would squash every other line),
+    but always all of `keep` (the ffn.w2 line: a deep Post-LN's vanishing gradient is the point);
+    smaller values are drawn at the floor and the chart says so."""
+    lo, hi = _nice_log_range(values) or (1e-3, 10.0)
+    floor = max(lo, hi / 10**GRAD_DECADES)
+    kept = _nice_log_range(keep) if keep is not None else None
+    return (min(floor, kept[0]) if kept else floor), hi
+
+
+def _clip_note(fig: go.Figure, infos: Sequence[np.ndarray], floor: float, lang: str, presenter: bool) -> None:
+    """A note inside the gradient panel's lower right corner when any gradient is below the axis."""
+    v = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in infos]) if infos else np.zeros(0)
+    if not np.any(np.isfinite(v) & (v > 0) & (v < floor * (1 - 1e-9))):
+        return
+    note = t("chart.grad_floor_note", lang, floor=_short_number(floor, exponent=True))
+    _corner_note(fig, note, presenter, inside="x y")
 
 
 def _std_with_input(data: RunData, p: int) -> np.ndarray:
@@ -113,7 +163,9 @@ def _prepare_one(d: RunData, lang: str, step: int | None) -> _ProfileInfo:
     title = (
         t("chart.profile_title", lang, step=d.probe_steps[p]) if p is not None else t("chart.profile_title_empty", lang)
     )
-    grad_rng = _nice_log_range(d.probe("grad_norm")) or (1e-3, 10.0)
+    g = d.probe("grad_norm")
+    w2 = list(d.info.param_names).index("ffn.w2") if "ffn.w2" in d.info.param_names else None
+    grad_rng = _grad_range(g, g[..., w2] if w2 is not None and g.size else None)
     return _ProfileInfo(
         [d],
         [p],
@@ -144,7 +196,7 @@ def _prepare_profile(
         for d, p in zip(datas, picks)
     ]
     grads = [d.probe("grad_norm")[:, :, list(d.info.param_names).index(param)].ravel() for d in datas if d.probe_steps]
-    grad_rng = (_nice_log_range(np.concatenate(grads)) if grads else None) or (1e-3, 10.0)
+    grad_rng = _grad_range(np.concatenate(grads), np.concatenate(grads)) if grads else (1e-3, 10.0)
     if same_step:
         title = t("chart.compare_profile_title", lang, step=shown[0])
     else:
@@ -164,8 +216,9 @@ def _prepare_profile(
     )
 
 
-def _param_lines(fig: go.Figure, data: RunData, p: int | None, lang: str, presenter: bool) -> None:
-    """One run's gradient norm of each weight matrix per layer (ffn.w2 thick and black, on top)."""
+def _param_lines(fig: go.Figure, data: RunData, p: int | None, lang: str, presenter: bool, floor: float) -> None:
+    """One run's gradient norm of each weight matrix per layer (ffn.w2 thick and black, on top); values
+    below the axis' `floor` drawn on it (the hover tells the real value)."""
     L = data.info.config.depth
     layers = np.arange(1, L + 1, dtype=np.int16)
     g = data.probe("grad_norm")
@@ -176,14 +229,16 @@ def _param_lines(fig: go.Figure, data: RunData, p: int | None, lang: str, presen
             fig,
             go.Scatter(
                 x=layers,
-                y=_f32(y),
+                y=_f32(np.maximum(y, floor)),
+                customdata=_f32(y),
                 mode="lines+markers",
                 name=name,
                 line={"color": PARAM_COLORS.get(name, GREY), "width": 4 if w2 else 1.8},
                 marker={"size": _px(7 if w2 else 5, presenter)},
                 opacity=1.0 if w2 else 0.85,
                 legendrank=0 if w2 else 10 + j,
-                hovertemplate=f"{name}<br>" + _hover(lang, ("chart.layer", "%{x}"), ("chart.grad_norm", "%{y:.3g}")),
+                hovertemplate=f"{name}<br>"
+                + _hover(lang, ("chart.layer", "%{x}"), ("chart.grad_norm", "%{customdata:.3g}")),
             ),
             row=1,
         )
@@ -192,19 +247,22 @@ def _param_lines(fig: go.Figure, data: RunData, p: int | None, lang: str, presen
 def _profile_line(
     fig: go.Figure, row: int, y: np.ndarray, name: str, line: dict[str, Any], lang: str, presenter: bool, **kw: Any
 ) -> None:
-    """A line over the layers of one panel: row 1, a gradient norm at layers 1..L; row 2, the residual
-    std at 0..L. `legendgroup` (in `kw`) links a run's two lines and names the run in the hover."""
+    """A line over the layers of one panel: row 1, a gradient norm at layers 1..L (values below the
+    axis' `floor`, in `kw`, drawn on it); row 2, the residual std at 0..L. `legendgroup` (in `kw`) links
+    a run's two lines and names the run in the hover."""
+    floor = kw.pop("floor", None)
     start, value = (1, "chart.grad_norm") if row == 1 else (0, "chart.std")
     group = kw.get("legendgroup")
     prefix = "" if group is None else group + "<br>"
     trace = go.Scatter(
         x=np.arange(start, start + len(y), dtype=np.int16),
-        y=_f32(y),
+        y=_f32(y if floor is None else np.maximum(y, floor)),
+        customdata=_f32(y),
         mode="lines+markers",
         name=name,
         line=line,
         marker={"size": _px(6, presenter)},
-        hovertemplate=prefix + _hover(lang, ("chart.layer", "%{x}"), (value, "%{y:.3g}")),
+        hovertemplate=prefix + _hover(lang, ("chart.layer", "%{x}"), (value, "%{customdata:.3g}")),
         **kw,
     )
     _in_panel(fig, trace, row=row)
@@ -222,17 +280,23 @@ def layer_profile(
     presenter: bool = False,
     labels: Sequence[str] | None = None,
     param: str = "ffn.w2",
+    height: int | None = None,
 ) -> go.Figure:
     """The paper's Figure 3 view at the probe step nearest `step` (each run's last when None). One run (a
     RunData): above, the gradient norm of each weight matrix per layer (log y, ffn.w2 thick and black);
     below, the residual stream's std per layer (0 = embeddings). Several (a sequence, named by `labels`,
     by default their norm positions): the `param` gradient norm and the std, one line per run (colour =
-    norm position, dash = which run). Axis ranges cover every probe step, so moving the step keeps them."""
+    norm position, dash = which run). Axis ranges cover every probe step, so moving the step keeps them;
+    the gradient axis spans at most GRAD_DECADES decades (smaller gradients sit on its floor, and a note
+    says so). `height`: px, None for Plotly's default."""
     info = _prepare_profile(runs, labels, lang, step, param)
-    fig = _profile_figure(info.grad_title, lang, presenter)
+    fig = _profile_figure(info.grad_title, lang, presenter, height)
+    floor = info.grad_rng[0]
+    shown: list[np.ndarray] = []
     if info.labels is None:
         d, p = info.runs[0], info.picks[0]
-        _param_lines(fig, d, p, lang, presenter)
+        _param_lines(fig, d, p, lang, presenter, floor)
+        shown += [d.probe("grad_norm")[p]] if p is not None else []
         line = {"color": NORM_COLORS.get(d.info.config.norm_position, GREY), "width": 3}
         _profile_line(fig, 2, _std_at(d, p), t("chart.resid_std", lang), line, lang, presenter, showlegend=False)
     else:
@@ -241,12 +305,14 @@ def layer_profile(
             line = {"color": color, "dash": dash, "width": 3}
             j = list(d.info.param_names).index(param)
             y = d.probe("grad_norm")[p, :, j] if p is not None else np.full(d.info.config.depth, np.nan)
-            _profile_line(fig, 1, y, label + at, line, lang, presenter, legendgroup=label)
+            _profile_line(fig, 1, y, label + at, line, lang, presenter, legendgroup=label, floor=floor)
+            shown.append(y)
             _profile_line(fig, 2, _std_at(d, p), label, line, lang, presenter, legendgroup=label, showlegend=False)
     if all(p is None for p in info.picks):
         _empty_note(fig, lang, presenter, xref="x domain", yref="y domain")
-    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, presenter)
-    return _layout(fig, info.title, presenter, info.key, legend_below=False, **axes)
+    _clip_note(fig, shown, floor, lang, presenter)
+    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, presenter, info.title, height)
+    return _layout(fig, info.title, presenter, info.key, legend_below=False, height=height, **axes)
 
 
 def compare_layer_profile(datas: Sequence[RunData], labels: Sequence[str], lang: str = "en", **kw: Any) -> go.Figure:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,6 +68,28 @@ def _probe_index(data: RunData, step: int | None) -> int | None:
         return len(data.probe_steps) - 1
     steps = np.asarray(data.probe_steps)
     return int(np.argmin(np.abs(steps - step)))
+
+
+def heatmap_columns(n: int) -> np.ndarray:
+    """Which of `n` probe steps a heatmap over steps draws: all up to MAX_HEATMAP_COLUMNS, else an even
+    stride that always ends at the latest probe."""
+    cols = np.arange(n)
+    if n > MAX_HEATMAP_COLUMNS:
+        cols = cols[::-1][:: math.ceil(n / MAX_HEATMAP_COLUMNS)][::-1]
+    return cols
+
+
+def step_range(datas: RunData | Sequence[RunData]) -> float:
+    """The right end of a step axis: the planned steps, so a streaming run's axis holds still; but when
+    every run shown has diverged, a little past the last divergence, so a run that blew up at step 2
+    fills the chart instead of a sliver of it."""
+    runs = [datas] if isinstance(datas, RunData) else list(datas)
+    planned = max((d.info.config.steps for d in runs), default=1)
+    ends = [d.diverged_at for d in runs]
+    if not runs or any(e is None for e in ends):
+        return planned
+    last = max(e for e in ends if e is not None)
+    return float(min(planned, max(last * 1.1, last + 1)))
 
 
 def _run_key(data: RunData) -> str:

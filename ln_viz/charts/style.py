@@ -1,9 +1,10 @@
 """The look every chart shares: Okabe-Ito colours (one per norm position, on every chart), fonts that
-start at 16 px and grow 1.4x in presenter mode, a small template of our own, and `_layout`, which sets
-a figure's whole layout in one assignment."""
+start at 16 px and grow 1.4x in presenter mode (the margins do not), a small template of our own, and
+`_layout`, which sets a figure's whole layout in one assignment at the height the page asks for."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -70,34 +71,147 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+DEFAULT_HEIGHT = 450  # px: Plotly's own default, what a chart gets when the page names no height
+_MARGIN = {"l": 70, "r": 30, "b": 55}  # px, the same in presenter mode: automargin grows it for larger text
+
+
+def _title_text(text: str) -> dict[str, Any]:
+    """The title's text split at its first " · " into the title and a subtitle (for animation frames)."""
+    head, _, tail = text.partition(" · ")
+    return {"text": head, "subtitle": {"text": tail}}
+
+
+def _title(text: str, presenter: bool) -> dict[str, Any]:
+    """The chart title, split at its first " · ": the head large, the rest (step, settings) below it
+    as a subtitle, so a half-width chart shows two short lines instead of cutting one long one."""
+    parts = _title_text(text)
+    title: dict[str, Any] = {
+        "text": parts["text"],
+        "font": {"size": _px(20, presenter)},
+        "x": 0.01,
+        "xanchor": "left",
+        "xref": "container",
+        "y": 1,
+        "yref": "container",
+        "yanchor": "top",
+        "pad": {"t": 8},
+    }
+    if parts["subtitle"]["text"]:
+        title["subtitle"] = {**parts["subtitle"], "font": {"size": _px(15, presenter), "color": GREY}}
+    return title
+
+
+def _top_margin(text: str, presenter: bool) -> int:
+    """Room above the plot for the title (and its subtitle): from the font sizes, not a scaled constant."""
+    lines = _px(20, presenter) * 1.4 + (_px(15, presenter) * 1.7 if " · " in text else 0)
+    return round(lines + _px(BASE_FONT, presenter) * 0.6 + 14)  # + half a tick label above the plot
+
+
+def _plot_height(height: int | None, top: int, bottom: int) -> float:
+    """About how tall the plot area is (px) in a figure `height` tall: for fitting axis titles and
+    colourbar labels to it."""
+    return max((height or DEFAULT_HEIGHT) - top - bottom, 40)
+
+
+def _em(text: str) -> float:
+    """About how wide a text is, in em: Arial's Latin letters ~0.56 em, Hangul and CJK a full em."""
+    return sum(1.0 if ord(c) >= 0x2E80 else 0.56 for c in text)
+
+
+def _fit_axis_title(axis: dict[str, Any], span_px: float, font_px: int) -> None:
+    """Fit a y axis title to its axis (a title longer than its axis runs past the plot's top into the
+    chart title): first a smaller font, down to 0.8x (0.6x for Hangul: Plotly sets the lines of a
+    rotated Hangul title so close they touch, so one line is preferred), on one line; then lines broken
+    at spaces; past three lines the font shrinks further."""
+    title = axis.get("title")
+    text = title.get("text") if isinstance(title, dict) else None
+    if not text or "<br>" in text or _em(text) * font_px <= span_px:
+        return
+    least = 0.6 if any("\uac00" <= c <= "\ud7a3" for c in text) else 0.8  # Hangul: lines would overlap
+    size = max(round(least * font_px), math.floor(span_px / _em(text)))
+    lines = _wrap_em(text, max(span_px / size, 4.0))
+    while len(lines) > 3 and size > 10:
+        size -= 1
+        lines = _wrap_em(text, max(span_px / size, 4.0))
+    title["text"] = "<br>".join(lines)
+    title["font"] = {**title.get("font", {}), "size": size}
+
+
+def _wrap_em(text: str, budget: float) -> list[str]:
+    """`text` broken at spaces into lines of at most `budget` em (a longer word stays whole)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and _em(lines[-1] + " " + word) <= budget:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _wrap(text: str, width: int = 12) -> str:
+    """Break a short label into lines of about `width` characters at spaces (Plotly's <br>)."""
+    return "<br>".join(_wrap_em(text, width * 0.56))
+
+
+def _fit_y_titles(layout: dict[str, Any], plot_px: float, presenter: bool) -> None:
+    """`_fit_axis_title` for every y axis of a merged layout, each over its share of the plot height."""
+    for name, axis in layout.items():
+        if name.startswith("yaxis") and isinstance(axis, dict):
+            lo, hi = axis.get("domain", (0.0, 1.0))
+            # Plotly draws axis titles at 1.2x the layout font (the default when none is set)
+            _fit_axis_title(axis, plot_px * (hi - lo), round(_px(BASE_FONT, presenter) * 1.2))
+
+
+def _legend_px(fig: go.Figure, presenter: bool) -> float:
+    """About how tall a legend under the plot is: two entries a row (Plotly aligns them in columns)."""
+    n = sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
+    return math.ceil(max(n, 1) / 2) * _px(14, presenter) * 1.9 + 10
+
+
 def _layout(
-    fig: go.Figure, title: str, presenter: bool, uirevision: str, legend_below: bool = True, **extra: Any
+    fig: go.Figure,
+    title: str,
+    presenter: bool,
+    uirevision: str,
+    legend_below: bool = True,
+    height: int | None = None,
+    **extra: Any,
 ) -> go.Figure:
     """Fonts, margins, legend and template shared by every chart, merged with the chart's own layout
     (`extra`, as update_layout takes it) and set in one assignment: each update_layout call costs
-    3-5 ms on a figure with traces, and a live tab redraws five figures a second."""
-    s = _scale(presenter)
+    3-5 ms on a figure with traces, and a live tab redraws five figures a second.
+    Presenter mode scales the text, not the margins (automargin makes room for larger tick labels).
+    The legend (`legend_below`) sits at the figure's bottom edge, referred to the container: Plotly
+    then reserves its room below the x axis title, so the two cannot overlap at any height (placed at a
+    paper fraction under the plot, as before, it ran into the x title on short charts). `height` (px;
+    None: Plotly's default, 450) is what the page gives the chart."""
+    top = _top_margin(title, presenter)
     layout: dict[str, Any] = {
         "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, presenter), "color": "#222222"},
-        "title": {"text": title, "font": {"size": _px(20, presenter)}, "x": 0.01, "xanchor": "left", "y": 0.98},
-        "margin": {"l": round(80 * s), "r": round(30 * s), "t": round(60 * s), "b": round(60 * s)},
+        "title": _title(title, presenter),
+        "margin": {**_MARGIN, "t": top},
         "hoverlabel": {"font": {"size": _px(15, presenter), "family": FONT_FAMILY}},
         "uirevision": uirevision,
         "showlegend": True,
     }
+    if height is not None:
+        layout["height"] = int(height)
     if legend_below:
         layout["legend"] = {
             "orientation": "h",
             "x": 0,
             "xanchor": "left",
-            "y": -0.26 * s,  # clear of the x axis title (seen overlapping at -0.16 in the app)
-            "yanchor": "top",
+            "y": 0,
+            "yref": "container",
+            "yanchor": "bottom",
             "font": {"size": _px(14, presenter)},
         }
-        layout["margin"]["b"] = round(150 * s)
     current = fig.layout.to_plotly_json()  # axes of subplots, shapes and annotations added so far
     current.pop("template", None)  # plotly's default, replaced by ours
-    fig.layout = {**_merge(_merge(current, layout), extra), "template": _TEMPLATE_OBJ}
+    merged = _merge(_merge(current, layout), extra)
+    bottom = merged["margin"].get("b", _MARGIN["b"]) + (_legend_px(fig, presenter) if legend_below else 0)
+    _fit_y_titles(merged, _plot_height(height, merged["margin"].get("t", top), bottom + 40), presenter)
+    fig.layout = {**merged, "template": _TEMPLATE_OBJ}
     return fig
 
 
@@ -131,16 +245,19 @@ def _empty_note(
     )
 
 
-def _corner_note(fig: go.Figure, text: str, presenter: bool) -> None:
-    """A small grey note above the plot's top right corner (clipped values, what a band means)."""
+def _corner_note(fig: go.Figure, text: str, presenter: bool, inside: str | None = None) -> None:
+    """A small grey note above the plot's top right corner (clipped values, what a band means); with
+    `inside` (an axis pair, "x y"), inside that subplot's lower right corner, on a white ground."""
+    xref, yref = (f"{a} domain" for a in inside.split()) if inside else ("paper", "paper")
     fig.add_annotation(
-        xref="paper",
-        yref="paper",
+        xref=xref,
+        yref=yref,
         x=1,
-        y=1,
+        y=0 if inside else 1,
         xanchor="right",
         yanchor="bottom",
         showarrow=False,
         text=text,
-        font={"size": _px(14, presenter), "color": GREY},
+        font={"size": _px(13 if inside else 14, presenter), "color": GREY},
+        bgcolor="rgba(255,255,255,0.8)" if inside else None,
     )

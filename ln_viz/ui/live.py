@@ -114,6 +114,8 @@ def run_message(view: RunView, lang: str) -> None:
     """The one sentence that explains a run's end (diverged, stalled, stopped by the cap, failed)."""
     if view.message:
         text = t(view.message, lang, **view.message_params)
+        if view.status == "diverged" and view.data and view.data.diverged_at is not None:
+            text = t("msg.diverged_at", lang, step=view.data.diverged_at)  # the step, and what to try
         if view.status in ("diverged", "failed"):
             st.error(text)
         elif view.status == "stalled" or (view.data and view.data.stalled_since):
@@ -126,6 +128,7 @@ _SIMPLE_CHARTS = {
     "loss_chart": charts.loss_chart,
     "grad_heatmap": charts.grad_heatmap,
     "update_ratio": charts.update_ratio_chart,
+    "attn_entropy": charts.attention_entropy_chart,
 }
 
 
@@ -194,3 +197,5 @@ def draw_charts(
     with right:
         st.plotly_chart(figure("layer_profile", step), key=key_prefix + "layer_profile", width="stretch", theme=None)
         st.caption(t("caption.layer_profile", lang))
+    st.plotly_chart(figure("attn_entropy"), key=key_prefix + "attn_entropy", width="stretch", theme=None)
+    st.caption(t("caption.attn_entropy", lang))

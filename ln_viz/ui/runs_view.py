@@ -119,6 +119,14 @@ def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     return run_filter, SORTS[sort]
 
 
+def final_loss_text(summary: RunSummary, lang: str) -> str:
+    """The final loss as shown: 3 decimals; "diverged" for a run that diverged (its last finite losses,
+    in the millions, would read as a result)."""
+    if summary.status == "diverged":
+        return t("status.diverged", lang)
+    return f"{summary.final_loss:.3f}" if summary.final_loss is not None else "-"
+
+
 def runs_frame(runs: list[RunSummary], lang: str) -> pd.DataFrame:
     """The table the page shows: one row per run, in the given order, labels and statuses translated."""
     return pd.DataFrame(
@@ -129,7 +137,7 @@ def runs_frame(runs: list[RunSummary], lang: str) -> pd.DataFrame:
             "depth": [r.depth for r in runs],
             "status": [t(f"status.{r.status}", lang) for r in runs],
             "steps": [f"{r.steps_done}/{r.steps}" for r in runs],
-            "final_loss": [r.final_loss for r in runs],
+            "final_loss": [final_loss_text(r, lang) for r in runs],
             "created": [datetime.fromtimestamp(r.created) for r in runs],
             "source": [t(f"runs.source.{r.source}", lang) for r in runs],
         }
@@ -160,7 +168,7 @@ def runs_table(runs: list[RunSummary], lang: str) -> list[int]:
             "depth": col.NumberColumn(t("runs.col.depth", lang), width=60),
             "status": col.TextColumn(t("runs.col.status", lang), width=85),
             "steps": col.TextColumn(t("runs.col.steps", lang), width=75),
-            "final_loss": col.NumberColumn(t("runs.col.final_loss", lang), format="%.3f", width=80),
+            "final_loss": col.TextColumn(t("runs.col.final_loss", lang), width=80),
             "created": col.DatetimeColumn(t("runs.col.created", lang), format="MM-DD HH:mm", width=105),
             "source": col.TextColumn(t("runs.col.source", lang), width=90),
         },
@@ -204,7 +212,7 @@ def run_heading(summary: RunSummary, lang: str) -> None:
     """The run's title and one line saying what it was and how it ended."""
     label = summary.label or t("runs.unlabelled", lang)
     st.subheader(md(t("runs.heading", lang, id=summary.id, label=label)), anchor=False)  # a label is text
-    loss = f"{summary.final_loss:.3f}" if summary.final_loss is not None else "-"
+    loss = final_loss_text(summary, lang)
     st.markdown(
         t(
             "runs.summary",
