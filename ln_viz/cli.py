@@ -117,7 +117,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     with writer or contextlib.nullcontext():
         for snap in trainer:
             if writer is not None:
-                writer.add(snap)  # probes included: keeping them is what the store is for
+                _store_step(writer, snap)
             snap.probes = None  # the report needs scalars only
             data.append(snap)
             now = time.monotonic()
@@ -154,7 +154,19 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         if writer is not None:
             print(f"stored as run {writer.run_id} in {writer.store.path}")
+    if writer is not None and writer.problem is not None:  # trained, but not (wholly) stored: say why
+        sys.stderr.write(f"error: {writer.problem}\n")
+        return 1
     return 0
+
+
+def _store_step(writer: Any, snap: Any) -> None:
+    """Queue a step (probes included: keeping them is what the store is for); a store trouble that
+    starts now (a lock held elsewhere, a full disk) is said once on stderr while training goes on."""
+    before = writer.problem
+    writer.add(snap)
+    if writer.problem is not None and writer.problem is not before:
+        sys.stderr.write(f"\nwarning: {writer.problem}\n")
 
 
 def _train_writer(args: argparse.Namespace) -> Any:
@@ -254,6 +266,21 @@ def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
     return Store(path)
 
 
+def _open_store_to_read(args: argparse.Namespace) -> Any:
+    """The store for a command that only reads (`runs list`, `runs export`): opened read-only, so a
+    file that is not an ln-viz store is refused untouched and a read-only folder is fine; only an
+    ln-viz store of an older schema is opened for writing, since reading it needs its migration."""
+    from ln_viz.store import Store, StoreError, resolve_store_path
+
+    path = resolve_store_path(args.store)
+    try:
+        return Store(path, readonly=True)
+    except StoreError as e:
+        if e.key != "err.store_old_readonly":
+            raise
+    return Store(path)
+
+
 def cmd_runs_list(args: argparse.Namespace) -> int:
     """`runs list`: the stored runs, newest first (or --json)."""
     from ln_viz.store import RunFilter, resolve_store_path
@@ -266,7 +293,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         status=tuple(args.status) if args.status else None,
         norm_position=tuple(args.norm_position) if args.norm_position else None,
     )
-    with _open_store(args) as store:
+    with _open_store_to_read(args) as store:
         runs = store.list_runs(filters, sort=args.sort)
     if args.json:
         print(json.dumps([r.to_dict() for r in runs], allow_nan=False))
@@ -294,7 +321,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
     if args.probe_stride < 1:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
-    with _open_store(args) as store:
+    with _open_store_to_read(args) as store:
         if args.fmt in ("png", "svg", "html"):  # the run's five charts, one file each (ln_viz/export.py)
             from ln_viz.export import export_charts
 

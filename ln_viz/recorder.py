@@ -20,17 +20,28 @@ log = logging.getLogger(__name__)
 
 
 class Recorder:
-    """Records each runner run into the store (`hooks()`), and knows which stored run is which."""
+    """Records each runner run into the store (`hooks()`), and knows which stored run is which.
+
+    A store that refuses a write never stops a run: its RunWriter buffers and retries, and the
+    recorder keeps the writer's `problem` for the page (`problem(run_id)`) and logs one line when a
+    problem starts and one when it clears, never one per step.
+    """
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._writers: dict[str, RunWriter] = {}
         self._store_ids: dict[str, int] = {}
+        self._problems: dict[str, LocalizedError] = {}  # the last problem reported, per runner run
         self._lock = threading.Lock()
 
     def on_start(self, run_id: str, info: RunInfo) -> None:
         writer = RunWriter(self.store)
-        store_id = writer.begin(info)
+        try:
+            self.store.reopen_if_moved()  # a store file deleted under the server: record into a new one
+            store_id = writer.begin(info)
+        except LocalizedError as e:  # the run trains on unstored; the page and the log say why
+            self._report(run_id, e)
+            return
         with self._lock:
             self._writers[run_id] = writer
             self._store_ids[run_id] = store_id
@@ -39,12 +50,33 @@ class Recorder:
         writer = self._writers.get(run_id)
         if writer is not None:
             writer.add(snap)
+            self._report(run_id, writer.problem)
 
     def on_finish(self, run_id: str, view: Any) -> None:
         with self._lock:
             writer = self._writers.pop(run_id, None)
         if writer is not None:
-            writer.finish(view.status, view.message)
+            self._report(run_id, writer.finish(view.status, view.message))
+
+    def problem(self, run_id: str) -> LocalizedError | None:
+        """Why a runner's run is not (wholly) stored, as its writer says now; None when all is well."""
+        with self._lock:
+            return self._problems.get(run_id)
+
+    def _report(self, run_id: str, problem: LocalizedError | None) -> None:
+        """Keep the writer's problem for the page; log its start and its end, once each."""
+        with self._lock:
+            before = self._problems.get(run_id)
+            if problem is before:
+                return
+            if problem is None:
+                del self._problems[run_id]
+            else:
+                self._problems[run_id] = problem
+        if problem is not None:
+            log.warning("ln-viz: run %s: %s", run_id, problem)
+        else:
+            log.warning("ln-viz: run %s: the store takes its steps again; none was lost", run_id)
 
     def store_id(self, run_id: str) -> int | None:
         """The store's id of a runner's run (None when it was never recorded)."""
