@@ -95,6 +95,7 @@ class Store:
             gone = not self.path.exists()
             self.notice = StoreError("err.store_deleted" if gone else "err.store_replaced", path=str(self.path))
             self._db.close()
+            self._drop_stale_log()
             try:
                 self._db, self._identity = self._connect()
             except BaseException as e:
@@ -104,6 +105,24 @@ class Store:
                 raise
             self.usable = True
             return True
+
+    def _drop_stale_log(self) -> None:
+        """SQLite pairs a database with the `-wal` and `-shm` files beside it by name, and a connection
+        whose file was moved leaves them behind: the file now at the path would be read through the old
+        file's log (its runs listed again, or pages mixed). A log older than that file's arrival (its
+        ctime: a rename sets it) is the old file's; one written since is the new file's own."""
+        try:
+            arrived = os.stat(self.path).st_ctime
+        except FileNotFoundError:
+            arrived = float("inf")
+        wal, shm = (self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))
+        try:
+            stale = os.stat(wal).st_mtime <= arrived
+        except FileNotFoundError:
+            stale = True
+        if stale:
+            wal.unlink(missing_ok=True)
+            shm.unlink(missing_ok=True)
 
     @property
     def lock_dir(self) -> Path:
@@ -132,7 +151,14 @@ class Store:
             except sqlite3.DatabaseError as e:  # a damaged page met while reading: one sentence
                 raise store_error(self.path, e) from None
             finally:
-                self._db.execute("COMMIT")
+                self._end_read()
+
+    def _end_read(self) -> None:
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.DatabaseError:  # a damaged file can refuse even this; nothing was written
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
