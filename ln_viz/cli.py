@@ -114,10 +114,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     show_progress = not args.json
     last_draw = 0.0
     # leaving by an exception marks the stored run failed (stopped on Ctrl-C), never left "running"
+    reported = None  # the store trouble said last
     with writer or contextlib.nullcontext():
         for snap in trainer:
             if writer is not None:
-                _store_step(writer, snap)
+                reported = _store_step(writer, snap, reported)
             snap.probes = None  # the report needs scalars only
             data.append(snap)
             now = time.monotonic()
@@ -160,13 +161,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store_step(writer: Any, snap: Any) -> None:
+def _store_step(writer: Any, snap: Any, reported: Any) -> Any:
     """Queue a step (probes included: keeping them is what the store is for); a store trouble that
-    starts now (a lock held elsewhere, a full disk) is said once on stderr while training goes on."""
-    before = writer.problem
+    started since `reported` (a lock held elsewhere, a full disk) is said once on stderr while
+    training goes on. Returns the trouble said last."""
     writer.add(snap)
-    if writer.problem is not None and writer.problem is not before:
-        sys.stderr.write(f"\nwarning: {writer.problem}\n")
+    problem = writer.problem
+    if problem is not None and problem is not reported:
+        sys.stderr.write(f"\nwarning: {problem}\n")
+        return problem
+    return reported
 
 
 def _train_writer(args: argparse.Namespace) -> Any:

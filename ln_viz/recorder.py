@@ -6,9 +6,11 @@ RunWriter (which commits about twice a second), so a crash loses at most the las
 
 from __future__ import annotations
 
+import atexit
 import logging
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +35,15 @@ class Recorder:
         self._store_ids: dict[str, int] = {}
         self._problems: dict[str, LocalizedError] = {}  # the last problem reported, per runner run
         self._lock = threading.Lock()
+        _LIVE_RECORDERS.add(self)
+
+    def close(self) -> None:
+        """Finish every run still being written as `stopped` (the server is going away and its runner
+        did not get to finish them), so no row stays `running` behind a live process."""
+        with self._lock:
+            writers, self._writers = dict(self._writers), {}
+        for run_id, writer in writers.items():
+            self._report(run_id, writer.finish("stopped", "msg.stopped"))
 
     def on_start(self, run_id: str, info: RunInfo) -> None:
         writer = RunWriter(self.store)
@@ -110,3 +121,14 @@ class Recorder:
 
     def hooks(self) -> dict[str, Any]:
         return {"on_start": self.on_start, "on_snapshot": self.on_snapshot, "on_finish": self.on_finish}
+
+
+# Recorders alive at interpreter exit finish their writers (after SIGTERM the runner stops its runs
+# first, through on_finish; this catches whatever it could not reach in time).
+_LIVE_RECORDERS: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for recorder in list(_LIVE_RECORDERS):
+        recorder.close()
