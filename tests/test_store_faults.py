@@ -343,7 +343,7 @@ def test_a_store_in_a_read_only_folder_can_be_listed_and_exported(tmp_path: Path
         assert target.stat().st_size > 0
         assert sorted(p.name for p in folder.iterdir()) == before
     finally:
-        subprocess.run(["umount", str(folder)], check=False)
+        subprocess.run(["umount", "-l", str(folder)], check=False)  # lazy: even with a file still open there
 
 
 # --- 3. messages that say the real cause -----------------------------------------------------------
