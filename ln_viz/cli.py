@@ -272,17 +272,22 @@ def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
 
 def _open_store_to_read(args: argparse.Namespace) -> Any:
     """The store for a command that only reads (`runs list`, `runs export`): opened read-only, so a
-    file that is not an ln-viz store is refused untouched and a read-only folder is fine; only an
-    ln-viz store of an older schema is opened for writing, since reading it needs its migration."""
+    file that is not an ln-viz store is refused untouched and a read-only folder is fine. An ln-viz
+    store is opened for writing only when reading it needs its migration (an older schema) or it has
+    runs whose writer died (marked `interrupted`, as every opener for writing does)."""
     from ln_viz.store import Store, StoreError, resolve_store_path
 
     path = resolve_store_path(args.store)
     try:
-        return Store(path, readonly=True)
+        store = Store(path, readonly=True)
     except StoreError as e:
         if e.key != "err.store_old_readonly":
             raise
-    return Store(path)
+        return Store(path)
+    if store.dead_writers() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        store.close()  # runs whose writer died: marking them `interrupted` is ours to do, as any opener does
+        return Store(path)
+    return store
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:

@@ -306,6 +306,32 @@ def test_commands_leave_a_foreign_database_unchanged_and_say_it_is_not_a_store(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"]
 
 
+def test_runs_list_still_marks_a_dead_writers_run_interrupted(tmp_path: Path, trained) -> None:
+    """Read-only listing keeps what `runs list` always showed: a run whose writer died is interrupted."""
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        writer = RunWriter(store, flush_every=60)
+        writer.begin(info)
+        writer.add(snaps[0])
+        assert writer.flush()
+        writer._stop_thread()
+        writer._lock.release()  # what the kernel does when the process dies
+        writer._lock = None
+        writer._db.close()
+    code, out, err = cli("runs", "list", "--json", "--store", str(path))
+    assert code == 0, err
+    assert [(r["status"], r["steps_done"]) for r in json.loads(out)] == [("interrupted", 1)]
+
+
+def test_runs_list_of_an_empty_database_file_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    path.write_bytes(b"")
+    code, _, err = cli("runs", "list", "--store", str(path))
+    one_error_line(code, err, "there is no run store at")
+    assert path.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite"]
+
+
 def test_a_store_in_a_read_only_folder_can_be_listed_and_exported(tmp_path: Path, trained) -> None:
     """A real read-only folder: a read-only bind mount (even root cannot write there)."""
     info, snaps = trained

@@ -178,6 +178,20 @@ class Store:
                 raise
 
     # --- recovery ---------------------------------------------------------------------------------
+    def dead_writers(self) -> list[int]:
+        """Ids of live-looking runs whose writer is gone (what `recover` would mark), without writing:
+        a lock file that cannot be opened (a read-only folder) counts as alive."""
+        with self._read() as db:
+            rows = db.execute(f"SELECT id, writer_token FROM runs WHERE status IN {LIVE_SQL}").fetchall()
+        dead = []
+        for run_id, token in rows:
+            try:
+                if token is None or WriterLock.is_free(self.lock_dir / f"{token}.lock"):
+                    dead.append(run_id)
+            except OSError:
+                pass
+        return dead
+
     def recover(self) -> list[int]:
         """Mark `interrupted` every live-looking run whose writer is gone; return their ids."""
         with self._read() as db:
