@@ -134,6 +134,9 @@ class RunWriter:
                 pending = list(self._pending)
                 trial = self._trial(pending)
             summary = trial.summary()
+            if self._moved is None and file_identity(self.store.path) != self._identity:
+                # deleted or replaced: what we write goes to a file nobody will open again
+                self._moved = StoreError("err.writer_store_moved", path=str(self.store.path))
             if not final and not pending and summary == self._written:
                 return True  # nothing new: no write, so an idle writer leaves the file alone
             try:
@@ -148,8 +151,6 @@ class RunWriter:
                 if self._problem is not None:  # working again: the buffer is in
                     self._problem = None
                     self._note(None)
-            if self._moved is None and file_identity(self.store.path) != self._identity:
-                self._moved = StoreError("err.writer_store_moved", path=str(self.store.path))
             return True
 
     def _trial(self, pending: list[tuple[tuple, list[tuple], Snapshot]]) -> RunData:
