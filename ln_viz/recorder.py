@@ -32,7 +32,7 @@ class Recorder:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._writers: dict[str, RunWriter] = {}
-        self._store_ids: dict[str, int] = {}
+        self._store_ids: dict[str, tuple[int, int]] = {}  # run -> (store id, the store's generation)
         self._problems: dict[str, LocalizedError] = {}  # the last problem reported, per runner run
         self._lock = threading.Lock()
         _LIVE_RECORDERS.add(self)
@@ -55,7 +55,7 @@ class Recorder:
             return
         with self._lock:
             self._writers[run_id] = writer
-            self._store_ids[run_id] = store_id
+            self._store_ids[run_id] = store_id, self.store.generation
 
     def on_snapshot(self, run_id: str, snap: Snapshot) -> None:
         writer = self._writers.get(run_id)
@@ -90,9 +90,11 @@ class Recorder:
             log.warning("ln-viz: run %s: the store takes its steps again; none was lost", run_id)
 
     def store_id(self, run_id: str) -> int | None:
-        """The store's id of a runner's run (None when it was never recorded)."""
+        """The store's id of a runner's run (None when it was never recorded, or recorded in a file
+        that has been deleted or replaced since: the id would name another run of the new file)."""
         with self._lock:
-            return self._store_ids.get(run_id)
+            store_id, generation = self._store_ids.get(run_id, (None, -1))
+        return store_id if generation == self.store.generation else None
 
     def complete_data(
         self,
@@ -108,7 +110,7 @@ class Recorder:
         if live is None or live.probe_stride == 1 or not done:
             return live
         store_id = self.store_id(run_id)
-        if store_id is None:
+        if store_id is None or not self.store.usable:
             return live
         try:
             stored = (open_stored or self.store.open_run)(store_id)

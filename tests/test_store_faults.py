@@ -233,7 +233,9 @@ def test_a_store_deleted_or_replaced_under_the_server_is_said_and_its_runs_no_lo
         write_run(s, info, snaps[:3])
         write_run(s, info, snaps[:4])
     os.replace(other, path)
+    assert recorder.store_id("r1") == 1
     assert store.reopen_if_moved()
+    assert recorder.store_id("r1") is None  # its id would name a run of the file that replaced it
     assert "was replaced by another file" in str(store.notice)
     assert [r.steps_done for r in store.list_runs()] == [4, 3]
     store.close()

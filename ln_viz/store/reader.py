@@ -56,6 +56,7 @@ class Store:
         self._lock = threading.RLock()
         self.notice: StoreError | None = None  # set when the file was deleted or replaced under us
         self.usable = True  # False while what replaced the file cannot be opened as a store
+        self.generation = 0  # counts the files opened at the path: a run id is only good in its own
         self._db, self._identity = self._connect()
 
     def _connect(self) -> tuple[sqlite3.Connection, tuple[int, int] | None]:
@@ -104,6 +105,7 @@ class Store:
                     self.notice = e
                 raise
             self.usable = True
+            self.generation += 1
             return True
 
     def _drop_stale_log(self) -> None:
