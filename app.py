@@ -28,7 +28,7 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
 
 else:  # a visit: the router
     from ln_viz.i18n import t
-    from ln_viz.ui import session
+    from ln_viz.ui import session, storage
 
     st.set_page_config(page_title="ln-viz", page_icon=":bar_chart:", layout="wide")
 
@@ -50,4 +50,5 @@ else:  # a visit: the router
     )
     session.lang_switch()
     session.presenter_mode()
+    storage.store_notice(lang)  # the store file deleted or replaced under the server: said on every page
     page.run()

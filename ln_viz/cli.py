@@ -120,10 +120,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     show_progress = not args.json
     last_draw = 0.0
     # leaving by an exception marks the stored run failed (stopped on Ctrl-C), never left "running"
+    reported = None  # the store trouble said last
     with writer or contextlib.nullcontext():
         for snap in trainer:
             if writer is not None:
-                writer.add(snap)  # probes included: keeping them is what the store is for
+                reported = _store_step(writer, snap, reported)
             snap.probes = None  # the report needs scalars only
             data.append(snap)
             now = time.monotonic()
@@ -160,7 +161,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         if writer is not None:
             print(f"stored as run {writer.run_id} in {one_line(str(writer.store.path))}")
+    if writer is not None and writer.problem is not None:  # trained, but not (wholly) stored: say why
+        sys.stderr.write(f"error: {writer.problem}\n")
+        return 1
     return 0
+
+
+def _store_step(writer: Any, snap: Any, reported: Any) -> Any:
+    """Queue a step (probes included: keeping them is what the store is for); a store trouble that
+    started since `reported` (a lock held elsewhere, a full disk) is said once on stderr while
+    training goes on. Returns the trouble said last."""
+    writer.add(snap)
+    problem = writer.problem
+    if problem is not None and problem is not reported:
+        sys.stderr.write(f"\nwarning: {problem}\n")
+        return problem
+    return reported
 
 
 def _train_writer(args: argparse.Namespace) -> Any:
@@ -260,6 +276,26 @@ def _open_store(args: argparse.Namespace, create: bool = False) -> Any:
     return Store(path)
 
 
+def _open_store_to_read(args: argparse.Namespace) -> Any:
+    """The store for a command that only reads (`runs list`, `runs export`): opened read-only, so a
+    file that is not an ln-viz store is refused untouched and a read-only folder is fine. An ln-viz
+    store is opened for writing only when reading it needs its migration (an older schema) or it has
+    runs whose writer died (marked `interrupted`, as every opener for writing does)."""
+    from ln_viz.store import Store, StoreError, resolve_store_path
+
+    path = resolve_store_path(args.store)
+    try:
+        store = Store(path, readonly=True)
+    except StoreError as e:
+        if e.key != "err.store_old_readonly":
+            raise
+        return Store(path)
+    if store.dead_writers() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        store.close()  # runs whose writer died: marking them `interrupted` is ours to do, as any opener does
+        return Store(path)
+    return store
+
+
 def cmd_runs_list(args: argparse.Namespace) -> int:
     """`runs list`: the stored runs, newest first (or --json)."""
     from ln_viz.store import RunFilter, resolve_store_path
@@ -272,7 +308,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         status=tuple(args.status) if args.status else None,
         norm_position=tuple(args.norm_position) if args.norm_position else None,
     )
-    with _open_store(args) as store:
+    with _open_store_to_read(args) as store:
         runs = store.list_runs(filters, sort=args.sort)
     if args.json:
         print(json.dumps([r.to_dict() for r in runs], allow_nan=False))
@@ -301,7 +337,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     if args.probe_stride < 1:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
     _check_run_id(args.run_id)
-    with _open_store(args) as store:
+    with _open_store_to_read(args) as store:
         if args.fmt in ("png", "svg", "html"):  # the run's five charts, one file each (ln_viz/export.py)
             from ln_viz.export import export_charts
 

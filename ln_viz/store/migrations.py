@@ -129,6 +129,8 @@ def check_version(db: sqlite3.Connection, path: Path, readonly: bool = False) ->
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise StoreError("err.store_newer", path=str(path), have=version, know=SCHEMA_VERSION)
+    if readonly and version == 0:  # an empty database: no store yet (a read must not make one)
+        raise StoreError("err.store_missing", path=str(path))
     if readonly and version < SCHEMA_VERSION:
         raise StoreError("err.store_old_readonly", path=str(path))
     return version

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Self
 
 from ln_viz.snapshot import RunData
-from ln_viz.store.db import StoreError, connect, resolve_store_path, store_error, write_error
+from ln_viz.store.db import (
+    StoreError,
+    connect,
+    file_identity,
+    make_parent,
+    resolve_store_path,
+    store_error,
+    write_error,
+)
 from ln_viz.store.lock import WriterLock
 from ln_viz.store.migrations import check_version, migrate
 from ln_viz.store.rows import (
@@ -46,23 +54,77 @@ class Store:
         self.path = resolve_store_path(path)
         self.readonly = readonly
         self._lock = threading.RLock()
-        if readonly and not self.path.exists():
+        self.notice: StoreError | None = None  # set when the file was deleted or replaced under us
+        self.usable = True  # False while what replaced the file cannot be opened as a store
+        self.generation = 0  # counts the files opened at the path: a run id is only good in its own
+        self._db, self._identity = self._connect()
+
+    def _connect(self) -> tuple[sqlite3.Connection, tuple[int, int] | None]:
+        """Open the file, check it is a store, migrate and recover (for writing); its (dev, inode)."""
+        if self.readonly and not self.path.exists():
             raise StoreError("err.store_missing", path=str(self.path))
-        if not readonly:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = connect(self.path, readonly=readonly)
+        if not self.readonly:
+            make_parent(self.path)
+        db = connect(self.path, readonly=self.readonly)
+        self._db = db
         try:
-            if readonly:
-                check_version(self._db, self.path, readonly=True)
+            if self.readonly:
+                check_version(db, self.path, readonly=True)
             else:
-                migrate(self._db, self.path)
+                migrate(db, self.path)
                 self.recover()
         except sqlite3.DatabaseError as e:
-            self._db.close()
+            db.close()
             raise store_error(self.path, e) from None
         except BaseException:
-            self._db.close()
+            db.close()
             raise
+        return db, file_identity(self.path)
+
+    def moved(self) -> bool:
+        """Whether the path no longer names the file this store opened (deleted, or replaced by
+        another file): what it reads is then a file nobody else will see again. One `stat`."""
+        return file_identity(self.path) != self._identity
+
+    def reopen_if_moved(self) -> bool:
+        """When the file was deleted or replaced, open what is at the path now (a new empty store
+        where it was deleted) and keep a `notice` that says so; True when it did. The old file's
+        runs are no longer listed. Raises StoreError when the new file cannot be opened."""
+        with self._lock:
+            if not self.moved():
+                return False
+            gone = not self.path.exists()
+            self.notice = StoreError("err.store_deleted" if gone else "err.store_replaced", path=str(self.path))
+            self._db.close()
+            self._drop_stale_log()
+            try:
+                self._db, self._identity = self._connect()
+            except BaseException as e:
+                self._identity, self.usable = file_identity(self.path), False  # retried when it changes again
+                if isinstance(e, StoreError):
+                    self.notice = e
+                raise
+            self.usable = True
+            self.generation += 1
+            return True
+
+    def _drop_stale_log(self) -> None:
+        """SQLite pairs a database with the `-wal` and `-shm` files beside it by name, and a connection
+        whose file was moved leaves them behind: the file now at the path would be read through the old
+        file's log (its runs listed again, or pages mixed). A log older than that file's arrival (its
+        ctime: a rename sets it) is the old file's; one written since is the new file's own."""
+        try:
+            arrived = os.stat(self.path).st_ctime
+        except FileNotFoundError:
+            arrived = float("inf")
+        wal, shm = (self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))
+        try:
+            stale = os.stat(wal).st_mtime <= arrived
+        except FileNotFoundError:
+            stale = True
+        if stale:
+            wal.unlink(missing_ok=True)
+            shm.unlink(missing_ok=True)
 
     @property
     def lock_dir(self) -> Path:
@@ -88,8 +150,17 @@ class Store:
                 raise store_error(self.path, e) from None
             try:
                 yield self._db
+            except sqlite3.DatabaseError as e:  # a damaged page met while reading: one sentence
+                raise store_error(self.path, e) from None
             finally:
-                self._db.execute("COMMIT")
+                self._end_read()
+
+    def _end_read(self) -> None:
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.DatabaseError:  # a damaged file can refuse even this; nothing was written
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -109,6 +180,20 @@ class Store:
                 raise
 
     # --- recovery ---------------------------------------------------------------------------------
+    def dead_writers(self) -> list[int]:
+        """Ids of live-looking runs whose writer is gone (what `recover` would mark), without writing:
+        a lock file that cannot be opened (a read-only folder) counts as alive."""
+        with self._read() as db:
+            rows = db.execute(f"SELECT id, writer_token FROM runs WHERE status IN {LIVE_SQL}").fetchall()
+        dead = []
+        for run_id, token in rows:
+            try:
+                if token is None or WriterLock.is_free(self.lock_dir / f"{token}.lock"):
+                    dead.append(run_id)
+            except OSError:
+                pass
+        return dead
+
     def recover(self) -> list[int]:
         """Mark `interrupted` every live-looking run whose writer is gone; return their ids."""
         with self._read() as db:
@@ -118,13 +203,15 @@ class Store:
             lock = self.lock_dir / f"{token}.lock" if token else None
             if lock is not None and not WriterLock.is_free(lock):
                 continue  # its writer is alive
+            # the cause its writer left (the store stayed locked, the disk was full), else the general one
+            message = (WriterLock.read_note(lock) if lock is not None else None) or "msg.interrupted"
             with self._write() as db:
                 # conditional: a writer that finished after our SELECT has a final status already
                 changed = db.execute(
-                    f"UPDATE runs SET status = 'interrupted', message = 'msg.interrupted', "
+                    f"UPDATE runs SET status = 'interrupted', message = ?, "
                     f"writer_token = NULL WHERE id = ? AND status IN {LIVE_SQL} "
                     f"AND writer_token IS ?",
-                    (run_id, token),
+                    (message, run_id, token),
                 ).rowcount
             if changed:
                 dead.append(run_id)

@@ -111,7 +111,13 @@ def status_line(view: RunView, lang: str, cap: int) -> str:
 
 
 def run_message(view: RunView, lang: str) -> None:
-    """The one sentence that explains a run's end (diverged, stalled, stopped by the cap, failed)."""
+    """The one sentence that explains a run's end (diverged, stalled, stopped by the cap, failed), and
+    in red, while it lasts, why the run is not (wholly) stored (the recorder's writer says)."""
+    from ln_viz.ui.storage import store_problem
+
+    problem = store_problem(view.run_id)
+    if problem is not None:
+        st.error(problem.message(lang))
     if view.message:
         text = t(view.message, lang, **view.message_params)
         if view.status == "diverged" and view.data and view.data.diverged_at is not None:

@@ -15,14 +15,43 @@ log = logging.getLogger(__name__)
 
 
 @st.cache_resource(show_spinner=False)
-def get_store() -> Store | None:
-    """The store at LN_VIZ_STORE or the user's data directory; None (and a logged reason) when it
-    cannot be opened, so the app still trains and shows runs live."""
+def _open_store() -> Store | None:
     try:
         return Store()
     except (LocalizedError, OSError) as e:
         log.warning("ln-viz: runs will not be stored: %s", e)
         return None
+
+
+def get_store() -> Store | None:
+    """The store at LN_VIZ_STORE or the user's data directory; None (and a logged reason) when it
+    cannot be opened, so the app still trains and shows runs live. A store file deleted or replaced
+    under the server is noticed here (one `stat`) and the file at the path now is opened instead,
+    so no page keeps listing a file that is gone; `store_notice` says so."""
+    store = _open_store()
+    if store is None:
+        return None
+    try:
+        if store.reopen_if_moved():
+            log.warning("ln-viz: %s", store.notice)
+    except LocalizedError as e:  # what is there now is no store we can open (said once, here)
+        log.warning("ln-viz: runs will not be stored: %s", e)
+    return store if store.usable else None
+
+
+def store_notice(lang: str) -> None:
+    """One red sentence on every page once the store file was deleted or replaced under the server."""
+    store = _open_store()
+    if store is not None:
+        get_store()  # checks the file
+        if store.notice is not None:
+            st.error(store.notice.message(lang))
+
+
+def store_problem(run_id: str) -> LocalizedError | None:
+    """Why a runner's run is not (wholly) stored, for its page; None when all is well."""
+    recorder = get_recorder()
+    return recorder.problem(run_id) if recorder is not None else None
 
 
 @st.cache_resource(show_spinner=False)
