@@ -36,8 +36,11 @@ _FROM_THE_FILE = {"value", "have", "name", "prev", "version"}  # the parameters 
 class Validator:
     """Checks a parsed run document field by field; the first problem raises RunFileError."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, corpus_checks: bool = True) -> None:
         self.name = name
+        # a user text is built into a corpus to check it (seconds for 2,000,000 characters): an import
+        # does; a stored run read back, whose text no chart reads, only has its length checked
+        self.corpus_checks = corpus_checks
 
     def fail(self, key: str, **params: object) -> RunFileError:
         """The refusal: every value it echoes is cut to a short prefix (a file may hold a megabyte where a
@@ -176,7 +179,7 @@ class Validator:
             cfg = RunConfig.from_dict(config)
             # a run trained on a GPU is still a valid run here: check all but the device's presence
             cfg.replace(device="cpu").validate()
-            if cfg.corpus == "user":
+            if cfg.corpus == "user" and self.corpus_checks:
                 user_text_corpus(text or "", cfg.seq_len)
         except LocalizedError as e:
             raise RunFileError("err.runfile_config", cause=_cut_error(e), path=_path(self.name)) from None

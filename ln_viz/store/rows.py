@@ -297,7 +297,7 @@ def stored_info(config: str, info: str, name: str) -> RunInfo:
     header = json.loads(info)
     if not isinstance(header, dict):
         raise TypeError("the header is not an object")
-    return Validator(name).info({**header, "config": json.loads(config)})
+    return Validator(name, corpus_checks=False).info({**header, "config": json.loads(config)})
 
 
 class DamagedRunError(StoreError):
