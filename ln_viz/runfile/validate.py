@@ -314,7 +314,8 @@ class Validator:
 
 
 # --- echoed values --------------------------------------------------------------------------------
-# A local helper (ln_viz/text.py's shared one is not on main yet): a value a sentence repeats is cut here.
+# A local helper (ln_viz/text.py's shared one was not on this branch's base): a value a sentence repeats is
+# cut here. main's i18n.t wraps only str parameters in text.Echo, so this non-str wrapper passes through it.
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 40, 40, 40
 _REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 4
@@ -325,8 +326,8 @@ def _cut(value: object, quoted: bool) -> str:
     """`value` as a sentence echoes it: short values as they are (repr when `quoted`), longer ones cut
     to a prefix with their length, so a megabyte string makes a sentence of one line."""
     if isinstance(value, str):
-        if len(value) <= _SHORT:
-            return repr(value) if quoted else value
+        if len(value) <= _SHORT:  # control characters as escapes either way: one line, no terminal codes
+            return repr(value) if quoted else (value if value.isprintable() else repr(value)[1:-1])
         return f"{value[:_SHORT]!r}... ({len(value)} characters)"
     if isinstance(value, (list, dict, tuple)):
         text = _REPR.repr(value)
