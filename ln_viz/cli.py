@@ -320,6 +320,10 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         f"{'id':>4}  {'created':16}  {'status':11}  {'norm':8}  {'depth':>5}  {'steps':>11}  {'final loss':>10}  label"
     )
     for r in runs:
+        damage = r.damage()
+        if damage is not None:  # one bad row is said, not a traceback that hides the others
+            print(f"{r.id!s:>4}  {damage}")
+            continue
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created))
         loss = f"{r.final_loss:.3f}" if r.final_loss is not None else "-"
         steps = f"{r.steps_done}/{r.steps}"

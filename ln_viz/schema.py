@@ -20,6 +20,8 @@ from typing import Literal
 
 import numpy as np
 
+from ln_viz.config import MAX_LR
+
 
 class Stat(IntEnum):
     """Where each summary statistic sits along a `stats` axis (e.g. `resid_stats[..., Stat.STD]`)."""
@@ -33,6 +35,18 @@ class Stat(IntEnum):
 
 
 STAT_NAMES: tuple[str, ...] = tuple(s.name.lower() for s in Stat)  # ("mean", "std", ..., "frac_above")
+# (lo, hi) of each statistic along a `stats` axis (None: unbounded); NaN always passes (a diverged step)
+STAT_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "mean": (None, None),
+    "std": (0.0, None),
+    "rms": (0.0, None),
+    "max_abs": (0.0, None),
+    "frac_below": (0.0, 1.0),
+    "frac_above": (0.0, 1.0),
+}
+# Every measurement is taken in float32, so no finite value of a run lies beyond float32's largest;
+# a run file's numbers are held to this too (a larger one overflows where charts draw in float32).
+FINITE_LIMIT = float(np.finfo(np.float32).max)
 
 Kind = Literal["scalar", "probe"]
 Source = Literal["step", "forward", "backward", "update"]
@@ -50,7 +64,7 @@ class Measure:
     doc: str
     source: Source = "step"  # probes: measured in the forward pass, from the gradients, or across the update
     lo: float | None = None  # smallest valid value (validation), None: unbounded
-    hi: float | None = None
+    hi: float | None = None  # largest valid value; a finite value is always within +-FINITE_LIMIT
     finite: bool = False  # scalars never NaN or infinite in a run ln-viz wrote
     timing: bool = False  # wall-clock bookkeeping, not a measurement of the model (last in tables)
 
@@ -73,13 +87,25 @@ SCALARS: dict[str, Measure] = {
     for m in (
         _scalar("step", "int64", "step", "1-based update number", finite=True),
         _scalar(
-            "loss", "float64", "nats", "mean cross-entropy per token of the step's batch (NaN or inf at divergence)"
+            "loss",
+            "float64",
+            "nats",
+            "mean cross-entropy per token of the step's batch (NaN or inf at divergence)",
+            lo=0.0,
         ),
-        _scalar("lr", "float64", "1", "learning rate of the step's update", finite=True),
-        _scalar("grad_norm", "float64", "L2 norm", "norm of all parameters' gradients together"),
-        _scalar("elapsed", "float64", "s", "seconds since training started", finite=True, timing=True),
-        _scalar("steps_per_sec", "float64", "steps/s", "moving average of the training rate", finite=True, timing=True),
-        _scalar("eval_loss", "float64", "nats", "held-out loss; NaN except at eval steps"),
+        _scalar("lr", "float64", "1", "learning rate of the step's update", finite=True, lo=0.0, hi=MAX_LR),
+        _scalar("grad_norm", "float64", "L2 norm", "norm of all parameters' gradients together", lo=0.0),
+        _scalar("elapsed", "float64", "s", "seconds since training started", finite=True, timing=True, lo=0.0),
+        _scalar(
+            "steps_per_sec",
+            "float64",
+            "steps/s",
+            "moving average of the training rate",
+            finite=True,
+            timing=True,
+            lo=0.0,
+        ),
+        _scalar("eval_loss", "float64", "nats", "held-out loss; NaN except at eval steps", lo=0.0),
     )
 }
 

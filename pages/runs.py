@@ -50,14 +50,15 @@ else:
         st.info(t("runs.pick", lang))
     else:
         summary = by_id[shown]
-        data = runs_view.open_run(store, summary)
-        runs_view.run_heading(summary, lang)
-        with st.expander(t("runs.manage", lang), icon=":material/settings:"):
-            runs_view.label_editor(store, summary, lang)
-            runs_view.downloads(data, summary, lang)
-            runs_view.delete_control(store, summary, lang)
-        done = summary.status not in LIVE_STATUSES
-        live.draw_charts(data, lang, done=done, presenter=present, key_prefix="runs_")
+        data = runs_view.open_or_report(store, summary, lang)  # None: damaged, said so, delete offered
+        if data is not None:
+            runs_view.run_heading(summary, lang)
+            with st.expander(t("runs.manage", lang), icon=":material/settings:"):
+                runs_view.label_editor(store, summary, lang)
+                runs_view.downloads(data, summary, lang)
+                runs_view.delete_control(store, summary, lang)
+            done = summary.status not in LIVE_STATUSES
+            live.draw_charts(data, lang, done=done, presenter=present, key_prefix="runs_")
 
 st.divider()
 runs_view.import_file(store, lang)

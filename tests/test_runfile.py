@@ -291,7 +291,7 @@ BAD_DOCUMENTS = {
         _set("info.unigram_entropy", "nan"),
         "info.unigram_entropy is missing or is not of type number",
     ),
-    "hist edges decreasing": (_set("info.hist_edges.3", 100.0), "info.hist_edges (increasing)"),
+    "hist edges decreasing": (_set("info.hist_edges.3", 100.0), "info.hist_edges must be ln-viz's 129 histogram edges"),
     "huge vocab": (_set("info.vocab_size", 10**9), "info.vocab_size must be between"),
     "label too long": (_set("label", "x" * 500), "len(label) must be between 0 and 200"),
     "created not a time": (_set("created", "yesterday"), "created is missing or is not of type"),

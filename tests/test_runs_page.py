@@ -213,3 +213,35 @@ def test_demo_runs_load_by_themselves_with_the_environment_variable(
     at = open_page()
     assert len(shown_ids(at)) == len(list(DEMO_DIR.glob("*.json.gz")))
     assert {r for r in table(at).value["source"]} == {"demo"}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE runs SET created = 1e20 WHERE id = ?",  # the list's row itself cannot be shown
+        "UPDATE runs SET info = json_set(info, '$.stat_names[1]', 'sd') WHERE id = ?",  # its charts cannot
+    ],
+)
+def test_a_damaged_row_is_shown_as_damaged_and_can_be_deleted(store_path: Path, two_runs, sql: str) -> None:
+    """Issue 14, case 5: one row no page could draw made the Runs page raise for every visitor."""
+    import sqlite3
+
+    bad, good = two_runs["post"], two_runs["pre"]
+    db = sqlite3.connect(store_path)
+    with db:
+        db.execute(sql, (bad,))
+    db.close()
+    at = open_page()
+    assert sorted(shown_ids(at)) == sorted([bad, good])
+    statuses = dict(zip(shown_ids(at), table(at).value["status"]))
+    select(at, shown_ids(at).index(bad))
+    assert any(f"run {bad}" in e.value and f"runs delete {bad}" in e.value for e in at.error), at.error
+    if sql.startswith("UPDATE runs SET created"):
+        assert statuses[bad] == "damaged"
+    assert not charts(at)
+    at.button(key="runs_delete").click().run()
+    at.button(key="runs_delete_confirm").click().run()
+    assert not at.exception
+    assert list(stored(store_path)) == [good]
+    select(at, 0)
+    assert set(charts(at)) == CHART_KEYS  # the good run opens as before

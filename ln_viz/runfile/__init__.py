@@ -57,8 +57,18 @@ checks this table against the schema):
             ||w_after - w_before|| / ||w_before|| per block
 
 Reading validates everything before anything is stored: a file ln-viz would not have written is
-refused with one sentence (RunFileError, in English and Korean) and the store is left unchanged.
-Nothing is ever unpickled or torch.load-ed.
+refused with one sentence (RunFileError, in English and Korean; a value it repeats is cut to a short
+prefix with its length) and the store is left unchanged. Nothing is ever unpickled or torch.load-ed.
+Import is the one gate: what it accepts, every page, chart, table and export can draw. So beyond types
+and shapes it holds each field to what a trainer writes: `created` between 1970 and 3000; the header's
+vocab_size within the corpus's MAX_VOCAB, unigram_entropy and floor within [0, ln(vocab_size)]; the
+names (norm_names, param_names, stat_names) and hist_edges exactly ln-viz's; each scalar and probe value
+within the schema's range (ln_viz.schema: lo/hi, STAT_RANGES, finite ones within float32's range);
+`message` a `msg.*` catalog key; the config as RunConfig.validate checks it, its user text within the
+corpus's limits (2,000,000 characters); scalar and probe names only the schema's. Before the JSON parse
+the file's values are counted (`count_values`) and capped at MAX_JSON_VALUES, so a small file of
+`[],[],...` cannot take a gigabyte to parse. A stored row that fails the same checks (an older ln-viz,
+another program) is read back as damaged: one sentence, never a page's exception.
 """
 
 from typing import Any
@@ -67,9 +77,12 @@ from ln_viz.runfile.document import (
     FORMAT,
     FORMAT_VERSION,
     MAX_FILE_BYTES,
+    MAX_JSON_VALUES,
+    MAX_LISTED_VALUES,
     MAX_UNPACKED_BYTES,
     LoadedRun,
     RunFileError,
+    count_values,
     encode_run,
     fingerprint_of,
     parse_run,
@@ -113,6 +126,8 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "MAX_FILE_BYTES",
+    "MAX_JSON_VALUES",
+    "MAX_LISTED_VALUES",
     "MAX_UNPACKED_BYTES",
     "TABLES",
     "TABLE_FORMATS",
@@ -122,6 +137,7 @@ __all__ = [
     "encode_run",
     "export_run",
     "export_tables",
+    "count_values",
     "fingerprint_of",
     "grad_norm_table",
     "histogram_table",

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ln_viz.config import FIELDS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import PROBES, SCALAR_NAMES
 from ln_viz.snapshot import thinned
@@ -30,6 +32,14 @@ FORMAT = "ln-viz-run"
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 50 * 1024**2  # a 1,000-step depth-12 run with all probes is about 3 MB
 MAX_UNPACKED_BYTES = 50 * 1024**2  # guards against a small gzip that unpacks to gigabytes
+# Python's json holds each value as an object of 24-64 bytes: 50 MB of `[],[],...` took 1.3 GB. Before
+# parsing, the values a file can hold are counted (`count_values`) and capped at what the largest valid
+# run holds: every scalar of MAX_STEPS steps and its probe steps, plus MAX_LISTED_VALUES numbers of probe
+# arrays written as lists (the writer's base64 strings are one value each), so a file's parse takes at
+# most about 150 MB beyond its bytes.
+MAX_LISTED_VALUES = 1_000_000
+MAX_JSON_VALUES = (len(SCALAR_NAMES) + 1) * int(FIELDS["steps"].hi) + MAX_LISTED_VALUES + 10_000
+_USER_TEXT = re.compile(r'"user_text"\s*:\s*"')
 
 
 class RunFileError(LocalizedError):
@@ -200,12 +210,35 @@ def read_run_data(raw: bytes, name: str) -> LoadedRun:
     return parse_run(unpack_run_bytes(raw, name), name)
 
 
+def count_values(text: str) -> int:
+    """At least the number of JSON values in `text`, counted without building them: each value is the
+    first in its array or object or follows a comma, so commas and openings bound them. Commas and
+    brackets inside the user text (the one long free text of a run file) are not values and are not
+    counted. The pattern's closing quote follows a letter, so it is never inside a string: the quote
+    after its colon opens a real string (or the JSON before it is broken and the parse stops there)."""
+    n = text.count(",") + text.count("[") + text.count("{") + 1
+    for k, m in enumerate(_USER_TEXT.finditer(text)):
+        if k == 2:  # a run file holds one user text
+            break
+        try:
+            _, end = json.decoder.scanstring(text, m.end())
+        except ValueError:
+            break
+        n -= sum(text.count(c, m.end(), end) for c in ",[{")
+    return n
+
+
 def parse_run(raw: bytes, name: str) -> LoadedRun:
     """Validate the JSON bytes of a run file (`name` is for messages) and build its RunData."""
     try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise RunFileError("err.runfile_json", path=name, reason=f"byte {e.start} is not UTF-8") from None
+    have = count_values(text)
+    if have > MAX_JSON_VALUES:
+        raise RunFileError("err.runfile_too_many_values", path=name, have=have, limit=MAX_JSON_VALUES)
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
         raise RunFileError(
             "err.runfile_json",

@@ -9,28 +9,44 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import reprlib
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from ln_viz.config import RunConfig
-from ln_viz.i18n import LocalizedError
-from ln_viz.names import STATUSES
+from ln_viz.config import FIELDS, RunConfig
+from ln_viz.corpus import MAX_USER_CHARS, MAX_VOCAB, user_text_corpus
+from ln_viz.i18n import EN, LocalizedError
+from ln_viz.names import HIST_EDGES, PARAM_NAMES, STATUSES, norm_names
 from ln_viz.runfile.document import FORMAT, FORMAT_VERSION, RunFileError
-from ln_viz.schema import PROBES, SCALAR_NAMES, SCALARS
+from ln_viz.schema import FINITE_LIMIT, PROBES, SCALAR_NAMES, SCALARS, STAT_NAMES, STAT_RANGES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.rows import MAX_LABEL_CHARS
+
+# What a created time may be: after 1970 and before 3000 (a run's start, as time.time() gave it), so every
+# page, table and export can show it in any time zone.
+CREATED_RANGE = (0.0, datetime(3000, 1, 1, tzinfo=UTC).timestamp())
+MAX_MESSAGE_CHARS = 64  # a status message is a catalog key ("msg.diverged")
+MAX_N_PARAMS = 10**12
+_LIMIT = f"{FINITE_LIMIT:.2g}"  # a bound as a sentence shows it: 3.4e+38
+_FROM_THE_FILE = {"value", "have", "name", "prev", "version"}  # the parameters a sentence echoes from the file
 
 
 class Validator:
     """Checks a parsed run document field by field; the first problem raises RunFileError."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, corpus_checks: bool = True) -> None:
         self.name = name
+        # a user text is built into a corpus to check it (seconds for 2,000,000 characters): an import
+        # does; a stored run read back, whose text no chart reads, only has its length checked
+        self.corpus_checks = corpus_checks
 
     def fail(self, key: str, **params: object) -> RunFileError:
-        return RunFileError(key, path=self.name, **params)
+        """The refusal: every value it echoes is cut to a short prefix (a file may hold a megabyte where a
+        word belongs, and the sentence is shown on a page)."""
+        echoed = {k: Echo(v) if k in _FROM_THE_FILE else v for k, v in params.items()}
+        return RunFileError(key, path=_path(self.name), **echoed)
 
     def field(self, obj: dict, key: str, kind: type | tuple, where: str) -> Any:
         value = obj.get(key) if isinstance(obj, dict) else None
@@ -66,7 +82,7 @@ class Validator:
         status = self.field(doc, "status", str, "status")
         if status not in STATUSES:
             raise self.fail("err.runfile_field", where="status", expected=" | ".join(STATUSES))
-        message = self.optional(doc, "message", str, "message")
+        message = self.message(doc.get("message"))
         label = self.optional(doc, "label", str, "label")
         if label is not None:
             self.range(len(label), 0, MAX_LABEL_CHARS, "len(label)")
@@ -94,8 +110,23 @@ class Validator:
             raise self.fail("err.runfile_probe_step", value=value)
         return value
 
+    def message(self, value: Any) -> str | None:
+        """The run's last status message: a key of the catalog's `msg.*` sentences, or null."""
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.startswith("msg.") or value not in EN:
+            raise self.fail("err.runfile_field", where="message", expected="msg.* key")
+        return value
+
+    def known(self, d: dict, names: tuple[str, ...], where: str) -> None:
+        """Only the schema's names: a renamed or unknown measurement is refused, not silently dropped."""
+        for name in d:
+            if name not in names:
+                raise self.fail("err.runfile_unknown_name", where=where, name=name, known=", ".join(names))
+
     def probes(self, probes: dict, info: RunInfo, probe_steps: list[int]) -> dict[int, dict[str, np.ndarray]]:
         """{probe step: {name: that step's array}} of every schema.PROBES array, each of its shape."""
+        self.known(probes, tuple(PROBES), "probes")
         shapes = info.probe_shapes()
         by_step: dict[int, dict[str, np.ndarray]] = {step: {} for step in probe_steps}
         if not probe_steps:
@@ -107,52 +138,73 @@ class Validator:
                 by_step[step][name] = values
         return by_step
 
-    # --- parts ----------------------------------------------------------------------------------
+    # --- the header -----------------------------------------------------------------------------
     def info(self, d: dict) -> RunInfo:
-        """The header, checked, then parsed the one way RunInfo is (`RunInfo.from_dict`)."""
-        config = self.field(d, "config", dict, "info.config")
-        if config.get("user_text") is not None and not isinstance(config["user_text"], str):
-            raise self.fail("err.runfile_field", where="info.config.user_text", expected="string")
-        cfg = RunConfig.from_dict(config)
-        try:
-            # a run trained on a GPU is still a valid run here: check all but the device's presence
-            cfg.replace(device="cpu").validate()
-        except LocalizedError as e:
-            raise RunFileError("err.runfile_config", cause=e, path=self.name) from None
-        except (TypeError, ValueError):
-            raise self.fail("err.runfile_field", where="info.config", expected="object") from None
+        """The header, checked against what a trainer writes, then parsed the one way RunInfo is
+        (`RunInfo.from_dict`)."""
+        cfg = self.config(self.field(d, "config", dict, "info.config"))
         vocab = self.field(d, "vocab_size", int, "info.vocab_size")
-        self.range(vocab, 1, 100_000, "info.vocab_size")
-        self.range(self.field(d, "n_params", int, "info.n_params"), 0, 10**12, "info.n_params")
-        self.finite(self.field(d, "unigram_entropy", (int, float), "info.unigram_entropy"), "info.unigram_entropy")
+        self.range(vocab, 1, MAX_VOCAB, "info.vocab_size")
+        self.range(self.field(d, "n_params", int, "info.n_params"), 0, MAX_N_PARAMS, "info.n_params")
+        # an entropy of characters is at most that of a uniform guess, ln(V); so is the floor below it
+        top = math.log(vocab) + 1e-6
+        entropy = self.number(d.get("unigram_entropy"), "info.unigram_entropy")
+        self.range(entropy, 0, top, "info.unigram_entropy")
         floor = self.optional(d, "floor", (int, float), "info.floor")
         if floor is not None:
-            self.finite(floor, "info.floor")
-        for key, most in (("norm_names", 8), ("param_names", 16), ("stat_names", 16)):
-            value = self.field(d, key, list, f"info.{key}")
-            if len(value) > most or not all(isinstance(v, str) and 0 < len(v) <= 40 for v in value):
-                raise self.fail("err.runfile_field", where=f"info.{key}", expected="array")
-        if not d["param_names"] or not d["stat_names"]:
-            raise self.fail("err.runfile_field", where="info.stat_names", expected="array")
+            self.range(self.number(floor, "info.floor"), 0, top, "info.floor")
+        for key, want in (
+            ("norm_names", norm_names(cfg.norm_position)),
+            ("param_names", PARAM_NAMES),
+            ("stat_names", STAT_NAMES),
+        ):
+            if self.field(d, key, list, f"info.{key}") != list(want):
+                raise self.fail("err.runfile_names", where=f"info.{key}", want=", ".join(want))
         edges = self.field(d, "hist_edges", list, "info.hist_edges")
-        self.range(len(edges), 2, 1025, "len(info.hist_edges)")
-        edge_values = [
-            self.finite(self.number(e, f"info.hist_edges[{i}]"), f"info.hist_edges[{i}]") for i, e in enumerate(edges)
-        ]
-        if any(b <= a for a, b in zip(edge_values, edge_values[1:])):
-            raise self.fail("err.runfile_field", where="info.hist_edges (increasing)", expected="array")
-        return RunInfo.from_dict(d)
+        if len(edges) != len(HIST_EDGES) or any(
+            isinstance(e, bool) or not isinstance(e, (int, float)) or e != w for e, w in zip(edges, HIST_EDGES)
+        ):
+            raise self.fail("err.runfile_edges", n=len(HIST_EDGES), lo=HIST_EDGES[0], hi=HIST_EDGES[-1])
+        return RunInfo.from_dict({**d, "config": cfg.to_dict()})
+
+    def config(self, config: dict) -> RunConfig:
+        """The run's RunConfig as RunConfig.validate checks it (the device's presence aside), whole numbers
+        as int, and its user text within the corpus's limits."""
+        text = config.get("user_text")
+        if text is not None and not isinstance(text, str):
+            raise self.fail("err.runfile_field", where="info.config.user_text", expected="string")
+        try:
+            if text is not None and len(text) > MAX_USER_CHARS:  # before anything reads all of it
+                raise LocalizedError("err.text_too_large", have=len(text), limit=MAX_USER_CHARS)
+            cfg = RunConfig.from_dict(config)
+            # a run trained on a GPU is still a valid run here: check all but the device's presence
+            cfg.replace(device="cpu").validate()
+            if cfg.corpus == "user" and self.corpus_checks:
+                user_text_corpus(text or "", cfg.seq_len)
+        except LocalizedError as e:
+            raise RunFileError("err.runfile_config", cause=_cut_error(e), path=_path(self.name)) from None
+        except (TypeError, ValueError):
+            raise self.fail("err.runfile_field", where="info.config", expected="object") from None
+        # validate() takes 6.0 for 6 (a link's parameter); a chart's range(depth) does not
+        whole = {f.name: int(getattr(cfg, f.name)) for f in FIELDS.values() if isinstance(getattr(cfg, f.name), float)}
+        whole.pop("lr", None)
+        return cfg.replace(lr=float(cfg.lr), **whole)
 
     def number(self, value: Any, where: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail("err.runfile_field", where=where, expected="number")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer of 400 digits
+            raise self.fail("err.runfile_range", where=where, lo=f"-{_LIMIT}", hi=_LIMIT, value=value) from None
 
     def range(self, value: float, lo: float, hi: float, where: str) -> None:
         if not lo <= value <= hi:
-            raise self.fail("err.runfile_range", where=where, lo=lo, hi=hi, value=value)
+            raise self.fail("err.runfile_range", where=where, lo=_number_text(lo), hi=_number_text(hi), value=value)
 
+    # --- the measurements -----------------------------------------------------------------------
     def scalars(self, d: dict, planned: int) -> tuple[list[int], dict[str, list[float]]]:
+        self.known(d, SCALAR_NAMES, "scalars")
         steps = self.field(d, "step", list, "scalars.step")
         if len(steps) > planned:
             raise self.fail("err.runfile_too_many_steps", have=len(steps), steps=planned)
@@ -175,6 +227,8 @@ class Validator:
             if SCALARS[column].finite:
                 for i, x in enumerate(floats):
                     self.finite(x, f"scalars.{column}[{i}]")
+            m = SCALARS[column]
+            self.within(f"scalars.{column}", np.asarray(floats, dtype=np.float64), m.lo, m.hi)
             out[column] = floats
         return steps, out
 
@@ -186,18 +240,23 @@ class Validator:
         return self.number(value, where)
 
     def created(self, value: Any) -> float | None:
+        """The run's start as unix seconds, one a page can show in any time zone (CREATED_RANGE)."""
         if value is None:
             return None
-        if isinstance(value, str):
+        when = None
+        if isinstance(value, str) and len(value) <= 40:
             try:
                 when = datetime.fromisoformat(value)
-            except ValueError:
-                pass
-            else:
                 if when.tzinfo is None:
                     when = when.replace(tzinfo=UTC)
-                return when.timestamp()
-        raise self.fail("err.runfile_field", where="created", expected="ISO 8601 string")
+                seconds = when.timestamp()
+            except (ValueError, OverflowError, OSError):
+                when = None
+        if when is None:
+            raise self.fail("err.runfile_field", where="created", expected="ISO 8601 string")
+        if not CREATED_RANGE[0] <= seconds < CREATED_RANGE[1]:
+            raise self.fail("err.runfile_created", value=value)
+        return seconds
 
     def probe_steps(self, values: list, step_set: set[int]) -> list[int]:
         prev = 0
@@ -223,30 +282,88 @@ class Validator:
                 buf = base64.b64decode(payload, validate=True)
                 arr = np.frombuffer(buf, dtype="<f4").reshape(want)
             elif encoding == "list" and isinstance(payload, list):
-                arr = np.array(payload, dtype=np.float32).reshape(want)
+                with np.errstate(over="ignore"):  # 1e300 is inf in float32: the range check says so
+                    arr = np.array(payload, dtype=np.float32).reshape(want)
             else:
                 raise ValueError(encoding)
-        except (binascii.Error, ValueError, TypeError):
+        except (binascii.Error, ValueError, TypeError, OverflowError, RecursionError):
             raise self.fail("err.runfile_array", name=name, want=list(want)) from None
         arr = arr.astype(np.float32)  # native order, writable
-        self.within(name, arr)
+        m = PROBES[name]
+        if m.shape and m.shape[-1] == "stats":
+            for i, stat in enumerate(STAT_NAMES):  # each statistic has its own range (std >= 0, ...)
+                self.within(f"probes.{name}[..., {i}] ({stat})", arr[..., i], *STAT_RANGES[stat])
+        else:
+            self.within(f"probes.{name}", arr, m.lo, m.hi)
         return arr
 
-    def within(self, name: str, arr: np.ndarray) -> None:
-        """The schema's range of a probe array ([0, 1] for histograms, >= 0 for norms); NaN passes."""
-        m = PROBES[name]
-        if m.lo is None:
-            return
-        bad = (arr < m.lo) | (arr > m.hi + 1e-5) if m.hi is not None else arr < m.lo
+    def within(self, where: str, arr: np.ndarray, lo: float | None, hi: float | None) -> None:
+        """Values within [lo, hi] (None: unbounded, then an infinity there passes), finite ones within
+        +-FINITE_LIMIT; NaN passes (not measured, or a diverged step)."""
+        with np.errstate(invalid="ignore"):
+            top = np.inf if hi is None else hi + 1e-5  # float32 sums of histogram shares reach 1 + 1e-7
+            bottom = -np.inf if lo is None else lo
+            finite = np.isfinite(arr)
+            bad = (arr < bottom) | (arr > top) | (finite & (np.abs(arr) > FINITE_LIMIT))
         if bad.any():
-            hi = "inf" if m.hi is None else _number_text(m.hi)
-            where = f"probes.{name}"
-            raise self.fail("err.runfile_range", where=where, lo=_number_text(m.lo), hi=hi, value=float(arr[bad][0]))
+            value = float(arr[bad][0])
+            huge = math.isfinite(value) and abs(value) > FINITE_LIMIT  # beyond float32, not an infinity
+            shown_lo = f"-{_LIMIT}" if lo is None else _number_text(lo)
+            shown_hi = (_LIMIT if huge else "inf") if hi is None else _number_text(hi)
+            raise self.fail("err.runfile_range", where=where, lo=shown_lo, hi=shown_hi, value=value)
 
 
-def _number_text(x: float) -> int | float:
-    """0.0 -> 0, as the sentence shows a bound."""
-    return int(x) if float(x).is_integer() else x
+# --- echoed values --------------------------------------------------------------------------------
+# A local helper (ln_viz/text.py's shared one was not on this branch's base): a value a sentence repeats is
+# cut here. main's i18n.t wraps only str parameters in text.Echo, so this non-str wrapper passes through it.
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 40, 40, 40
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 4
+_SHORT = 40
+
+
+def _cut(value: object, quoted: bool) -> str:
+    """`value` as a sentence echoes it: short values as they are (repr when `quoted`), longer ones cut
+    to a prefix with their length, so a megabyte string makes a sentence of one line."""
+    if isinstance(value, str):
+        if len(value) <= _SHORT:  # control characters as escapes either way: one line, no terminal codes
+            return repr(value) if quoted else (value if value.isprintable() else repr(value)[1:-1])
+        return f"{value[:_SHORT]!r}... ({len(value)} characters)"
+    if isinstance(value, (list, dict, tuple)):
+        text = _REPR.repr(value)
+        return text if len(value) <= 4 else f"{text} ({len(value)} values)"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return f"an integer of about {int(value.bit_length() * math.log10(2))} digits"  # str() refuses 4300+
+    text = repr(value) if quoted else str(value)
+    return text if len(text) <= 2 * _SHORT else text[:_SHORT] + "..."
+
+
+class Echo:
+    """A value put in a sentence (`{value}` or `{value!r}`), cut by `_cut`."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value.value if isinstance(value, Echo) else value
+
+    def __str__(self) -> str:
+        return _cut(self.value, quoted=False)
+
+    def __repr__(self) -> str:
+        return _cut(self.value, quoted=True)
+
+
+def _path(name: str) -> str:
+    """A file's name in a sentence: whole (the user's own path), unless an upload's name is absurdly long."""
+    return name if len(name) <= 200 else f"{name[:200]}... ({len(name)} characters)"
+
+
+def _cut_error(e: LocalizedError) -> LocalizedError:
+    """The same sentence with every echoed value cut (ConfigError repeats a field's value in full)."""
+    return LocalizedError(e.key, **{k: Echo(v) for k, v in e.params.items()})
+
+
+def _number_text(x: float) -> int | str:
+    """0.0 -> 0, ln(V) to 6 digits, as the sentence shows a bound."""
+    return int(x) if float(x).is_integer() and abs(x) < 2**63 else f"{x:.6g}"
 
 
 def _type_name(kind: type | tuple) -> str:

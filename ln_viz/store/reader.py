@@ -252,7 +252,7 @@ class Store:
         """The whole run as RunData, as its writer measured it (probe arrays bit for bit); with
         `max_probe_steps`, at most that many probe steps, evenly thinned (RunData.max_probe_steps)."""
         with self._read() as db:
-            data = read_run(db, run_id, max_probe_steps)
+            data = read_run(db, run_id, max_probe_steps, name=str(self.path))
         if data is None:
             raise self._not_found(run_id)
         return data

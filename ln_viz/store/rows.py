@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from ln_viz.config import NORM_POSITIONS
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.names import STATUSES
 from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.db import StoreError
@@ -26,6 +29,10 @@ from ln_viz.store.db import StoreError
 LIVE_STATUSES = ("queued", "running")
 LIVE_SQL = "('queued', 'running')"  # LIVE_STATUSES as an SQL list
 MAX_LABEL_CHARS = 200
+# A run's times: after 1970 and before 3000 (what time.time() gives), so every page, table and export can
+# show them in any time zone; an import refuses others, and a row holding one is shown as damaged.
+TIME_RANGE = (0.0, datetime(3000, 1, 1, tzinfo=UTC).timestamp())
+SOURCES = ("train", "import", "demo")
 # RunConfig fields copied into the runs row, so lists sort and filter without parsing JSON
 CONFIG_COLUMNS = ("norm_position", "norm_type", "depth", "d_model", "lr", "warmup_steps", "steps", "corpus", "seed")
 SCALAR_COLUMNS = (*SCALAR_NAMES, "stalled", "has_probes")  # the scalars table, after run_id
@@ -87,10 +94,40 @@ class RunSummary:
     source: str  # train | import | demo
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: times as ISO 8601 UTC strings."""
-        d = asdict(self)
-        d["created"], d["updated"] = iso_time(self.created), iso_time(self.updated)
-        return d
+        """JSON-ready: times as ISO 8601 UTC strings. A damaged row (`damage()`) also has "damaged", the
+        sentence; its values that JSON or a time cannot hold are null."""
+        damage = self.damage()
+        if damage is None:
+            d = asdict(self)
+            d["created"], d["updated"] = iso_time(self.created), iso_time(self.updated)
+            return d
+        d = {k: _json_safe(v) for k, v in asdict(self).items()}
+        for key in ("created", "updated"):
+            d[key] = iso_time(d[key]) if _is_time(d[key]) else None
+        return {**d, "damaged": damage.message()}
+
+    def damage(self) -> LocalizedError | None:
+        """Why this row cannot be shown as a run (a value no page, table or export can draw), or None.
+        Imports refuse such values; a row may still hold one from an older ln-viz or another program."""
+        checks = (
+            ("id", isinstance(self.id, int)),
+            ("created", _is_time(self.created)),
+            ("updated", _is_time(self.updated)),
+            ("label", self.label is None or (isinstance(self.label, str) and len(self.label) <= MAX_LABEL_CHARS)),
+            ("status", self.status in STATUSES),
+            ("message", self.message is None or isinstance(self.message, str)),
+            ("norm_position", self.norm_position in NORM_POSITIONS),
+            ("final_loss", self.final_loss is None or _is_number(self.final_loss)),
+            ("source", self.source in SOURCES),
+            ("lr", _is_number(self.lr)),
+            *((name, _is_count(getattr(self, name))) for name in ("depth", "d_model", "warmup_steps", "steps")),
+            *((name, _is_count(getattr(self, name))) for name in ("steps_done", "seed")),
+        )
+        for column, ok in checks:
+            if not ok:
+                return StoreError("err.run_damaged_value", run_id=_short(self.id), column=column,
+                                  value=_short(getattr(self, column)))  # fmt: skip
+        return None
 
 
 SUMMARY_COLUMNS = ", ".join(RunSummary.__dataclass_fields__)
@@ -128,6 +165,31 @@ class RunFilter:
             where.append("instr(lower(coalesce(label, '')), lower(?)) > 0")
             args.append(self.label_contains)
         return (" WHERE " + " AND ".join(where)) if where else "", args
+
+
+def _is_time(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and TIME_RANGE[0] <= x < TIME_RANGE[1]
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _is_count(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63
+
+
+def _json_safe(x: object) -> object:
+    """A row's value as JSON can hold it: non-finite numbers and bytes as null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return None if isinstance(x, bytes) else x
+
+
+def _short(x: object) -> str:
+    """A row's value as a sentence shows it: cut to a short prefix with its length."""
+    text = repr(x) if not isinstance(x, bytes) else f"{len(x)} bytes"
+    return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def check_label(label: str | None) -> None:
@@ -200,24 +262,56 @@ def update_summary(db: sqlite3.Connection, run_id: int, **columns: Any) -> int:
 
 
 # --- reading rows ---------------------------------------------------------------------------------------
-def read_run(db: sqlite3.Connection, run_id: int, max_probe_steps: int | None = None) -> RunData | None:
-    """A stored run replayed step by step into RunData (None when there is no such run)."""
+def read_run(
+    db: sqlite3.Connection, run_id: int, max_probe_steps: int | None = None, name: str = "the store"
+) -> RunData | None:
+    """A stored run replayed step by step into RunData (None when there is no such run). A row that no
+    page could draw (a header an import would refuse, a probe blob of another shape) is a StoreError
+    naming the run as damaged (`name`: the store, for the sentence)."""
     row = db.execute("SELECT config, info, status, message, diverged_at FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         return None
     scalars = db.execute(f"SELECT {_SCALAR_SQL} FROM scalars WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
     probe_rows_ = db.execute("SELECT step, name, shape, data FROM probes WHERE run_id = ?", (run_id,)).fetchall()
     config, info, status, message, diverged_at = row
-    by_step: dict[int, dict[str, np.ndarray]] = {}
-    for step, name, shape, blob in probe_rows_:
-        if name in PROBE_NAMES:  # a newer writer's extra arrays are not ours to show
-            by_step.setdefault(step, {})[name] = blob_to_array(shape, blob)
-    snaps = (_snapshot(values, by_step) for values in scalars)
-    run_info = RunInfo.from_dict({**json.loads(info), "config": json.loads(config)})
-    # replaying through append() rebuilds stalled_since exactly as the live run had it
-    data = RunData.from_snapshots(run_info, snaps, max_probe_steps=max_probe_steps)
-    data.settle(status, message, diverged_at)
+    try:
+        run_info = stored_info(config, info, name)
+        by_step: dict[int, dict[str, np.ndarray]] = {}
+        for step, probe, shape, blob in probe_rows_:
+            if probe in PROBE_NAMES:  # a newer writer's extra arrays are not ours to show
+                by_step.setdefault(step, {})[probe] = blob_to_array(shape, blob)
+        snaps = (_snapshot(values, by_step) for values in scalars)
+        # replaying through append() rebuilds stalled_since exactly as the live run had it
+        data = RunData.from_snapshots(run_info, snaps, max_probe_steps=max_probe_steps)
+        data.settle(status, message, diverged_at)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:  # LocalizedError is a ValueError
+        raise DamagedRunError(run_id, name, e) from None
     return data
+
+
+def stored_info(config: str, info: str, name: str) -> RunInfo:
+    """A runs row's header, held to what an import accepts (ln_viz.runfile.validate), so a row written by
+    an older ln-viz or another program is damaged rather than a page's exception."""
+    from ln_viz.runfile.validate import Validator  # it imports this module
+
+    header = json.loads(info)
+    if not isinstance(header, dict):
+        raise TypeError("the header is not an object")
+    return Validator(name, corpus_checks=False).info({**header, "config": json.loads(config)})
+
+
+class DamagedRunError(StoreError):
+    """A stored run no page can draw: one sentence naming the run, the cause and how to delete it."""
+
+    def __init__(self, run_id: int, path: str, cause: Exception) -> None:
+        self.cause = cause if isinstance(cause, LocalizedError) else None
+        reason = str(cause) if self.cause else _short(f"{type(cause).__name__}: {cause}")
+        super().__init__("err.run_damaged", run_id=run_id, path=path, reason=reason)
+
+    def message(self, lang: str = "en") -> str:
+        if self.cause is None:
+            return super().message(lang)
+        return t(self.key, lang, **{**self.params, "reason": self.cause.message(lang)})
 
 
 def _snapshot(values: tuple, by_step: dict[int, dict[str, np.ndarray]]) -> Snapshot:

@@ -48,6 +48,9 @@ def export_run(
     if fmt not in EXPORT_FORMATS:
         raise LocalizedError("err.choice", "--format", value=fmt, choices=", ".join(EXPORT_FORMATS))
     summary = store.summary(run_id)
+    damage = summary.damage()
+    if damage is not None:  # a value no table or run file can hold: one sentence, and how to delete it
+        raise damage
     data = store.open_run(run_id)
     if fmt == "run":
         try:

@@ -84,7 +84,7 @@ def demo_offer(store: Store, lang: str) -> None:
 # --- the list -------------------------------------------------------------------------------------------
 def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     """The filter and sort widgets, in one row; the RunFilter and sort they describe."""
-    depths = sorted({r.depth for r in store.list_runs()})
+    depths = sorted({r.depth for r in store.list_runs() if r.damage() is None})
     cols = st.columns([2, 1.2, 2, 2, 2])
     norms = cols[0].multiselect(
         t("ui.norm_position", lang),
@@ -128,20 +128,33 @@ def final_loss_text(summary: RunSummary, lang: str) -> str:
 
 
 def runs_frame(runs: list[RunSummary], lang: str) -> pd.DataFrame:
-    """The table the page shows: one row per run, in the given order, labels and statuses translated."""
-    return pd.DataFrame(
-        {
-            "id": [r.id for r in runs],
-            "label": [r.label or "" for r in runs],
-            "norm": [t(f"chart.norm.{r.norm_position}", lang) for r in runs],
-            "depth": [r.depth for r in runs],
-            "status": [t(f"status.{r.status}", lang) for r in runs],
-            "steps": [f"{r.steps_done}/{r.steps}" for r in runs],
-            "final_loss": [final_loss_text(r, lang) for r in runs],
-            "created": [datetime.fromtimestamp(r.created) for r in runs],
-            "source": [t(f"runs.source.{r.source}", lang) for r in runs],
-        }
-    )
+    """The table the page shows: one row per run, in the given order, labels and statuses translated. A
+    damaged row (`RunSummary.damage`) keeps its id and says "damaged"; its other cells stay empty."""
+    rows = [_frame_row(r, lang) if r.damage() is None else _damaged_row(r, lang) for r in runs]
+    return pd.DataFrame(rows, columns=_FRAME_COLUMNS)
+
+
+_FRAME_COLUMNS = ("id", "label", "norm", "depth", "status", "steps", "final_loss", "created", "source")
+
+
+def _frame_row(r: RunSummary, lang: str) -> dict:
+    return {
+        "id": r.id,
+        "label": r.label or "",
+        "norm": t(f"chart.norm.{r.norm_position}", lang),
+        "depth": r.depth,
+        "status": t(f"status.{r.status}", lang),
+        "steps": f"{r.steps_done}/{r.steps}",
+        "final_loss": final_loss_text(r, lang),
+        "created": datetime.fromtimestamp(r.created),
+        "source": t(f"runs.source.{r.source}", lang),
+    }
+
+
+def _damaged_row(r: RunSummary, lang: str) -> dict:
+    blank = dict.fromkeys(_FRAME_COLUMNS, "")
+    status = t("runs.damaged", lang)
+    return {**blank, "id": r.id, "depth": None, "final_loss": None, "created": pd.NaT, "status": status}
 
 
 def runs_table(runs: list[RunSummary], lang: str) -> list[int]:
@@ -206,6 +219,21 @@ def _open_run(_store: Store, store_path: str, run_id: int, updated: float) -> Ru
 
 def open_run(store: Store, summary: RunSummary) -> RunData:
     return _open_run(store, str(store.path), summary.id, summary.updated)
+
+
+def open_or_report(store: Store, summary: RunSummary, lang: str) -> RunData | None:
+    """The selected run; or, for a damaged one (a row or data no chart can draw), None after saying why
+    in one sentence and offering to delete it, so one bad row never takes the page down for everyone."""
+    problem = summary.damage()
+    if problem is None:
+        try:
+            return open_run(store, summary)
+        except LocalizedError as e:  # DamagedRunError, or a store that cannot be read
+            problem = e
+    st.subheader(t("runs.damaged_heading", lang, id=summary.id))
+    st.error(problem.message(lang))
+    delete_control(store, summary, lang)
+    return None
 
 
 def run_heading(summary: RunSummary, lang: str) -> None:
