@@ -12,6 +12,7 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.runner import RunHandle, RunView
+from ln_viz.ui.safe import md
 from ln_viz.snapshot import RunData, RunInfo
 
 REFRESH_S = 1.0
@@ -117,11 +118,12 @@ def run_message(view: RunView, lang: str) -> None:
 
     problem = store_problem(view.run_id)
     if problem is not None:
-        st.error(problem.message(lang))
+        st.error(md(problem.message(lang)))  # it echoes a path and an OS error: text, not Markdown
     if view.message:
         text = t(view.message, lang, **view.message_params)
         if view.status == "diverged" and view.data and view.data.diverged_at is not None:
             text = t("msg.diverged_at", lang, step=view.data.diverged_at)  # the step, and what to try
+        text = md(text)  # a failed worker's message echoes its exception: text, not Markdown
         if view.status in ("diverged", "failed"):
             st.error(text)
         elif view.status == "stalled" or (view.data and view.data.stalled_since):
