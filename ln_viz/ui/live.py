@@ -12,8 +12,8 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.runner import RunHandle, RunView
-from ln_viz.ui.safe import md
 from ln_viz.snapshot import RunData, RunInfo
+from ln_viz.ui.safe import md
 
 REFRESH_S = 1.0
 
