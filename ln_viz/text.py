@@ -11,11 +11,15 @@ The app's Markdown escaping is in `ln_viz/ui/safe.py`.
 from __future__ import annotations
 
 import re
+import reprlib
 
 # parameter name in the catalogs -> the longest prefix shown; a path or an error (a worker's exception) gets
 # more, as real ones are long. Not `reason`: it holds whole sentences, whose own values are cut already.
 ECHO_LIMITS: dict[str, int] = {"value": 80, "param": 80, "name": 80, "where": 80, "path": 240, "error": 240}
 DEFAULT_LIMIT = 80
+_REPR = reprlib.Repr()  # Python 3.11's Repr takes no arguments
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 4, 4, 4, 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = DEFAULT_LIMIT
 LENGTH_NOTE = "({count} characters)"  # the English note; i18n passes the catalog's `text.length`
 
 # C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional overrides that can
@@ -57,8 +61,8 @@ def quoted(value: object, limit: int = DEFAULT_LIMIT, note: str = LENGTH_NOTE) -
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * limit:
         digits = int(value.bit_length() * 0.30103) + 1  # repr refuses ints over 4,300 digits: no prefix
         return f"<an integer of about {digits:,} digits>"
-    try:
-        text = repr(value)
+    try:  # reprlib: a container's repr stops after a few items and levels, before it can cost seconds
+        text = _REPR.repr(value) if isinstance(value, (list, tuple, dict, set)) else repr(value)
     except Exception:  # noqa: BLE001 -- an echo must not fail: say what it was instead
         return f"<{type(value).__name__}>"
     return shown(text, limit, note)
@@ -70,10 +74,12 @@ class Echo:
 
     __slots__ = ("value", "limit", "note")
 
-    def __init__(self, value: str, limit: int = DEFAULT_LIMIT, note: str = LENGTH_NOTE) -> None:
+    def __init__(self, value: object, limit: int = DEFAULT_LIMIT, note: str = LENGTH_NOTE) -> None:
         self.value, self.limit, self.note = value, limit, note
 
     def __str__(self) -> str:
+        if not isinstance(self.value, str):  # a number or a list from a file: as repr, cut the same way
+            return quoted(self.value, self.limit, self.note)
         return shown(self.value, self.limit, self.note)
 
     def __format__(self, spec: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import reprlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +22,7 @@ from ln_viz.runfile.document import FORMAT, FORMAT_VERSION, RunFileError
 from ln_viz.schema import FINITE_LIMIT, PROBES, SCALAR_NAMES, SCALARS, STAT_NAMES, STAT_RANGES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.rows import MAX_LABEL_CHARS
+from ln_viz.text import Echo
 
 # What a created time may be: after 1970 and before 3000 (a run's start, as time.time() gave it), so every
 # page, table and export can show it in any time zone.
@@ -313,42 +313,7 @@ class Validator:
             raise self.fail("err.runfile_range", where=where, lo=shown_lo, hi=shown_hi, value=value)
 
 
-# --- echoed values --------------------------------------------------------------------------------
-# A local helper (ln_viz/text.py's shared one was not on this branch's base): a value a sentence repeats is
-# cut here. main's i18n.t wraps only str parameters in text.Echo, so this non-str wrapper passes through it.
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 40, 40, 40
-_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 4
-_SHORT = 40
-
-
-def _cut(value: object, quoted: bool) -> str:
-    """`value` as a sentence echoes it: short values as they are (repr when `quoted`), longer ones cut
-    to a prefix with their length, so a megabyte string makes a sentence of one line."""
-    if isinstance(value, str):
-        if len(value) <= _SHORT:  # control characters as escapes either way: one line, no terminal codes
-            return repr(value) if quoted else (value if value.isprintable() else repr(value)[1:-1])
-        return f"{value[:_SHORT]!r}... ({len(value)} characters)"
-    if isinstance(value, (list, dict, tuple)):
-        text = _REPR.repr(value)
-        return text if len(value) <= 4 else f"{text} ({len(value)} values)"
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
-        return f"an integer of about {int(value.bit_length() * math.log10(2))} digits"  # str() refuses 4300+
-    text = repr(value) if quoted else str(value)
-    return text if len(text) <= 2 * _SHORT else text[:_SHORT] + "..."
-
-
-class Echo:
-    """A value put in a sentence (`{value}` or `{value!r}`), cut by `_cut`."""
-
-    def __init__(self, value: object) -> None:
-        self.value = value.value if isinstance(value, Echo) else value
-
-    def __str__(self) -> str:
-        return _cut(self.value, quoted=False)
-
-    def __repr__(self) -> str:
-        return _cut(self.value, quoted=True)
+# --- echoed values: ln_viz.text.Echo cuts each value a sentence repeats (also lists and huge ints)
 
 
 def _path(name: str) -> str:
