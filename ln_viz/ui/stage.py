@@ -18,18 +18,34 @@ from ln_viz.snapshot import RunData
 from ln_viz.ui import layout, session, stepper
 from ln_viz.ui.layout import FULL, HALF
 
-# What is not a chart: the header strip, the buttons, the status and step row, the takeaway and the
-# gaps between them (measured in Chromium: ~230 px at 1080 and ~200 px at 720 lines).
+# Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
+# 1920x1080 screen and each part (charts, header, step row, takeaway) zoomed to the screen it is on
+# (1280x720: 2/3; --ln-zoom): a laptop shows the projector's picture, not a crowded one. A part
+# zoomed by z is made 1/z as wide and tall, so it still fills its place. --ln-chrome: what is not a
+# chart (header strip, buttons, status and step row, takeaway, gaps), measured in Chromium.
 LECTURE_CSS = f"""
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] {{display: none;}}
+:root {{--ln-zoom: 1; --ln-chrome: calc(232px * var(--ln-zoom));}}
+@media (max-width: 1700px), (max-height: 960px) {{ :root {{--ln-zoom: 0.85;}} }}
+@media (max-width: 1500px), (max-height: 850px) {{ :root {{--ln-zoom: 0.75;}} }}
+@media (max-width: 1350px), (max-height: 760px) {{ :root {{--ln-zoom: 0.6667;}} }}
 [data-testid="stMainBlockContainer"] {{padding: 0.4rem 1.2rem 0 1.2rem !important; max-width: none !important;}}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] {{gap: 0.35rem;}}
-:root {{--ln-chrome: clamp(205px, 23vh, 260px);}}
-[class*="st-key-{FULL}"] {{height: calc(100vh - var(--ln-chrome)); flex: 0 0 auto !important;}}
-[class*="st-key-{HALF}"] {{height: calc((100vh - var(--ln-chrome)) / 2 - 0.2rem); flex: 0 0 auto !important;}}
-.st-key-stage_title p {{font-size: clamp(20px, 3.1vh, 40px); font-weight: 700; line-height: 1.2; margin: 0;}}
-.st-key-stage_status p {{font-size: clamp(15px, 1.9vh, 24px); margin: 0;}}
-.st-key-stage_takeaway p {{font-size: clamp(17px, 2.5vh, 32px); line-height: 1.25; margin: 0;}}
+[class*="st-key-{FULL}"] {{height: calc(100vh - var(--ln-chrome)); flex: 0 0 auto !important; overflow: hidden;}}
+[class*="st-key-{HALF}"] {{height: calc((100vh - var(--ln-chrome)) / 2 - 0.2rem); flex: 0 0 auto !important;
+    overflow: hidden;}}
+[class*="st-key-{FULL}"] [data-testid="stFullScreenFrame"],
+[class*="st-key-{HALF}"] [data-testid="stFullScreenFrame"] {{zoom: var(--ln-zoom);
+    width: calc(100% / var(--ln-zoom)) !important; height: calc(100% / var(--ln-zoom)) !important;}}
+.st-key-stage_top, .st-key-stage_buttons, .st-key-stage_steps, .st-key-stage_takeaway {{zoom: var(--ln-zoom);
+    width: calc(100% / var(--ln-zoom)) !important;}}
+.st-key-stage_title p {{font-size: 34px; font-weight: 700; line-height: 1.2; margin: 0;}}
+.st-key-stage_steps .st-key-probe_step, .st-key-stage_steps .st-key-probe_step_idle,
+.st-key-stage_steps .st-key-compare_step, .st-key-stage_steps .st-key-compare_step_idle {{flex: 0 0 40%;}}
+.st-key-stage_steps .stButton {{flex: 0 0 auto;}}
+.st-key-stage_status {{height: 50px !important; flex: 0 0 50px !important; overflow-y: auto;}}
+.st-key-stage_status p {{font-size: 19px; line-height: 1.3; margin: 0;}}
+.st-key-stage_takeaway p {{font-size: 28px; line-height: 1.25; margin: 0;}}
 """
 
 
@@ -123,22 +139,21 @@ def takeaway(key: str | None, lang: str) -> None:
 
 def status_and_steps(lines: Sequence[str], steps: Sequence[int], key: str, lang: str, done: bool, ticking: bool):
     """The run's status (and its end message) beside the one step control; returns the step to show."""
-    left, right = st.columns([2, 3], vertical_alignment="bottom")
-    with left.container(key="stage_status"):
+    row = st.container(horizontal=True, vertical_alignment="center", key="stage_steps")
+    with row.container(key="stage_status", width="stretch"):
         st.markdown("  \n".join(lines))
-    with right:
-        return stepper.step_control(steps, key, lang, done, ticking)
+    return stepper.step_control(steps, key, lang, done, ticking, row=row)
 
 
 def draw_live(figure: Callable, step: int | None) -> None:
     """One run: the loss on the left; the gradient heatmap above the per-layer profile and the
     distribution on the right (`figure(name, step=None)` from ln_viz.ui.live.figures)."""
-    left, right = st.columns([1.1, 1], gap="small")
+    left, right = st.columns([1, 1.15], gap="small")
     with left:
         layout.chart(figure("loss_chart"), "loss_chart", FULL, presenter=True)
     with right:
         layout.chart(figure("grad_heatmap"), "grad_heatmap", HALF, presenter=True)
-        for col, name in zip(st.columns(2, gap="small"), ("layer_profile", "act_dist")):
+        for col, name in zip(st.columns([1.25, 1], gap="small"), ("layer_profile", "act_dist")):
             with col:
                 layout.chart(figure(name, step), name, HALF, presenter=True)
 

@@ -9,6 +9,7 @@ disabled in the same place, so nothing moves when the run ends."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -49,17 +50,24 @@ def _advance(key: str, steps: Sequence[int]) -> None:
         st.session_state[_playing_key(key)] = False
 
 
-def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking: bool) -> int | None:
+def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking: bool, row: Any = None) -> int | None:
     """Draw the step control and return the probe step every step-dependent chart shows (the last one
     until the user moves it). `done`: the run has ended (else the control is drawn disabled, holding
-    the latest step); `ticking`: the fragment this runs in was set up with the Play timer on."""
+    the latest step); `ticking`: the fragment this runs in was set up with the Play timer on; `row`: a
+    horizontal container to draw into (the lecture view's status row; then the label is hidden)."""
     steps = list(steps)
-    row = st.container(horizontal=True, vertical_alignment="bottom", key=key + "_row")
+    shown = "visible" if row is None else "collapsed"
+    row = row if row is not None else st.container(horizontal=True, vertical_alignment="bottom", key=key + "_row")
     if not done or len(steps) < 2:
         options = steps if len(steps) >= 2 else [0, 1]
         row.button("▶ " + t("chart.play", lang), key=key + "_play_idle", disabled=True)
         row.select_slider(
-            t("ui.step_select", lang), options=options, value=options[-1], key=key + "_idle", disabled=True
+            t("ui.step_select", lang),
+            options=options,
+            value=options[-1],
+            key=key + "_idle",
+            disabled=True,
+            label_visibility=shown,
         )
         st.session_state[_playing_key(key)] = False
         return steps[-1] if steps else None
@@ -71,7 +79,7 @@ def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking:
     on = playing(key)
     label = "❚❚ " + t("chart.pause", lang) if on else "▶ " + t("chart.play", lang)
     row.button(label, key=key + "_play", on_click=_toggle, args=(key, steps[0]))
-    step = row.select_slider(t("ui.step_select", lang), options=steps, key=key)
+    step = row.select_slider(t("ui.step_select", lang), options=steps, key=key, label_visibility=shown)
     if on != ticking:  # Play or Pause was pressed, or the last step was reached: reset the timer
         st.rerun(scope="app")
     return step
