@@ -5,7 +5,7 @@ import streamlit as st
 
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import compare_view, config_form, live, session, stage, stepper
+from ln_viz.ui import compare_view, config_form, layout, live, session, stage, stepper
 
 session.ensure_router()
 lang = session.current_lang()
@@ -53,6 +53,7 @@ if present:  # the forms stay drawn (in the hidden sidebar), so the settings are
     choices = (list(COMPARE_PRESETS), scenario, "stage.scenario.", compare_view.pick_scenario)
     start, stop = stage.header(configs, lang, choices, buttons, ("pages/live.py", "nav.live"))
 else:
+    layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))
     row = st.container(horizontal=True, vertical_alignment="bottom")
     compare_view.scenario_picker(lang, row)

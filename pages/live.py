@@ -4,7 +4,7 @@ import streamlit as st
 
 from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import config_form, live, session, stage, stepper
+from ln_viz.ui import config_form, layout, live, session, stage, stepper
 
 session.ensure_router()
 lang = session.current_lang()
@@ -29,6 +29,7 @@ if present:
         ("pages/compare.py", "nav.compare"),
     )
 else:
+    layout.css(layout.PAGE_CSS)
     st.title(t("ui.app_title", lang))
     start, stop = live.start_stop(lang, ("start", t("ui.start", lang)), ("stop", t("ui.stop", lang)))
 config_form.write_query(prefix="")

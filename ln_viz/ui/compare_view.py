@@ -62,6 +62,7 @@ def scenario_picker(lang: str, container=None) -> None:
         key="cpreset",
         format_func=lambda n: scenario_label(n, lang),
         on_change=apply_scenario,
+        width=380,  # Start and Stop fit beside it: the losses start higher up
     )
 
 

@@ -31,11 +31,21 @@ PRESENTER_CSS = """
 # under the page's top (title, Start, status: ~240 px), the others have fixed heights.
 BOX_CSS = f"""
 [class*="st-key-{TALL}"] {{height: clamp(300px, calc(100vh - 250px), 640px); flex: 0 0 auto !important;}}
-[class*="st-key-{LOSS}"] {{height: clamp(300px, calc(100vh - 330px), 600px); flex: 0 0 auto !important;}}
+[class*="st-key-{LOSS}"] {{height: clamp(300px, calc(100vh - 360px), 600px); flex: 0 0 auto !important;}}
 [class*="st-key-{MID}"] {{height: 440px; flex: 0 0 auto !important;}}
-.st-key-run_notes {{min-height: 3.6rem;}}
+.st-key-run_notes {{min-height: 5.2rem;}}
+.st-key-live_status {{min-height: 3.4rem;}}
 [class*="st-key-{SHORT}"] {{height: 320px; flex: 0 0 auto !important;}}
 @media (max-width: 640px) {{ [class*="st-key-{TALL}"] {{height: 420px;}} }}
+"""
+
+
+# Live and Compare outside the lecture view: a shorter top and title, so Start and the first row of
+# charts are in a 1280x720 laptop's first screen.
+PAGE_CSS = """
+[data-testid="stMainBlockContainer"] {padding-top: 3.2rem !important; padding-left: 2rem !important;
+    padding-right: 2rem !important;}
+[data-testid="stMainBlockContainer"] h1 {font-size: 2rem; padding: 0.2rem 0 0.4rem 0;}
 """
 
 
