@@ -52,14 +52,15 @@ def test_the_lecture_view_fits_one_screen_and_switches_without_the_url(server, b
         assert fit["loss_h"] >= fit["h"] / 3, fit
         assert not page.get_by_test_id("stSidebar").is_visible()
         assert "Post-LN vs Pre-LN" in page.locator(TITLE).inner_text()
-        page.locator(".st-key-stage_choice").get_by_role("button", name="24 layers").click()
+        page.locator(".st-key-stage_choice button", has_text="24 layers").first.click()
         page.wait_for_function(
             f"() => document.querySelector('{TITLE}').innerText.includes('24 layers')", timeout=30_000
         )
         wait_idle(page)
         page.locator(".st-key-stage_lang button").click()
         page.wait_for_function(f"() => document.querySelector('{TITLE}').innerText.includes('24층')", timeout=30_000)
-        assert page.locator(".st-key-compare_start button").inner_text().strip() != "Start both"
+        wait_idle(page)
+        assert page.locator(".st-key-compare_start button").inner_text().strip() == "둘 다 시작"
     finally:
         context.close()
     assert errors == [], errors
