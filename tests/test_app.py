@@ -216,3 +216,16 @@ def test_play_moves_the_one_step_control_to_the_end_and_stops():
     at.button(key="s_play").click().run()
     at.button(key="s_play").click().run()  # Pause
     assert at.markdown[0].value == "shown 10" and "Play" in at.button(key="s_play").label
+
+
+def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
+    from ln_viz.ui import compare_view
+
+    post, pre = PRESETS["post-ln-no-warmup"].config, PRESETS["pre-ln-no-warmup"].config
+    assert compare_view.run_labels([post, pre], "en") == ["Post-LN", "Pre-LN"]
+    warm = PRESETS["post-ln-warmup"].config
+    assert compare_view.run_labels([post, warm], "ko") == ["Post-LN · 웜업 없음", "Post-LN · 웜업 100스텝"]
+    assert compare_view.run_labels([post, post.replace(lr=0.01)], "en") == [
+        "Post-LN · Adam lr 3e-3",
+        "Post-LN · Adam lr 1e-2",
+    ]
