@@ -57,7 +57,7 @@ else:
     st.title(t("compare.title", lang))
     row = st.container(horizontal=True, vertical_alignment="bottom")
     compare_view.scenario_picker(lang, row)
-    start, stop = live.start_stop(lang, *buttons)
+    start, stop = live.start_stop(lang, *buttons, row=row)
     cols = st.columns(2)
     for col, prefix, title in zip(cols, compare_view.SIDES, ("compare.run_a", "compare.run_b")):
         with col.expander(t(title, lang), expanded=False):

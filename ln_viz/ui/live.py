@@ -8,6 +8,7 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -146,10 +147,11 @@ def message_lines(views: list[RunView], lang: str) -> list[str]:
     return lines
 
 
-def start_stop(lang: str, start: tuple[str, str], stop: tuple[str, str]) -> tuple[bool, bool]:
+def start_stop(lang: str, start: tuple[str, str], stop: tuple[str, str], row: Any = None) -> tuple[bool, bool]:
     """Start and Stop at the top of the main area, where a laptop or a phone shows them at once;
-    `start`, `stop`: (key, label). Returns which was clicked."""
-    row = st.container(horizontal=True, key="run_buttons")
+    `start`, `stop`: (key, label); `row`: a horizontal container to add them to. Returns which was
+    clicked."""
+    row = row if row is not None else st.container(horizontal=True, key="run_buttons")
     started = row.button(start[1], key=start[0], type="primary")
     return started, row.button(stop[1], key=stop[0])
 

@@ -1,0 +1,239 @@
+"""The layout as a room, a laptop and a phone see it, measured in headless Chromium.
+
+For each viewport (the lecture view: 1920x1080 with `?present=1`; a 1280x720 laptop; a 390x844 phone),
+each page (Live with post-ln-no-warmup while it trains and once it has ended, Compare's default scenario
+after "Start both" once both have ended, Init lab at its defaults) and each language, one test asserts,
+from the SVG Plotly.js rendered:
+  (a) no two text boxes of one chart overlap (titles, axis titles, legend items, colourbar labels,
+      annotations, tick labels, the Play/Pause buttons, the animation slider, a visible modebar);
+  (b) no text sticks out of its chart's drawing area (where it is cut);
+  (c) in the lecture view, every chart is inside the first screen and the loss plot area is at least a
+      third of the viewport's height.
+Every problem found is listed in the failure message (viewport, page, language, chart, both texts).
+A full-page screenshot of each case goes to test-artifacts/layout/, and the DOM figures (the loss plot's
+height, the Start button's position) to test-artifacts/layout/figures.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.e2e import geometry
+from tests.e2e.conftest import ARTIFACTS, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+LAYOUT = ARTIFACTS / "layout"
+LIVE_PRESET = "post-ln-no-warmup"
+VIEWPORTS = {  # name: (browser context options, presenter mode)
+    "1920x1080-present": ({"viewport": {"width": 1920, "height": 1080}}, True),
+    "1280x720": ({"viewport": {"width": 1280, "height": 720}}, False),
+    "390x844": ({"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}, False),
+}
+PAGES = ("live", "compare", "init-lab")
+LANGS = ("en", "ko")
+LOSS_CHART = {"live": "loss_chart", "compare": "compare_loss"}
+START = {"live": "start", "compare": "compare_start"}
+# The step the first run's status line reports (`Step 120/300 | ...`, `스텝 120/300 | ...`).
+STEP = """() => { const line = [...document.querySelectorAll('strong')].map(e => e.innerText)
+    .find(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
+  return line ? +line.match(/(\\d+)\\/\\d+/)[1] : 0; }"""
+# Every run's status line (`Step 300/300 | ... | ETA - | completed`, on Compare after the run's name)
+# has its ETA as "-" once the run has ended.
+ALL_DONE = """() => { const lines = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+    .map(e => e.innerText).filter(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
+  return lines.length > 0 && lines.every(t => / - \\|/.test(t)); }"""
+
+
+def url(server, page: str, lang: str, present: bool) -> str:
+    path = {"compare": "/compare", "init-lab": "/init-lab"}.get(page, "/")
+    query = {"lang": lang} | ({"preset": LIVE_PRESET} if page == "live" else {})
+    query |= {"present": "1"} if present else {}
+    return server.url + path + "?" + "&".join(f"{k}={v}" for k, v in query.items())
+
+
+def start_y(pg, key: str) -> float | None:
+    """The Start button's top edge in the first screen, in px from the top (None if it is not drawn)."""
+    pg.evaluate(geometry.SCROLL_TOP)
+    return pg.evaluate(
+        f"""() => {{ const b = document.querySelector('.st-key-{key} button');
+                     return b ? b.getBoundingClientRect().top : null; }}"""
+    )
+
+
+def press(pg, key: str) -> None:
+    """Press a button even where a phone's collapsed sidebar holds it (a dispatched click: the layout
+    is what is tested here, reachability elsewhere)."""
+    wait_idle(pg)
+    pg.locator(f".st-key-{key} button").first.dispatch_event("click", timeout=60_000)
+
+
+def wait_live_training(pg, steps: int = 30, timeout: float = 120) -> None:
+    """Wait until the Live run has done some steps and drawn its first probes (the heatmap has columns)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            heat = pg.locator(".st-key-grad_heatmap[data-stale='false'] .js-plotly-plot").first
+            if pg.evaluate(STEP) >= steps and heat.evaluate(
+                "gd => (gd._fullData || []).some(tr => tr.z && tr.z[0] && tr.z[0].length > 1)", timeout=2_000
+            ):
+                return
+        except Exception:  # noqa: BLE001 - mid-redraw: the chart is being replaced
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"the Live run drew fewer than {steps} steps in {timeout} s")
+
+
+def open_case(pg, server, page: str, lang: str, present: bool, figures: dict):
+    """Bring the page to each state the case measures, yielding the state's name there (Live: while
+    it trains, then once it has ended); the figures read on the way go into `figures`."""
+    pg.goto(url(server, page, lang, present))
+    wait_idle(pg, timeout=60_000)
+    if page == "init-lab":
+        pg.wait_for_selector(".st-key-init_resid .js-plotly-plot", timeout=120_000)
+        yield page
+        return
+    pg.wait_for_selector(f".st-key-{START[page]} button", state="attached", timeout=60_000)
+    figures["start_y"] = start_y(pg, START[page])
+    press(pg, START[page])
+    if page == "live":
+        wait_live_training(pg)
+        yield "live-running"
+    pg.wait_for_function(ALL_DONE, timeout=240_000, polling=500)
+    wait_idle(pg, timeout=60_000)
+    yield "live-done" if page == "live" else page
+
+
+def read_layout(pg) -> dict:
+    """One settled reading of every chart's text boxes, with the page scrolled to the top."""
+    pg.mouse.move(0, 0)  # no hover label, no hover modebar
+    pg.evaluate(geometry.SCROLL_TOP)
+    time.sleep(0.3)
+    return pg.wait_for_function(geometry.MEASURE, timeout=30_000, polling=200).json_value()
+
+
+def problems(reading: dict, page: str, lecture: bool) -> tuple[list[str], float | None]:
+    found = [p for chart in reading["charts"] for p in geometry.overlaps(chart) + geometry.cut_texts(chart)]
+    if not reading["charts"]:
+        found.append("no chart is drawn")
+    loss_h = geometry.plot_height(reading, LOSS_CHART[page]) if page in LOSS_CHART else None
+    if lecture and page in LOSS_CHART:  # the lecture view is Live's and Compare's
+        found += geometry.outside_viewport(reading)
+        third = reading["innerHeight"] / 3
+        if loss_h is None or loss_h < third:
+            found.append(f"the loss plot area is {loss_h} px tall, less than a third of the viewport ({third:.0f} px)")
+    return found, loss_h
+
+
+# Streamlit scrolls its main section, not the document (on a phone, the document), so Playwright's
+# full_page shot may hold only the first screen: find what scrolls the charts, and the fixed header's
+# height, to take the page screen by screen.
+SCROLLER = """() => {
+  const start = document.querySelector('.js-plotly-plot') || document.querySelector('h1');
+  let el = start ? start.parentElement : null;
+  while (el && !(el.scrollHeight > el.clientHeight + 1 && /(auto|scroll)/.test(getComputedStyle(el).overflowY)))
+    el = el.parentElement;
+  el = el || document.scrollingElement;
+  el.setAttribute('data-layout-scroller', '1');
+  const header = document.querySelector('[data-testid="stHeader"]');
+  return {extra: el.scrollHeight - el.clientHeight, step: Math.min(el.clientHeight, window.innerHeight),
+          header: header ? Math.ceil(header.getBoundingClientRect().bottom) : 0}; }"""
+SCROLL_TO = """offset => { const el = document.querySelector('[data-layout-scroller]');
+  el.scrollTop = offset; return el.scrollTop; }"""
+
+
+def full_screenshot(pg, path) -> None:
+    """The whole page as one image: the viewport's shots down the scrolling element, stitched (each
+    later shot without the fixed header it carries)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    scroller = pg.evaluate(SCROLLER)
+    step, header = scroller["step"], scroller["header"]
+    tiles = []
+    for offset in range(0, scroller["extra"] + step, step - header):
+        top = pg.evaluate(SCROLL_TO, offset)
+        time.sleep(0.2)
+        tiles.append((top, Image.open(BytesIO(pg.screenshot()))))
+        if top < offset:  # the last screen
+            break
+    width, height = tiles[0][1].size
+    page = Image.new("RGB", (width, tiles[-1][0] + height), "white")
+    page.paste(tiles[0][1], (0, 0))
+    for top, tile in tiles[1:]:
+        page.paste(tile.crop((0, header, width, height)), (0, top + header))
+    page.save(path)
+    pg.evaluate(geometry.SCROLL_TOP)
+
+
+@pytest.fixture
+def case_page(browser, request):
+    options, _ = VIEWPORTS[request.node.callspec.params["viewport"]]
+    context = browser.new_context(locale="en-US", **options)
+    pg = context.new_page()
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    yield pg
+    context.close()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
+@pytest.mark.parametrize("page", PAGES)
+def test_layout(server, case_page, page, viewport, lang):
+    present = VIEWPORTS[viewport][1]
+    case = f"{page}-{viewport}-{lang}"
+    figures: dict = {"case": case}
+    found: list[str] = []
+    LAYOUT.mkdir(parents=True, exist_ok=True)
+    try:
+        for state in open_case(case_page, server, page, lang, present, figures):
+            reading = read_layout(case_page)
+            full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
+            state_found, loss_h = problems(reading, page, lecture=present)
+            found += [f"[{state}] {p}" for p in state_found]
+            figures |= {f"{state}_loss_plot_px": loss_h, f"{state}_charts": len(reading["charts"])}
+    except Exception:
+        full_screenshot(case_page, LAYOUT / f"{case}-error.png")  # what the page showed when it gave up
+        raise
+    found += [f"page error: {e}" for e in case_page.errors]
+    with open(LAYOUT / "figures.jsonl", "a") as f:
+        f.write(json.dumps(figures | {"problems": len(found)}) + "\n")
+    print(figures)
+    assert not found, f"{page} at {viewport}, lang={lang}: {len(found)} layout problem(s)\n" + "\n".join(found)
+
+
+def _figure_html(broken: bool) -> str:
+    import plotly.graph_objects as go
+
+    fig = go.Figure([go.Scatter(x=[0, 1, 2], y=[3, 1, 2], name="training loss"),
+                     go.Scatter(x=[0, 1, 2], y=[2, 2, 2], name="unigram loss")])  # fmt: skip
+    title = "Training loss, a title far too long to fit the width of this small chart" if broken else "Training loss"
+    fig.update_layout(title=title, xaxis_title="training step", yaxis_title="loss", width=500, height=350)
+    if broken:  # the defects the review found: a legend on the x title, a title cut at the right edge
+        fig.update_layout(legend={"orientation": "h", "x": 0.3, "y": -0.15, "yanchor": "top"})
+    return fig.to_html(include_plotlyjs=True, full_html=True)
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["clean", "broken"])
+def test_the_checks_pass_a_clean_chart_and_catch_a_broken_one(browser, broken):
+    """The checks themselves, on a plain Plotly page: nothing reported on a well laid out chart (so a
+    failure above is the app's), and a legend on the x title and a cut title reported when present."""
+    pg = browser.new_page(viewport={"width": 800, "height": 600})
+    try:
+        pg.set_content(_figure_html(broken), wait_until="load")
+        pg.wait_for_selector(".js-plotly-plot .main-svg")
+        chart = pg.wait_for_function(geometry.MEASURE).json_value()["charts"][0]
+    finally:
+        pg.close()
+    overlaps, cuts = geometry.overlaps(chart), geometry.cut_texts(chart)
+    if not broken:
+        assert overlaps == [] and cuts == [], overlaps + cuts
+        assert {"title", "x title", "y title", "legend item"} <= {item["kind"] for item in chart["items"]}
+    else:
+        assert any("x title 'training step'" in o and "legend item" in o for o in overlaps), overlaps
+        assert any(": title 'Training loss, a title" in c for c in cuts), cuts
