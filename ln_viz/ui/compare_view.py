@@ -154,6 +154,7 @@ def draw(
     layout.chart(charts.compare_loss(datas, labels, lang), "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):
+        st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
         if notes is not None:
             notes()
     zrange = charts.shared_zrange(datas)

@@ -33,7 +33,7 @@ BOX_CSS = f"""
 [class*="st-key-{TALL}"] {{height: clamp(300px, calc(100vh - 250px), 640px); flex: 0 0 auto !important;}}
 [class*="st-key-{LOSS}"] {{height: clamp(300px, calc(100vh - 300px), 600px); flex: 0 0 auto !important;}}
 [class*="st-key-{MID}"] {{height: 440px; flex: 0 0 auto !important;}}
-.st-key-run_notes {{min-height: 5.2rem;}}
+.st-key-run_notes {{min-height: 6.6rem;}}  /* a one-line warning, drawn when a run ends */
 .st-key-live_status {{min-height: 3.4rem;}}
 [class*="st-key-{SHORT}"] {{height: 320px; flex: 0 0 auto !important;}}
 @media (max-width: 640px) {{ [class*="st-key-{TALL}"] {{height: 420px;}} }}

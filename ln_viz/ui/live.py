@@ -220,6 +220,7 @@ def draw_charts(
             layout.chart(figure(name), key_prefix + name, layout.TALL)
             st.caption(t(f"caption.{caption}", lang))
     with st.container(key=key_prefix + "run_notes"):  # a fixed height (CSS): a message does not move the rest
+        st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
         if notes is not None:
             notes()
     step = stepper.step_control(data.probe_steps, key_prefix + "probe_step", lang, done, ticking)
