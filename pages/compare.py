@@ -3,22 +3,21 @@ shapes agree, same batches), or two stored runs picked on the Runs page."""
 
 import streamlit as st
 
-from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import compare_view, config_form, live, session
+from ln_viz.ui import compare_view, config_form, layout, live, session, stage, stepper
 from ln_viz.ui.safe import md
 
 lang = session.current_lang()
 present = session.presenter_mode_on()
 runner = session.get_runner()
 runs = session.session_runs()
-st.title(t("compare.title", lang))
 
 stored = st.session_state.get("compare_runs")
 if stored:  # two runs from the store: draw them, train nothing
     from ln_viz.ui.storage import get_store
 
+    st.title(t("compare.title", lang))
     st.info(t("compare.stored", lang, a=stored[0], b=stored[1]))
     if st.button(t("compare.clear_stored", lang), key="compare_clear"):
         del st.session_state["compare_runs"]
@@ -29,7 +28,7 @@ if stored:  # two runs from the store: draw them, train nothing
     except LocalizedError as e:  # deleted meanwhile
         st.error(md(e.message(lang)))
         st.stop()
-    compare_view.draw(datas, [f"#{run_id}" for run_id in stored], lang, done=True, presenter=present)
+    compare_view.draw(datas, compare_view.stored_labels(datas, stored, lang), lang, done=True)
     st.stop()
 
 if "_compare_notices" not in st.session_state:  # a shared link sets both forms once per session
@@ -40,25 +39,35 @@ if "_compare_notices" not in st.session_state:  # a shared link sets both forms 
     notices = [n for prefix in compare_view.SIDES for n in config_form.apply_query(prefix=prefix, lang=lang)]
     st.session_state["_compare_notices"] = notices
 compare_view.ensure_scenario()
+compare_view.mark_custom()
 for notice in [*session.link_notices(lang), *st.session_state["_compare_notices"]]:
     st.warning(md(notice))  # it quotes the link
 
-if not present:
-    compare_view.scenario_picker(lang)
+buttons = (("compare_start", t("compare.start", lang)), ("compare_stop", t("compare.stop", lang)))
+scenario = st.session_state["cpreset"]
+scenario = scenario if scenario in COMPARE_PRESETS else None
+if present:  # the forms stay drawn (in the hidden sidebar), so the settings are kept
+    for prefix in compare_view.SIDES:
+        config_form.config_form(lang, prefix=prefix, container=st.sidebar.container(), compact=True)
+    configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
+    choices = (list(COMPARE_PRESETS), scenario, "stage.scenario.", compare_view.pick_scenario)
+    start, stop = stage.header(configs, lang, choices, buttons, ("pages/live.py", "nav.live"))
+else:
+    layout.css(layout.PAGE_CSS)
+    st.title(t("compare.title", lang))
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    compare_view.scenario_picker(lang, row)
+    start, stop = live.start_stop(lang, *buttons, row=row)
     cols = st.columns(2)
     for col, prefix, title in zip(cols, compare_view.SIDES, ("compare.run_a", "compare.run_b")):
         with col.expander(t(title, lang), expanded=False):
             config_form.config_form(lang, prefix=prefix, container=st.container(), compact=True)
-buttons = st.container(horizontal=True)
-start = buttons.button(t("compare.start", lang), key="compare_start", type="primary")
-stop = buttons.button(t("compare.stop", lang), key="compare_stop")
-for prefix in compare_view.SIDES:
-    config_form.write_query(prefix=prefix)
-st.query_params["cpreset"] = st.session_state["cpreset"]
+    configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
+compare_view.write_query()
 
 try:
-    configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
-    st.caption(md(compare_view.differences(*configs, lang)))
+    if not present:
+        st.caption(md(compare_view.scenario_caption(lang) + " " + compare_view.differences(*configs, lang)))
     if start:
         for cfg in configs:
             cfg.validate()
@@ -72,26 +81,49 @@ if stop:
 
 handles = [runner.get(runs.runs[r]) for r in ("compare.a", "compare.b") if runs.runs.get(r)]
 active = any(not h.done for h in handles)
+timer = stepper.timer("compare_step", live.REFRESH_S if active else None)
 
 
-@st.fragment(run_every=live.REFRESH_S if active else None)
+@st.fragment(run_every=timer)
 def compare_live() -> None:
-    if len(handles) < 2:
-        st.info(t("ui.not_started", lang))
-        return
-    views = [h.view() for h in handles]
-    labels = [
-        f"{t(key, lang)}: {charts.norm_label(v.config.norm_position, lang)}"
-        for key, v in zip(("compare.run_a", "compare.run_b"), views)
-    ]
-    for label, view in zip(labels, views):
-        st.markdown(f"**{label}:** {live.status_line(view, lang, runner.max_concurrent)}")
-        live.run_message(view, lang)
-    datas = [live.complete_data(h, v) or live.preview_data(v.config) for h, v in zip(handles, views)]
-    live.thinning_notes(datas, handles, lang)
-    compare_view.draw(datas, labels, lang, done=all(v.done for v in views), presenter=present)
-    if all(v.done for v in views) and active:
+    ticking = not active and timer is not None
+    if len(handles) < 2:  # before Start: the empty charts of the runs Start would begin
+        try:
+            datas = [live.preview_data(cfg.validate()) for cfg in configs]
+        except LocalizedError:
+            return  # the error above says what is wrong
+        views, lines = [], [t("ui.not_started", lang)]
+    else:
+        views = [h.view() for h in handles]
+        datas = [live.complete_data(h, v) or live.preview_data(v.config) for h, v in zip(handles, views)]
+        lines = [
+            f"**{t(key, lang)}:** {live.status_line(v, lang, runner.max_concurrent)}"
+            for key, v in zip(("compare.run_a", "compare.run_b"), views)
+        ]
+    labels = compare_view.run_labels([d.info.config for d in datas], lang)
+    if len(set(labels)) < len(labels):  # the same settings twice: name the sides
+        labels = [f"{t(k, lang)}: {n}" for k, n in zip(("compare.run_a", "compare.run_b"), labels)]
+    done = bool(views) and all(v.done for v in views)
+    if present:
+        step = stage.status_and_steps(
+            [*lines, *live.message_lines(views, lang)], compare_view.common_steps(datas), "compare_step", lang,
+            done, ticking,
+        )  # fmt: skip
+        stage.draw_compare(datas, labels, lang, step)
+    else:
+        st.markdown("  \n".join(lines))
+
+        def notes() -> None:
+            for view in views:
+                live.run_message(view, lang)
+            if views:
+                live.thinning_notes(datas, handles, lang)
+
+        compare_view.draw(datas, labels, lang, done=done, ticking=ticking, notes=notes)
+    if done and active:
         st.rerun(scope="app")
 
 
 compare_live()
+if present:
+    stage.takeaway(f"stage.takeaway.{scenario}" if scenario else None, lang)

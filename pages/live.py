@@ -2,8 +2,9 @@
 
 import streamlit as st
 
+from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import config_form, live, session
+from ln_viz.ui import config_form, layout, live, session, stage, stepper
 from ln_viz.ui.safe import md
 
 lang = session.current_lang()
@@ -16,11 +17,21 @@ if "_live_notices" not in st.session_state:  # a shared link sets the form once 
 for notice in [*session.link_notices(lang), *st.session_state["_live_notices"]]:
     st.warning(md(notice))  # it quotes the link
 
-st.title(t("ui.app_title", lang))
-config_form.config_form(lang)
-buttons = st.container(horizontal=True) if present else st.sidebar.container(horizontal=True)
-start = buttons.button(t("ui.start", lang), key="start", type="primary")
-stop = buttons.button(t("ui.stop", lang), key="stop")
+config_form.config_form(lang)  # in the sidebar (hidden in the lecture view, which has its own buttons)
+preset = st.session_state.get("preset")
+preset = preset if preset in PRESETS else None
+if present:
+    start, stop = stage.header(
+        [config_form.read_config()],
+        lang,
+        (list(PRESETS), preset, "stage.preset.", lambda name: config_form.choose_preset(name, "")),
+        (("start", t("ui.start", lang)), ("stop", t("ui.stop", lang))),
+        ("pages/compare.py", "nav.compare"),
+    )
+else:
+    layout.css(layout.PAGE_CSS)
+    st.title(t("ui.app_title", lang))
+    start, stop = live.start_stop(lang, ("start", t("ui.start", lang)), ("stop", t("ui.stop", lang)))
 config_form.write_query(prefix="")
 
 if start:
@@ -36,29 +47,50 @@ if stop:
 run_id = runs.runs.get("live")
 handle = runner.get(run_id) if run_id else None
 active = handle is not None and not handle.done
+timer = stepper.timer("probe_step", live.REFRESH_S if active else None)
 
 
-@st.fragment(run_every=live.REFRESH_S if active else None)
+@st.fragment(run_every=timer)
 def live_view() -> None:
-    if handle is None:
-        st.info(t("ui.not_started", lang))
+    ticking = not active and timer is not None
+    view = handle.view() if handle is not None else None
+    if view is None:
         try:  # the empty charts of the run Start would begin: fixed axes, the unigram line, planned lr
-            preview = live.preview_data(config_form.read_config().validate())
+            data = live.preview_data(config_form.read_config().validate())
         except LocalizedError:
+            st.info(t("ui.not_started", lang))
             return  # the form says what is wrong when Start is pressed
-        live.draw_charts(preview, lang, done=False, presenter=present)
-        return
-    view = handle.view()
-    st.markdown(f"**{live.status_line(view, lang, runner.max_concurrent)}**")
-    live.run_message(view, lang)
-    if view.status == "queued":  # its place in the line only: ten queued tabs redrawing five charts
-        return  # every second would starve the server
-    data = live.complete_data(handle, view) or live.preview_data(view.config)
-    live.thinning_notes([data], [handle], lang)
-    key = live.finished_key(handle, view, data)
-    live.draw_charts(data, lang, done=view.done, presenter=present, cache_key=key)
-    if view.done and active:  # it ended while this fragment ticked: a full rerun stops the timer
-        st.rerun(scope="app")
+        status, key = t("ui.not_started", lang), None
+    else:
+        status = live.status_line(view, lang, runner.max_concurrent)
+        if view.status == "queued":  # its place in the line only: ten queued tabs redrawing five charts
+            st.markdown(f"**{status}**")
+            return  # every second would starve the server
+        data = live.complete_data(handle, view) or live.preview_data(view.config)
+        key = live.finished_key(handle, view, data)
+    done = view is not None and view.done
+    if present:
+        figure = live.figures(data, lang, done, True, key)
+        lines = [f"**{status}**", *live.message_lines([view] if view else [], lang)]
+        step = stage.status_and_steps(lines, data.probe_steps, "probe_step", lang, done, ticking)
+        stage.draw_live(figure, step)
+    else:
+        with st.container(key="live_status"):  # as tall as the info box before Start: no jump
+            if view is None:
+                st.info(status)
+            else:
+                st.markdown(f"**{status}**")
+
+        def notes() -> None:
+            if view is not None:
+                live.run_message(view, lang)
+                live.thinning_notes([data], [handle], lang)
+
+        live.draw_charts(data, lang, done=done, cache_key=key, ticking=ticking, notes=notes)
+    if view is not None and view.done and active:  # it ended while this fragment ticked: a full rerun
+        st.rerun(scope="app")  # stops the timer
 
 
 live_view()
+if present:
+    stage.takeaway(f"stage.takeaway.{preset}" if preset else None, lang)

@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from ln_viz.config import PRESETS
-from ln_viz.ui import session
+from ln_viz.ui import config_form, session
 
 APP = "../app.py"
 
@@ -154,3 +154,82 @@ def test_the_url_carries_the_scenario_and_a_bad_parameter_is_ignored_with_a_noti
         assert app.query_params["depth"] == str(PRESETS["post-ln-no-warmup"].config.depth)
     finally:
         st.cache_resource.clear()
+
+
+# --- the stage: lecture view, custom settings, the one step control ------------------------------
+def test_a_changed_setting_makes_the_preset_a_custom_setting_and_the_link_drops_it(at):
+    assert at.query_params["preset"] == "pre-ln-no-warmup"
+    at.slider(key="depth").set_value(3).run()
+    assert at.selectbox(key="preset").value == config_form.CUSTOM
+    assert any("Your own setting now" in c.value for c in at.sidebar.caption)
+    assert not any("Pre-LN at the same learning rate" in c.value for c in at.sidebar.caption)
+    assert "preset" not in at.query_params and at.query_params["depth"] == "3"
+    at.selectbox(key="preset").set_value("post-ln-warmup").run()  # a preset again: its caption, its link
+    assert at.query_params["preset"] == "post-ln-warmup" and at.slider(key="depth").value == 6
+
+
+def test_the_sidebar_toggle_opens_the_lecture_view_and_its_buttons_pick_a_preset(at):
+    assert not any("·" in m.value for m in at.markdown)
+    at.toggle(key="present_toggle").set_value(True).run()
+    assert at.query_params["present"] == "1" and not at.exception
+    # the header strip says what would run, in words and numbers
+    assert any(m.value == "Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up" for m in at.markdown)
+    assert at.button(key="start") and at.button(key="stop")  # in the main area
+    assert {c.key for c in at.get("plotly_chart")} == {"loss_chart", "grad_heatmap", "layer_profile", "act_dist"}
+    assert not at.main.caption  # no captions on stage (the sidebar, hidden, keeps the form)
+    at.button(key="stage_lang").click().run()  # the language without the hidden sidebar
+    assert at.button(key="start").label == "시작"
+    assert any(m.value == "Pre-LN · 6층 · Adam 학습률 3e-3 · 웜업 없음" for m in at.markdown)
+    at.button(key="stage_exit").click().run()
+    assert "present" not in at.query_params and at.title
+
+
+def test_compare_names_the_difference_in_the_form_s_words_in_korean(at):
+    at.sidebar.radio(key="lang_choice").set_value("ko").run()
+    at.switch_page("pages/compare.py").run()
+    assert any("LayerNorm 위치 Post-LN / Pre-LN" in c.value for c in at.caption)
+    assert not any("norm_position" in c.value for c in at.caption)
+    assert {"compare_loss", "compare_heatmap_0", "compare_profile"} <= {c.key for c in at.get("plotly_chart")}
+
+
+def _stepper_app() -> None:
+    import streamlit as st
+
+    from ln_viz.ui import stepper
+
+    timer = stepper.timer("s", None)
+
+    @st.fragment(run_every=timer)
+    def view() -> None:
+        step = stepper.step_control([5, 10, 15], "s", "en", done=True, ticking=timer is not None)
+        st.markdown(f"shown {step}")
+
+    view()
+
+
+def test_play_moves_the_one_step_control_to_the_end_and_stops():
+    at = AppTest.from_function(_stepper_app, default_timeout=30).run()
+    assert at.markdown[0].value == "shown 15" and at.select_slider(key="s").value == 15
+    at.button(key="s_play").click().run()  # at the last step, Play starts over, then advances each tick
+    assert at.markdown[0].value == "shown 10" and "Pause" in at.button(key="s_play").label
+    at.run()
+    assert at.markdown[0].value == "shown 15"
+    at.run()  # the end: Play stops by itself
+    assert at.markdown[0].value == "shown 15" and "Play" in at.button(key="s_play").label
+    at.select_slider(key="s").set_value(5).run()
+    at.button(key="s_play").click().run()
+    at.button(key="s_play").click().run()  # Pause
+    assert at.markdown[0].value == "shown 10" and "Play" in at.button(key="s_play").label
+
+
+def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
+    from ln_viz.ui import compare_view
+
+    post, pre = PRESETS["post-ln-no-warmup"].config, PRESETS["pre-ln-no-warmup"].config
+    assert compare_view.run_labels([post, pre], "en") == ["Post-LN", "Pre-LN"]
+    warm = PRESETS["post-ln-warmup"].config
+    assert compare_view.run_labels([post, warm], "ko") == ["Post-LN · 웜업 없음", "Post-LN · 웜업 100스텝"]
+    assert compare_view.run_labels([post, post.replace(lr=0.01)], "en") == [
+        "Post-LN · Adam lr 3e-3",
+        "Post-LN · Adam lr 1e-2",
+    ]

@@ -51,7 +51,7 @@ def test_compare_opens_on_post_vs_pre_with_everything_else_equal(start_app):
     assert at.selectbox(key="a.norm_position").value == "post"
     assert at.selectbox(key="b.norm_position").value == "pre"
     assert PRESETS[a].config.replace(norm_position="pre") == PRESETS[b].config
-    assert any("norm_position post / pre" in c.value for c in at.caption)  # the one difference, named
+    assert any("LayerNorm position Post-LN / Pre-LN" in c.value for c in at.caption)  # the one difference, named
 
 
 def test_compare_scenario_sets_both_sides(start_app):

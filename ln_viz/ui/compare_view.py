@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
-from ln_viz.i18n import t
+from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form
+from ln_viz.ui import config_form, layout, stepper
 
 SIDES = ("a.", "b.")
 
@@ -30,24 +32,104 @@ def ensure_scenario() -> None:
         apply_scenario()
 
 
-def scenario_picker(lang: str) -> None:
-    st.selectbox(
+def pick_scenario(name: str) -> None:
+    """Choose a scenario as the picker does (a callback: before the widgets are drawn)."""
+    st.session_state["cpreset"] = name
+    apply_scenario()
+
+
+def mark_custom() -> None:
+    """Once a side's settings leave the scenario's presets, the scenario is "your own settings" (and
+    the link drops it). Called before the picker is drawn."""
+    for prefix in SIDES:
+        config_form.mark_custom(prefix)
+    name = st.session_state.get("cpreset")
+    if name in COMPARE_PRESETS:
+        sides = tuple(st.session_state.get(prefix + "preset") for prefix in SIDES)
+        if sides != COMPARE_PRESETS[name][:2]:
+            st.session_state["cpreset"] = config_form.CUSTOM
+
+
+def scenario_label(name: str, lang: str) -> str:
+    return t("ui.preset_custom", lang) if name == config_form.CUSTOM else t(f"stage.scenario.{name}", lang)
+
+
+def scenario_picker(lang: str, container=None) -> None:
+    """The scenario box (it sets both sides' forms)."""
+    (container or st).selectbox(
         t("compare.scenario", lang),
         [*COMPARE_PRESETS, config_form.CUSTOM],
         key="cpreset",
-        format_func=lambda n: t("ui.preset_custom", lang) if n == config_form.CUSTOM else n,
+        format_func=lambda n: scenario_label(n, lang),
         on_change=apply_scenario,
+        width=380,  # Start and Stop fit beside it: the losses start higher up
     )
+
+
+def scenario_caption(lang: str) -> str:
+    name = st.session_state["cpreset"]
+    return t(COMPARE_PRESETS[name][2], lang) if name in COMPARE_PRESETS else t("stage.custom_caption", lang)
+
+
+def write_query() -> None:
+    """Both forms and the scenario into the URL (the scenario only while it still holds)."""
+    for prefix in SIDES:
+        config_form.write_query(prefix=prefix)
     name = st.session_state["cpreset"]
     if name in COMPARE_PRESETS:
-        st.caption(t(COMPARE_PRESETS[name][2], lang))
+        st.query_params["cpreset"] = name
+    elif "cpreset" in st.query_params:
+        del st.query_params["cpreset"]
+
+
+# Field names and values as the forms show them (the catalog's), not the code's.
+_LABEL_KEYS = {"warmup_steps": "ui.warmup"}
+_VALUE_KEYS = {
+    "norm_position": "chart.norm.",
+    "optimizer": "stage.opt.",
+    "schedule": "schedule.",
+    "norm_type": "normtype.",
+    "corpus": "corpus.",
+}
+
+
+def _field(name: str, lang: str) -> str:
+    key = _LABEL_KEYS.get(name, f"ui.{name}")
+    return t(key, lang) if key in EN else name
+
+
+def _value(name: str, value: object, lang: str) -> str:
+    key = _VALUE_KEYS.get(name, "?") + str(value)
+    if key in EN:
+        return t(key, lang)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
     """One line naming the fields where A and B differ, so the comparison's one variable is explicit."""
     da, db = a.to_dict(), b.to_dict()
-    fields = [f"{k} {da[k]} / {db[k]}" for k in da if k != "user_text" and da[k] != db[k]]
+    fields = [
+        f"{_field(k, lang)} {_value(k, da[k], lang)} / {_value(k, db[k], lang)}"
+        for k in da
+        if k != "user_text" and da[k] != db[k]
+    ]
     return t("compare.differs", lang, fields=", ".join(fields)) if fields else t("compare.same", lang)
+
+
+def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
+    """Short names of runs on one chart: the norm position, plus what else tells them apart
+    ("Post-LN · warm-up 100 steps")."""
+    from ln_viz.ui.stage import setting_words
+
+    words = [setting_words(c, lang) for c in cfgs]
+    differ = [j for j in range(1, len(words[0])) if len({w[j] for w in words}) > 1]
+    return [" · ".join([w[0], *(w[j] for j in differ)]) for w in words]
+
+
+def stored_labels(datas: list[RunData], ids: list[int], lang: str) -> list[str]:
+    """Stored runs named by their settings and id ("Post-LN (run 13)"), not by the id alone."""
+    names = run_labels([d.info.config for d in datas], lang)
+    return [t("stage.stored_label", lang, desc=n, id=i) for n, i in zip(names, ids)]
 
 
 def common_steps(datas: list[RunData]) -> list[int]:
@@ -58,24 +140,31 @@ def common_steps(datas: list[RunData]) -> list[int]:
     return sorted(steps)
 
 
-def draw(datas: list[RunData], labels: list[str], lang: str, done: bool, presenter: bool) -> None:
-    """Overlaid losses, the two heatmaps on one colour scale, and both layer profiles at one step."""
-    st.plotly_chart(
-        charts.compare_loss(datas, labels, lang, presenter), key="compare_loss", width="stretch", theme=None
-    )
+def draw(
+    datas: list[RunData],
+    labels: list[str],
+    lang: str,
+    done: bool,
+    ticking: bool = False,
+    notes: Callable[[], None] | None = None,
+) -> None:
+    """Overlaid losses, the two heatmaps on one colour scale, and both layer profiles at one step (the
+    one step control's, ln_viz.ui.stepper); `notes` draws the runs' messages in a box under the losses
+    that keeps its height from the start."""
+    layout.chart(charts.compare_loss(datas, labels, lang), "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
+    with st.container(key="run_notes"):
+        st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
+        if notes is not None:
+            notes()
     zrange = charts.shared_zrange(datas)
-    cols = st.columns(len(datas))
-    for i, (col, data) in enumerate(zip(cols, datas)):
+    for i, (col, data) in enumerate(zip(st.columns(len(datas)), datas)):
         with col:
             st.markdown(f"**{labels[i]}**")
-            fig = charts.grad_heatmap(data, lang, zrange=zrange, presenter=presenter)
-            st.plotly_chart(fig, key=f"compare_heatmap_{i}", width="stretch", theme=None)
+            fig = charts.grad_heatmap(data, lang, zrange=zrange)
+            layout.chart(fig, f"compare_heatmap_{i}", layout.MID)
     st.caption(t("compare.heatmaps_caption", lang))
-    steps = common_steps(datas)
-    step = steps[-1] if steps else None
-    if done and len(steps) > 1:
-        step = st.select_slider(t("ui.step_select", lang), options=steps, value=steps[-1], key="compare_step")
-    fig = charts.compare_layer_profile(datas, labels, lang, step=step, presenter=presenter)
-    st.plotly_chart(fig, key="compare_profile", width="stretch", theme=None)
+    step = stepper.step_control(common_steps(datas), "compare_step", lang, done, ticking)
+    fig = charts.compare_layer_profile(datas, labels, lang, step=step)
+    layout.chart(fig, "compare_profile", layout.MID)
     st.caption(t("compare.profile_caption", lang))

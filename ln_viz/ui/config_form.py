@@ -76,6 +76,26 @@ def _apply_preset(prefix: str) -> None:
         set_form(PRESETS[name].config, prefix)
 
 
+def choose_preset(name: str, prefix: str = "") -> None:
+    """Pick a preset as its selectbox does (a callback: before the widgets are drawn)."""
+    st.session_state[prefix + "preset"] = name
+    _apply_preset(prefix)
+
+
+def mark_custom(prefix: str = "") -> None:
+    """Once a setting no longer matches the chosen preset, the preset box says "your own settings"
+    (and the link drops the preset). Called before the preset box is drawn."""
+    name = st.session_state.get(prefix + "preset")
+    if name not in PRESETS:
+        return
+    try:
+        cfg = read_config(prefix)
+    except LocalizedError:
+        return
+    if any(getattr(cfg, f) != getattr(PRESETS[name].config, f) for f in FORM_FIELDS):
+        st.session_state[prefix + "preset"] = CUSTOM
+
+
 def ensure_defaults(prefix: str = "", cfg: RunConfig | None = None) -> None:
     """Fill missing widget keys (first visit, or after another page dropped them)."""
     base = cfg or PRESETS[DEFAULT_PRESET].config
@@ -91,18 +111,18 @@ def config_form(lang: str, prefix: str = "", container: Any = None, compact: boo
     """Draw the settings widgets into `container` (the sidebar by default)."""
     c = container if container is not None else st.sidebar
     ensure_defaults(prefix)
+    mark_custom(prefix)
     names = [*PRESETS, CUSTOM]
     c.selectbox(
         t("ui.preset", lang),
         names,
         key=prefix + "preset",
-        format_func=lambda n: t("ui.preset_custom", lang) if n == CUSTOM else n,
+        format_func=lambda n: t("ui.preset_custom", lang) if n == CUSTOM else t(f"stage.preset.{n}", lang),
         on_change=_apply_preset,
         args=(prefix,),
     )
     chosen = st.session_state[prefix + "preset"]
-    if chosen in PRESETS:
-        c.caption(t(PRESETS[chosen].expect_key, lang))
+    c.caption(t(PRESETS[chosen].expect_key, lang) if chosen in PRESETS else t("stage.custom_caption", lang))
     for name in MAIN_FIELDS:
         _widget(c, FIELDS[name], lang, prefix)
     with c.expander(t("ui.advanced", lang), expanded=False):

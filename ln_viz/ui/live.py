@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -13,6 +15,7 @@ from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData, RunInfo
+from ln_viz.ui import layout, stepper
 from ln_viz.ui.safe import md
 
 REFRESH_S = 1.0
@@ -132,6 +135,26 @@ def run_message(view: RunView, lang: str) -> None:
             st.info(text)
 
 
+def message_lines(views: list[RunView], lang: str) -> list[str]:
+    """The runs' end messages as coloured lines of text (the lecture view has no room for boxes)."""
+    lines = []
+    for view in views:
+        if view.message:
+            text = t(view.message, lang, **view.message_params)
+            colour = "red" if view.status in ("diverged", "failed") else "orange"
+            lines.append(f":{colour}[{text}]")
+    return lines
+
+
+def start_stop(lang: str, start: tuple[str, str], stop: tuple[str, str], row: Any = None) -> tuple[bool, bool]:
+    """Start and Stop at the top of the main area, where a laptop or a phone shows them at once;
+    `start`, `stop`: (key, label); `row`: a horizontal container to add them to. Returns which was
+    clicked."""
+    row = row if row is not None else st.container(horizontal=True, key="run_buttons")
+    started = row.button(start[1], key=start[0], type="primary")
+    return started, row.button(stop[1], key=stop[0])
+
+
 _SIMPLE_CHARTS = {
     "loss_chart": charts.loss_chart,
     "grad_heatmap": charts.grad_heatmap,
@@ -140,21 +163,23 @@ _SIMPLE_CHARTS = {
 }
 
 
-def _build(name: str, data: RunData, step: int | None, lang: str, presenter: bool, animate: bool):
-    """One of the live page's five figures (`step`: the probe step the distribution and profile show)."""
+def _build(name: str, data: RunData, step: int | None, lang: str, presenter: bool):
+    """One of the live page's five figures (`step`: the probe step the distribution and profile show).
+    The distribution is never animated inside its figure: the page's one step control moves it and the
+    profile together (ln_viz.ui.stepper)."""
     if name == "act_dist":
-        return charts.act_dist(data, step=step, animate=animate, lang=lang, presenter=presenter)
+        return charts.act_dist(data, step=step, animate=False, lang=lang, presenter=presenter)
     if name == "layer_profile":
         return charts.layer_profile(data, step=step, lang=lang, presenter=presenter)
     return _SIMPLE_CHARTS[name](data, lang=lang, presenter=presenter)
 
 
-@st.cache_resource(show_spinner=False, max_entries=20)
+@st.cache_resource(show_spinner=False, max_entries=64)
 def _finished_figure(cache_key: str, name: str, lang: str, presenter: bool, step: int | None, _data: RunData):
     """A figure of a run that has ended, built once for every tab and rerun showing it (`_data` is not
-    hashed: `cache_key` names the run's final data). A finished page's figures cost ~120 ms to build,
-    its animation most; a click on that page re-ran them all."""
-    return _build(name, _data, step, lang, presenter, animate=True)
+    hashed: `cache_key` names the run's final data). A finished page's figures cost ~120 ms to build;
+    a click on that page re-ran them all, and Play asks for the same few steps again."""
+    return _build(name, _data, step, lang, presenter)
 
 
 def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
@@ -164,46 +189,46 @@ def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
     return f"{handle.run_id}@{view.version}/{data.probe_stride}/{len(data.probe_steps)}/{data.steps_done}"
 
 
-def draw_charts(
-    data: RunData,
-    lang: str,
-    done: bool,
-    presenter: bool = False,
-    key_prefix: str = "",
-    cache_key: str | None = None,
-) -> None:
-    """Place the five charts with their captions. After the end, the distribution chart animates in
-    the browser (Plotly frames) and a step picker drives the layer profile; with `cache_key` (a
-    finished run's `finished_key`) the figures are built once and shared."""
+def figures(data: RunData, lang: str, done: bool, presenter: bool, cache_key: str | None):
+    """`figure(name, step=None)`: the page's figures of `data`, from the cache once the run has ended."""
 
     def figure(name: str, step: int | None = None):
         if done and cache_key is not None:
             return _finished_figure(cache_key, name, lang, presenter, step, data)
-        return _build(name, data, step, lang, presenter, animate=done)
+        return _build(name, data, step, lang, presenter)
 
-    st.plotly_chart(figure("loss_chart"), key=key_prefix + "loss_chart", width="stretch", theme=None)
-    st.caption(t("caption.loss", lang))
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(figure("grad_heatmap"), key=key_prefix + "grad_heatmap", width="stretch", theme=None)
-        st.caption(t("caption.grad_heatmap", lang))
-    with right:
-        st.plotly_chart(figure("update_ratio"), key=key_prefix + "update_ratio", width="stretch", theme=None)
-        st.caption(t("caption.update_ratio", lang))
-    step = None
-    if done and len(data.probe_steps) > 1:
-        step = st.select_slider(
-            t("ui.step_select", lang),
-            options=list(data.probe_steps),
-            value=data.probe_steps[-1],
-            key=key_prefix + "probe_step",
-        )
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(figure("act_dist", step), key=key_prefix + "act_dist", width="stretch", theme=None)
-        st.caption(t("caption.act_dist", lang))
-    with right:
-        st.plotly_chart(figure("layer_profile", step), key=key_prefix + "layer_profile", width="stretch", theme=None)
-        st.caption(t("caption.layer_profile", lang))
-    st.plotly_chart(figure("attn_entropy"), key=key_prefix + "attn_entropy", width="stretch", theme=None)
-    st.caption(t("caption.attn_entropy", lang))
+    return figure
+
+
+def draw_charts(
+    data: RunData,
+    lang: str,
+    done: bool,
+    key_prefix: str = "",
+    cache_key: str | None = None,
+    ticking: bool = False,
+    notes: Callable[[], None] | None = None,
+) -> None:
+    """Place the six charts with their captions: the loss and the gradient heatmap side by side in the
+    first screen, then the step control, the distribution and the per-layer profile at that step, and
+    the update ratio beside the attention entropy. With `cache_key` (a finished run's `finished_key`)
+    the figures are built once and shared; `ticking`: the page's fragment runs on the Play timer
+    (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that keeps its height from the start."""
+    figure = figures(data, lang, done, False, cache_key)
+    for col, name, caption in zip(st.columns(2), ("loss_chart", "grad_heatmap"), ("loss", "grad_heatmap")):
+        with col:
+            layout.chart(figure(name), key_prefix + name, layout.TALL)
+            st.caption(t(f"caption.{caption}", lang))
+    with st.container(key=key_prefix + "run_notes"):  # a fixed height (CSS): a message does not move the rest
+        st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
+        if notes is not None:
+            notes()
+    step = stepper.step_control(data.probe_steps, key_prefix + "probe_step", lang, done, ticking)
+    for col, name in zip(st.columns(2), ("act_dist", "layer_profile")):
+        with col:
+            layout.chart(figure(name, step), key_prefix + name, layout.MID)
+            st.caption(t(f"caption.{name}", lang))
+    for col, name in zip(st.columns(2), ("update_ratio", "attn_entropy")):
+        with col:
+            layout.chart(figure(name), key_prefix + name, layout.SHORT)
+            st.caption(t(f"caption.{name}", lang))

@@ -278,18 +278,30 @@ def presenter_mode_on() -> bool:
     return bool(st.session_state.get("_present"))
 
 
+def set_present(on: bool) -> None:
+    """Switch the lecture view on or off for this session, and in the URL (a bookmark keeps it)."""
+    st.session_state["_present"] = on
+    if on:
+        st.query_params["present"] = "1"
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+
+
+def _toggle_present() -> None:
+    set_present(bool(st.session_state["present_toggle"]))
+
+
 def presenter_mode() -> bool:
-    """`?present=1`: no settings sidebar, larger text and charts for a projector."""
+    """The frame's style on every page (whole Korean words, no modebar on touch screens) and, with
+    `?present=1`, larger text for a projector; Live and Compare then draw their lecture view
+    (ln_viz.ui.stage). The sidebar's toggle switches that view on (the view has its own way out)."""
+    from ln_viz.ui import layout
+
     present = presenter_mode_on()
-    if present:
-        st.markdown(
-            """<style>
-            [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
-            html, body, [data-testid="stMarkdownContainer"] p {font-size: 1.35rem;}
-            [data-testid="stCaptionContainer"] {font-size: 1.15rem;}
-            </style>""",
-            unsafe_allow_html=True,
-        )
+    layout.css(layout.FRAME_CSS + layout.BOX_CSS + (layout.PRESENTER_CSS if present else ""))
+    st.session_state["present_toggle"] = present
+    st.sidebar.toggle(t("stage.toggle", current_lang()), key="present_toggle", on_change=_toggle_present,
+                      help=t("stage.toggle_help", current_lang()))  # fmt: skip
     return present
 
 

@@ -1,0 +1,61 @@
+"""How charts are sized and placed on a page: heights from the viewport (CSS), no Plotly modebar where it
+would sit over a title, whole Korean words.
+
+Streamlit cannot tell the server the browser's size, so a chart's height comes from CSS: each chart is
+drawn in a box (a keyed container whose key starts with its size class) given a height in vh, and the
+chart stretches to fill it (`st.plotly_chart(height="stretch")`, the figure sets no height)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+# Box size classes: the start of a container's key, hence of its `st-key-...` CSS class.
+TALL, MID, SHORT = "tall__", "mid__", "short__"  # the laptop and phone views
+LOSS = "loss__"  # Compare's losses: under its scenario row and settings, still in the first screen
+FULL, HALF = "full__", "half__"  # the lecture view: the whole chart area, half of it
+
+# Every page: Korean words stay whole (they wrap at spaces, as in print); on touch screens Plotly's
+# modebar would sit for good over the chart's title, so it is not shown there.
+FRAME_CSS = """
+.stApp, .stApp p, .stApp li, .stApp span, .stApp label {word-break: keep-all; overflow-wrap: break-word;}
+@media (hover: none) { .modebar-container {display: none !important;} }
+"""
+# Presenter mode on any page: larger text for the back of the room (charts scale their own fonts).
+PRESENTER_CSS = """
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {font-size: 1.3rem;}
+[data-testid="stCaptionContainer"] {font-size: 1.1rem;}
+"""
+# Chart boxes of the laptop and phone views: the first row (loss and gradient heatmap) fills the screen
+# under the page's top (title, Start, status: ~240 px), the others have fixed heights.
+BOX_CSS = f"""
+[class*="st-key-{TALL}"] {{height: clamp(300px, calc(100vh - 250px), 640px); flex: 0 0 auto !important;}}
+[class*="st-key-{LOSS}"] {{height: clamp(300px, calc(100vh - 300px), 600px); flex: 0 0 auto !important;}}
+[class*="st-key-{MID}"] {{height: 440px; flex: 0 0 auto !important;}}
+.st-key-run_notes {{min-height: 6.6rem;}}  /* a one-line warning, drawn when a run ends */
+.st-key-live_status {{min-height: 3.4rem;}}
+[class*="st-key-{SHORT}"] {{height: 320px; flex: 0 0 auto !important;}}
+@media (max-width: 640px) {{ [class*="st-key-{TALL}"] {{height: 420px;}} }}
+"""
+
+
+# Live and Compare outside the lecture view: a shorter top and title, so Start and the first row of
+# charts are in a 1280x720 laptop's first screen.
+PAGE_CSS = """
+[data-testid="stMainBlockContainer"] {padding-top: 3.2rem !important; padding-left: 2rem !important;
+    padding-right: 2rem !important;}
+[data-testid="stMainBlockContainer"] h1 {font-size: 2rem; padding: 0.2rem 0 0.4rem 0;}
+"""
+
+
+def css(text: str) -> None:
+    """Add a style sheet to the page (st.html with only a style element takes no space)."""
+    st.html(f"<style>{text}</style>")
+
+
+def chart(fig: Any, key: str, box: str, presenter: bool = False) -> None:
+    """Draw a Plotly figure filling a box of size class `box` (TALL, MID, SHORT, FULL, HALF)."""
+    config = {"displayModeBar": False} if presenter else {"displaylogo": False}
+    with st.container(key=box + key):
+        st.plotly_chart(fig, key=key, width="stretch", height="stretch", theme=None, config=config)

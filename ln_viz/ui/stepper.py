@@ -1,0 +1,85 @@
+"""The one step control of a finished run: a select slider of the probe steps and a Play/Pause button.
+
+Every step-dependent chart (the distribution, the per-layer profile) is drawn from the step it returns,
+so they always show the same step. Play advances the slider from the page's fragment timer (`timer`),
+one probe step per tick; the charts are redrawn by the server, not animated inside one Plotly figure
+(whose own slider moved one chart and not its neighbour). While a run trains, the control is drawn
+disabled in the same place, so nothing moves when the run ends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from ln_viz.i18n import t
+
+PLAY_S = 0.6  # seconds per probe step while playing (a redraw of two charts takes ~0.1-0.3 s)
+
+
+def _playing_key(key: str) -> str:
+    return key + "__playing"
+
+
+def playing(key: str) -> bool:
+    """Whether Play is on for the step control `key`."""
+    return bool(st.session_state.get(_playing_key(key)))
+
+
+def timer(key: str, refresh_s: float | None) -> float | None:
+    """The fragment's `run_every`: the live refresh while a run trains (`refresh_s`), else the Play tick
+    while playing, else none."""
+    if refresh_s is not None:
+        return refresh_s
+    return PLAY_S if playing(key) else None
+
+
+def _toggle(key: str, first: int) -> None:
+    on = not playing(key)
+    st.session_state[_playing_key(key)] = on
+    if on and st.session_state.get(key + "__at_end"):
+        st.session_state[key] = first  # Play at the last step starts over
+
+
+def _advance(key: str, steps: Sequence[int]) -> None:
+    i = steps.index(st.session_state[key])
+    if i + 1 < len(steps):
+        st.session_state[key] = steps[i + 1]
+    else:
+        st.session_state[_playing_key(key)] = False
+
+
+def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking: bool, row: Any = None) -> int | None:
+    """Draw the step control and return the probe step every step-dependent chart shows (the last one
+    until the user moves it). `done`: the run has ended (else the control is drawn disabled, holding
+    the latest step); `ticking`: the fragment this runs in was set up with the Play timer on; `row`: a
+    horizontal container to draw into (the lecture view's status row; then the label is hidden)."""
+    steps = list(steps)
+    shown = "visible" if row is None else "collapsed"
+    row = row if row is not None else st.container(horizontal=True, vertical_alignment="bottom", key=key + "_row")
+    if not done or len(steps) < 2:
+        options = steps if len(steps) >= 2 else [0, 1]
+        row.button("▶ " + t("chart.play", lang), key=key + "_play_idle", disabled=True)
+        row.select_slider(
+            t("ui.step_select", lang),
+            options=options,
+            value=options[-1],
+            key=key + "_idle",
+            disabled=True,
+            label_visibility=shown,
+        )
+        st.session_state[_playing_key(key)] = False
+        return steps[-1] if steps else None
+    if st.session_state.get(key) not in steps:
+        st.session_state[key] = steps[-1]
+    if playing(key) and ticking:
+        _advance(key, steps)
+    st.session_state[key + "__at_end"] = st.session_state[key] == steps[-1]
+    on = playing(key)
+    label = "❚❚ " + t("chart.pause", lang) if on else "▶ " + t("chart.play", lang)
+    row.button(label, key=key + "_play", on_click=_toggle, args=(key, steps[0]))
+    step = row.select_slider(t("ui.step_select", lang), options=steps, key=key, label_visibility=shown)
+    if on != ticking:  # Play or Pause was pressed, or the last step was reached: reset the timer
+        st.rerun(scope="app")
+    return step

@@ -1,0 +1,96 @@
+"""The lecture view and the one step control in headless Chromium: the lecture view fits one screen
+(no scrolling, every chart inside, the loss plot at least a third of the height) at 1920x1080 and at
+1280x720; its scenario and language buttons work without the sidebar; after a run, Play moves the
+distribution and the per-layer profile together, and Pause raises no page error."""
+
+import time
+
+import pytest
+
+from tests.e2e.conftest import ARTIFACTS, chart, settled_screenshot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+# Every chart's drawn box, the main section's scroll, and the loss plot area's height (its drag box).
+FIT = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const charts = [...document.querySelectorAll('[data-stale="false"] .js-plotly-plot .main-svg')]
+    .map(svg => svg.getBoundingClientRect()).filter(r => r.width > 0)
+    .map(r => ({top: r.top, bottom: r.bottom, left: r.left, right: r.right}));
+  const loss = document.querySelector('.st-key-compare_loss [data-stale="false"] .nsewdrag, ' +
+                                      '.st-key-compare_loss .nsewdrag');
+  return {charts, scroll: main.scrollHeight - main.clientHeight, w: innerWidth, h: innerHeight,
+          loss_h: loss ? loss.getBoundingClientRect().height : 0}; }"""
+TITLE = ".st-key-stage_title"
+
+
+def wait_charts(page, n: int) -> None:
+    page.wait_for_function(
+        f"""() => document.querySelectorAll('[data-stale="false"] .js-plotly-plot .main-svg').length >= {n} &&
+                  !document.querySelector('[data-stale="true"]')""",
+        timeout=60_000,
+    )
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1280, 720)], ids=["1920x1080", "1280x720"])
+def test_the_lecture_view_fits_one_screen_and_switches_without_the_url(server, browser, size):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(server.url + "/compare?present=1")
+        wait_idle(page)
+        wait_charts(page, 4)  # the preview axes of both runs: losses, two heatmaps, the profile
+        time.sleep(1)
+        fit = page.evaluate(FIT)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"stage-compare-{size[0]}x{size[1]}.png"))
+        assert fit["scroll"] <= 1, fit  # nothing to scroll
+        for r in fit["charts"]:
+            assert r["top"] >= 0 and r["bottom"] <= fit["h"] + 1 and r["right"] <= fit["w"] + 1, (r, fit)
+        assert fit["loss_h"] >= fit["h"] / 3, fit
+        assert not page.get_by_test_id("stSidebar").is_visible()
+        assert "Post-LN vs Pre-LN" in page.locator(TITLE).inner_text()
+        page.locator(".st-key-stage_choice button", has_text="24 layers").first.click()
+        page.wait_for_function(
+            f"() => document.querySelector('{TITLE}').innerText.includes('24 layers')", timeout=30_000
+        )
+        wait_idle(page)
+        page.locator(".st-key-stage_lang button").click()
+        page.wait_for_function(f"() => document.querySelector('{TITLE}').innerText.includes('24층')", timeout=30_000)
+        wait_idle(page)
+        assert page.locator(".st-key-compare_start button").inner_text().strip() == "둘 다 시작"
+    finally:
+        context.close()
+    assert errors == [], errors
+
+
+TINY = "depth=2&d=32&heads=2&batch=8&seq=16&steps=60&probe=5&eval=30"
+STEP_OF = """gd => { const t = (gd.layout.title || {}).text || ''; const m = t.match(/(\\d+)\\s*$/);
+                     return m ? +m[1] : null; }"""
+
+
+def test_play_moves_the_distribution_and_the_profile_together(server, page):
+    page.goto(server.url + "/?" + TINY)
+    wait_idle(page)
+    page.locator(".st-key-start button").click()
+    page.wait_for_selector(".st-key-probe_step_play button", timeout=180_000)  # enabled: the run ended
+    wait_idle(page)
+    last = [chart(page, k).evaluate(STEP_OF) for k in ("act_dist", "layer_profile")]
+    assert last[0] == last[1] == 60, last
+    page.locator(".st-key-probe_step_play button").click()  # at the last step: starts over
+    page.wait_for_function(
+        "() => document.querySelector('.st-key-probe_step_play button').innerText.includes('Pause')", timeout=30_000
+    )
+    time.sleep(2.5)
+    page.locator(".st-key-probe_step_play button").click()  # Pause
+    page.wait_for_function(
+        "() => document.querySelector('.st-key-probe_step_play button').innerText.includes('Play')", timeout=30_000
+    )
+    wait_idle(page)
+    time.sleep(1)
+    shown = [chart(page, k).evaluate(STEP_OF) for k in ("act_dist", "layer_profile")]
+    slider = int(page.locator(".st-key-probe_step [data-testid='stSliderThumbValue']").inner_text())
+    assert shown[0] == shown[1] == slider < 60, (shown, slider)  # one step everywhere, and it moved
+    settled_screenshot(page, "stage-live-paused")
