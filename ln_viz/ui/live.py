@@ -213,7 +213,8 @@ def draw_charts(
     first screen, then the step control, the distribution and the per-layer profile at that step, and
     the update ratio beside the attention entropy. With `cache_key` (a finished run's `finished_key`)
     the figures are built once and shared; `ticking`: the page's fragment runs on the Play timer
-    (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that keeps its height from the start."""
+    (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that
+    keeps its height from the start."""
     figure = figures(data, lang, done, False, cache_key)
     for col, name, caption in zip(st.columns(2), ("loss_chart", "grad_heatmap"), ("loss", "grad_heatmap")):
         with col:
