@@ -639,6 +639,22 @@ EN: dict[str, str] = {
     ),
     "theory.references.title": "References",
     "theory.references.intro": "The papers this page cites, oldest first, with their arXiv identifiers.",
+    # --- stability map
+    "sweep.err.choice": "norm_position must be a list of {choices}; {value!r} is not one of them.",
+    "sweep.err.seeds": "seeds must be a whole number from 1 to {hi}, got {value!r}.",
+    "sweep.err.too_many": "the sweep has {n} runs, more than the {cap} allowed; use fewer values on an axis.",
+    "sweep.err.warmup_longer": "warm-up {warmup} is longer than the runs (steps={steps}); use warm-ups of at most {steps}.",
+    "sweep.err.empty_axis": "{field} needs at least one value.",
+    "sweep.err.axis_too_long": "{field} has {have} values, more than {hi}; give fewer.",
+    "sweep.err.duplicate": "{field} lists a value twice ({values}); give each value once.",
+    "sweep.err.executor": "executor must be one of {choices}, got {value!r}.",
+    "sweep.err.export_suffix": "cannot tell the format of {path}; name the file .csv or .parquet.",
+    "sweep.err.preset": "unknown sweep preset {value!r}; choose one of {choices}.",
+    "sweep.err.list": "{flag} must be a comma-separated list of {kind}, got {value!r}.",
+    "sweep.err.workers": "workers must be between 1 and 256, got {value}.",
+    "sweep.err.address_local": "--address names a Ray cluster; add --executor ray, or leave --address out.",
+    "sweep.err.ray_missing": "the ray executor needs Ray: pip install -r requirements-ray.txt (ray=={version}).",
+    "sweep.err.ray_connect": "cannot connect to the Ray cluster at {address} ({reason}); check the address and that the cluster runs.",
 }
 
 KO: dict[str, str] = {
@@ -1228,6 +1244,22 @@ KO: dict[str, str] = {
     "theory.references.intro": (
         "이 페이지에서 인용한 논문을 오래된 순서로, arXiv 번호와 함께 적었습니다. 제목은 원문 그대로 두었습니다."
     ),
+    # --- stability map
+    "sweep.err.choice": "norm_position은(는) {choices} 중에서 고른 목록이어야 합니다. {value!r}은(는) 그중 하나가 아닙니다.",
+    "sweep.err.seeds": "seeds는 1부터 {hi}까지의 정수여야 합니다. 입력값: {value!r}.",
+    "sweep.err.too_many": "스윕의 실행 수가 {n}개로, 허용되는 {cap}개보다 많습니다. 축의 값을 줄이세요.",
+    "sweep.err.warmup_longer": "워밍업 {warmup}이(가) 실행 길이(steps={steps})보다 깁니다. 워밍업은 {steps} 이하로 하세요.",
+    "sweep.err.empty_axis": "{field}에는 값이 하나 이상 있어야 합니다.",
+    "sweep.err.axis_too_long": "{field}의 값이 {have}개로 {hi}개보다 많습니다. 줄이세요.",
+    "sweep.err.duplicate": "{field}에 같은 값이 두 번 있습니다 ({values}). 값마다 한 번씩만 쓰세요.",
+    "sweep.err.executor": "executor는 {choices} 중 하나여야 합니다. 입력값: {value!r}.",
+    "sweep.err.export_suffix": "{path}의 형식을 알 수 없습니다. 파일 이름을 .csv 또는 .parquet로 끝내세요.",
+    "sweep.err.preset": "알 수 없는 스윕 프리셋 {value!r}입니다. {choices} 중에서 고르세요.",
+    "sweep.err.list": "{flag}은(는) 쉼표로 구분한 {kind} 목록이어야 합니다. 입력값: {value!r}.",
+    "sweep.err.workers": "workers는 1에서 256 사이여야 합니다. 입력값: {value}.",
+    "sweep.err.address_local": "--address는 Ray 클러스터를 가리킵니다. --executor ray를 함께 쓰거나 --address를 빼세요.",
+    "sweep.err.ray_missing": "ray 실행기에는 Ray가 필요합니다: pip install -r requirements-ray.txt (ray=={version}).",
+    "sweep.err.ray_connect": "{address}의 Ray 클러스터에 연결할 수 없습니다 ({reason}). 주소와 클러스터가 실행 중인지 확인하세요.",
 }
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN, "ko": KO}
