@@ -16,7 +16,6 @@ import json
 import math
 import sys
 import threading
-import time
 from typing import Any
 
 _AXES_HELP = "comma-separated list"
@@ -241,5 +240,6 @@ def _print_report(report: dict[str, Any], final: Any, args: argparse.Namespace) 
         )
     print("LR sensitivity (Wortsman et al. 2023), per curve:")
     for s in report["sensitivity"]:
-        print(f"  {s['norm_position']:6} depth {s['depth']:>2} warm-up {s['warmup_steps']:>4}: {s['lr_sensitivity']:.3f}")
+        where = f"{s['norm_position']:6} depth {s['depth']:>2} warm-up {s['warmup_steps']:>4}"
+        print(f"  {where}: {s['lr_sensitivity']:.3f}")
     print(f"{len(report['cells'])} cells in {report['elapsed_s']:.1f} s ({report['executor']})")

@@ -198,3 +198,39 @@ def duration_text(seconds: float) -> str:
         return f"{round(seconds / 60)} min"
     return f"{seconds / 3600:.1f} h"
 
+
+
+# --- the spec in a URL ----------------------------------------------------------------------------
+# The stability map page keeps its spec here; the base config's fields use ln_viz.urlstate's names.
+QUERY_AXES = {"sm_norm": "norm_position", "sm_lr": "lr", "sm_warmup": "warmup_steps", "sm_depth": "depth"}
+_AXIS_TYPES = {"norm_position": str, "lr": float, "warmup_steps": int, "depth": int}
+
+
+def spec_to_query(spec: SweepConfig) -> dict[str, str]:
+    """The axes, seeds and steps as short query parameters (sm_lr=0.0003,0.001 ...)."""
+    out = {key: ",".join(_fmt(v) for v in getattr(spec, name)) for key, name in QUERY_AXES.items()}
+    out["sm_seeds"] = str(spec.seeds)
+    out["sm_steps"] = str(spec.steps)
+    return out
+
+
+def spec_from_query(params: dict[str, Any], default: SweepConfig) -> tuple[SweepConfig, list[str]]:
+    """`default` with every well-formed parameter applied; the names of the ignored ones are returned
+    (a mistyped bookmark still opens a working page). The result is valid."""
+    import dataclasses
+
+    spec, bad = default, []
+    for key, name in {**QUERY_AXES, "sm_seeds": "seeds", "sm_steps": "steps"}.items():
+        raw = params.get(key)
+        if raw is None:
+            continue
+        raw = raw[-1] if isinstance(raw, list) else str(raw)
+        try:
+            parse = _AXIS_TYPES.get(name, int)
+            value: Any = tuple(parse(s) for s in raw.split(",") if s) if name in _AXIS_TYPES else int(raw)
+            candidate = dataclasses.replace(spec, **{name: value}).validate()
+        except (ValueError, LocalizedError):
+            bad.append(key)
+            continue
+        spec = candidate
+    return spec, bad
