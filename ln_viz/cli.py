@@ -100,7 +100,7 @@ def build_parser() -> Parser:
 
 # Other modules (the run store) add their subcommands here: a function taking the subparsers object.
 EXTRA_COMMANDS: list[Callable[[Any], None]] = []
-from ln_viz.sweep.cli import add_parser as _add_sweep_parser  # noqa: E402 -- registers `sweep` (issue 15)
+from ln_viz.sweep.cli import add_parser as _add_sweep_parser  # noqa: E402, I001 -- registers `sweep`
 EXTRA_COMMANDS.append(_add_sweep_parser)
 
 _CONFIG_FLAGS = (

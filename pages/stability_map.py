@@ -31,7 +31,7 @@ if not present:
 
 with st.expander(t("sweep.ui.settings", lang), expanded=False):
     preset = st.radio(t("sweep.ui.preset", lang), ["-", *SWEEP_PRESETS], horizontal=True, key="sm_preset",
-                      format_func=lambda p: t(f"sweep.preset.{p}", lang) if p != "-" else t("sweep.ui.custom", lang))  # fmt: skip
+                      format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang))
     if preset != "-" and st.session_state.get("sm_preset_applied") != preset:
         st.session_state["sm_preset_applied"] = preset
         st.session_state["sm_spec"] = SWEEP_PRESETS[preset]
@@ -95,7 +95,8 @@ def show_map() -> None:
     with left:
         if len(spec.lr) > 1:
             fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, "lr")
-            picked += _points(st.plotly_chart(fig, key="sm_map", on_select="rerun", selection_mode="points", theme=None))
+            event = st.plotly_chart(fig, key="sm_map", on_select="rerun", selection_mode="points", theme=None)
+            picked += _points(event)
         if len(spec.depth) > 1:
             fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, "depth")
             picked += _points(st.plotly_chart(fig, key="sm_depth_map", on_select="rerun", selection_mode="points",
