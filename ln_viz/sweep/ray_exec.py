@@ -17,6 +17,7 @@ ray==2.60.0 installed (README, "The stability map"). A private cluster shares th
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -102,13 +103,15 @@ class _Driver:
             return ray
         if ray.is_initialized():
             ray.shutdown()
-        options: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
+        # quiet: a sweep's own progress bar is the output; the workers' logs stay in the cluster's files
+        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
         try:
             if address == "local":
-                ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), _node_ip_address="127.0.0.1", **options)
+                ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), _node_ip_address="127.0.0.1",
+                         include_dashboard=False, **options)  # fmt: skip
             else:
                 runtime_env = {"py_modules": [str(_PACKAGE)], "excludes": ["__pycache__", "data/demo_runs"]}
-                ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+                ray.init(address=address, runtime_env=runtime_env, **options)
         except (ConnectionError, ValueError, RuntimeError) as e:
             line = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
             raise SweepError("sweep.err.ray_connect", "address", address=address, reason=line) from None

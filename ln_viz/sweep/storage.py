@@ -116,15 +116,15 @@ class SweepStore:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
 
     # --- writing ----------------------------------------------------------------------------------
     def begin(self, spec: SweepConfig, executor: str) -> int:
