@@ -90,24 +90,28 @@ def show_map() -> None:
     elif not results and progress is None:
         st.info(t("sweep.ui.empty", lang))
     zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init)
-    left, right = st.columns([3, 2]) if len(spec.lr) > 1 else (st.container(), None)
+    # presenter: map and curves side by side, one screen; else the map full width, curves and a cell below
+    top = st.columns([3, 2]) if present else [st.container()]
     picked = []
-    with left:
+    with top[0]:
+        for x_axis, axis in (("lr", spec.lr), ("depth", spec.depth)):
+            if len(axis) > 1 or (x_axis == "lr" and len(spec.depth) == 1):
+                fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, x_axis)
+                event = st.plotly_chart(fig, key=f"sm_map_{x_axis}", on_select="rerun", selection_mode="points",
+                                        theme=None)  # fmt: skip
+                picked += _points(event)
+    below = top[1] if present else st.columns(2)
+    with below if present else below[0]:
         if len(spec.lr) > 1:
-            fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, "lr")
-            event = st.plotly_chart(fig, key="sm_map", on_select="rerun", selection_mode="points", theme=None)
-            picked += _points(event)
-        if len(spec.depth) > 1:
-            fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, "depth")
-            picked += _points(st.plotly_chart(fig, key="sm_depth_map", on_select="rerun", selection_mode="points",
-                                              theme=None))  # fmt: skip
-    if right is not None:
-        with right:
-            fig = sweep_charts.sensitivity_chart(curves(results, default_init), corpus.unigram_entropy, lang, present)
+            fig = sweep_charts.sensitivity_chart(curves(results, default_init), corpus.unigram_entropy, lang, present,
+                                                 height=340 if present else 460)  # fmt: skip
             st.plotly_chart(fig, key="sm_sens", theme=None)
     if not present:
+        with below[1]:
+            _cell_detail(results, picked)
         st.caption(t("sweep.ui.how_to_read", lang))
-    _cell_detail(results, picked)
+    else:
+        _cell_detail(results, picked)
 
 
 def _points(event) -> list[str]:

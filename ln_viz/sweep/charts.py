@@ -29,13 +29,14 @@ from ln_viz.sweep.spec import SweepConfig
 
 COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low loss
 PENDING = "#D9D9D9"
+MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
 _WARMUP_DASH = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 
 
 def lr_label(lr: float) -> str:
     """3e-4, 1e-3, 0.01 -> '3e-4', '1e-3', '1e-2'."""
     mantissa, exp = f"{lr:.0e}".split("e")
-    return f"{mantissa}e{int(exp)}" if float(mantissa) * 10 ** int(exp) == lr else f"{lr:.2g}"
+    return f"{mantissa}e{int(exp)}" if math.isclose(float(mantissa) * 10 ** int(exp), lr) else f"{lr:.2g}"
 
 
 def _px(size: float, presenter: bool) -> int:
@@ -47,7 +48,7 @@ def _style(fig: go.Figure, title: str, presenter: bool, height: int, **extra: An
         "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, presenter), "color": "#222222"},
         "title": {"text": title, "font": {"size": _px(19, presenter)}, "x": 0.01, "xanchor": "left"},
         "paper_bgcolor": "white",
-        "plot_bgcolor": PENDING,  # a cell not trained yet has no colour of its own: it shows this
+        "plot_bgcolor": "white",
         "height": _px(height, presenter),
         "margin": {"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(70, presenter), "b": _px(60, presenter)},
         "hoverlabel": {"font": {"size": _px(14, presenter), "family": FONT_FAMILY}},
@@ -137,6 +138,7 @@ def stability_heatmap(
     presenter: bool = False,
     x_axis: str = "lr",
     fixed: float | None = None,
+    height: int = 340,
 ) -> go.Figure:
     """Final loss per cell, one panel per norm position, one colour scale (`zrange`) for all."""
     panels = map_panels(spec, results, lang, x_axis, fixed)
@@ -150,12 +152,18 @@ def stability_heatmap(
     for col, p in enumerate(panels, start=1):
         xs = [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
         ys = list(range(len(p.ys)))
+        edges = _edges(xs)
+        fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
         fig.add_trace(_heat_trace(p, xs, ys, zrange, lang, presenter, x_axis, col), row=1, col=col)
-        fig.add_trace(_mark_trace(p, xs, ys, presenter), row=1, col=col)
         fig.add_trace(_click_trace(p, xs, ys), row=1, col=col)
+        for j, i in _marked(p):  # a frame inside the cell, whatever its colour
+            pad = 0.06 * (edges[i + 1] - edges[i])
+            fig.add_shape(type="rect", x0=edges[i] + pad, x1=edges[i + 1] - pad, y0=j - 0.44, y1=j + 0.44,
+                          line={"color": MARK, "width": _px(3, presenter)}, row=1, col=col)  # fmt: skip
         ticktext = [lr_label(x) for x in p.xs] if x_axis == "lr" else [str(int(x)) for x in p.xs]
-        fig.update_xaxes(tickvals=xs, ticktext=ticktext, showgrid=False, row=1, col=col,
-                         title_text=t("sweep.axis.lr" if x_axis == "lr" else "sweep.axis.depth", lang))  # fmt: skip
+        fig.update_xaxes(tickvals=xs, ticktext=ticktext, showgrid=False, zeroline=False, range=[edges[0], edges[-1]],
+                         row=1, col=col, title_text=t(f"sweep.axis.{x_axis}", lang))  # fmt: skip
+    fig.update_yaxes(range=[-0.5, len(spec.warmup_steps) - 0.5], zeroline=False)
     fig.update_yaxes(tickvals=list(range(len(spec.warmup_steps))), ticktext=[str(w) for w in sorted(spec.warmup_steps)],
                      showgrid=False, title_text=t("sweep.axis.warmup", lang), row=1, col=1)  # fmt: skip
     fig.update_yaxes(showgrid=False)
@@ -164,7 +172,7 @@ def stability_heatmap(
     key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
     value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
     title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
-    return _style(fig, title, presenter, 380, showlegend=False, clickmode="event+select", dragmode=False)
+    return _style(fig, title, presenter, height, showlegend=False, clickmode="event+select", dragmode=False)
 
 
 def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.Heatmap:
@@ -192,22 +200,25 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.He
     )
 
 
-def _mark_trace(p: Panel, xs, ys, presenter: bool) -> go.Scatter:
-    """A frame around every stalled, diverged or failed cell: marked, whatever its colour."""
-    px, py = [], []
-    for j in range(len(ys)):
-        for i in range(len(xs)):
-            if p.status[j][i] in ("stalled", "diverged", "failed"):
-                px.append(xs[i])
-                py.append(ys[j])
-    return go.Scatter(
-        x=px,
-        y=py,
-        mode="markers",
-        marker={"symbol": "square-open", "size": _px(46, presenter), "color": "#D55E00", "line": {"width": 3}},
-        hoverinfo="skip",
-        showlegend=False,
-    )
+def _edges(xs: list[float]) -> list[float]:
+    """Cell boundaries: midway between neighbours, half a gap beyond the ends (as a heatmap draws them)."""
+    if len(xs) == 1:
+        return [xs[0] - 0.5, xs[0] + 0.5]
+    mids = [(a + b) / 2 for a, b in zip(xs, xs[1:])]
+    return [xs[0] - (mids[0] - xs[0]), *mids, xs[-1] + (xs[-1] - mids[-1])]
+
+
+def _marked(p: Panel) -> list[tuple[int, int]]:
+    bad = ("stalled", "diverged", "failed")
+    return [(j, i) for j, row in enumerate(p.status) for i, s in enumerate(row) if s in bad]
+
+
+def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
+    """The cells not trained yet, grey with an ellipsis: the grid's shape shows from the start."""
+    z = [[1 if s is None else None for s in row] for row in p.status]
+    text = [["…" if s is None else "" for s in row] for row in p.status]
+    return go.Heatmap(x=xs, y=ys, z=z, zmin=0, zmax=1, colorscale=[[0, PENDING], [1, PENDING]], showscale=False,
+                      text=text, texttemplate="%{text}", hoverinfo="skip", xgap=2, ygap=2)  # fmt: skip
 
 
 def _click_trace(p: Panel, xs, ys) -> go.Scatter:
@@ -231,7 +242,7 @@ def _click_trace(p: Panel, xs, ys) -> go.Scatter:
 
 
 def sensitivity_chart(
-    curves: Sequence[Curve], unigram: float, lang: str = "en", presenter: bool = False
+    curves: Sequence[Curve], unigram: float, lang: str = "en", presenter: bool = False, height: int = 460
 ) -> go.Figure:
     """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr
     sits at the loss at init with an x; each curve's LR sensitivity is written at its right end."""
@@ -242,7 +253,8 @@ def sensitivity_chart(
     for c in curves:
         ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
         symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
-        name = _curve_name(c, lang, len(depths) > 1)
+        sens = t("sweep.chart.sens_label", lang, value=f"{c.lr_sensitivity:.2f}")
+        name = f"{_curve_name(c, lang, len(depths) > 1)}: {sens}"
         fig.add_trace(
             go.Scatter(
                 x=list(c.lrs),
@@ -258,20 +270,21 @@ def sensitivity_chart(
         labels.append((ys[-1], c))
     fig.add_hline(y=unigram, line={"color": "#555555", "dash": "dot", "width": 2},
                   annotation={"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, presenter)}},
-                  annotation_position="bottom left")  # fmt: skip
+                  annotation_position="top left")  # fmt: skip
     _sensitivity_labels(fig, labels, presenter, lang)
     lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
     return _style(
         fig,
         t("sweep.chart.sens_title", lang),
         presenter,
-        420,
+        height,
         plot_bgcolor="white",
         xaxis={"type": "log", "title": t("sweep.axis.lr", lang), "tickvals": lrs,
                "ticktext": [lr_label(x) for x in lrs],
                "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.75], "gridcolor": "#E6E6E6"},
         yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": "#E6E6E6"},
-        legend={"font": {"size": _px(13, presenter)}},
+        legend={"font": {"size": _px(13, presenter)}, "orientation": "h", "y": -0.3, "yanchor": "top"},
+        margin={"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(50, presenter), "b": _px(150, presenter)},
     )  # fmt: skip
 
 
@@ -285,7 +298,7 @@ def _sensitivity_labels(fig: go.Figure, labels: list[tuple[float, Curve]], prese
     if not labels:
         return
     ys = [y for y, _ in labels]
-    gap = max(0.06 * (max(ys) - min(ys) + 0.5), 0.04)
+    gap = max(0.085 * (max(ys) - min(ys) + 0.5), 0.05)  # about one line of 13 px text at the chart's height
     placed: list[float] = []
     for y, c in sorted(labels, key=lambda p: p[0]):
         y = max(y, placed[-1] + gap) if placed else y
