@@ -294,3 +294,37 @@ def test_the_shipped_default_map_is_measured_with_this_code():
         shipped = [(s, v) for s, v in r.curve if s <= 30]
         assert len(shipped) >= 5
         assert [v for _, v in shipped] == pytest.approx([losses[s - 1] for s, _ in shipped], rel=1e-4)
+
+
+# --- the page (AppTest, through the app's router) -------------------------------------------------------------
+def test_the_page_draws_the_default_map_in_korean_and_keeps_the_spec_in_the_url(start_app):
+    at = start_app(120)
+    at.session_state["lang"] = "ko"
+    at.switch_page("pages/stability_map.py").run()
+    assert not at.exception
+    assert at.title[0].value == "안정성 지도"
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 2  # the map and the sensitivity curves
+    assert any("미리 측정" in c.value for c in at.caption)  # the shipped default, said so
+    assert at.query_params["sm_lr"] == "0.0003,0.001,0.003,0.01" and at.query_params["sm_warmup"] == "0,30,100,200"
+
+
+@pytest.mark.slow  # two worker processes start: ~15 s on an idle 2-core machine
+def test_the_page_runs_a_sweep_and_fills_the_map_from_the_store(start_app):
+    at = start_app(120)
+    at.query_params.update({"sm_norm": "post,pre", "sm_lr": "0.001,0.01", "sm_warmup": "0", "sm_depth": "1",
+                            "sm_steps": "20"})  # fmt: skip
+    at.switch_page("pages/stability_map.py").run()
+    assert not at.exception and not at.warning
+    assert any("4 runs x 20 steps" in c.value for c in at.caption)
+    at.button(key="sm_run").click().run()
+    from ln_viz.ui.stability_view import service
+
+    svc = service()
+    svc.thread.join(180)
+    assert not svc.busy() and svc.error is None
+    at.run()
+    assert not at.exception
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    heat = [d for d in fig["data"] if d["type"] == "heatmap" and d.get("showscale") is not False]
+    assert heat and all(v is not None for row in heat[0]["z"] for v in row)  # every cell of the first panel filled

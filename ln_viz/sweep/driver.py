@@ -37,6 +37,7 @@ class Progress:
 
     @property
     def fraction(self) -> float:
+        """Steps trained over steps to train, 0..1 (a progress bar)."""
         return self.steps_done / self.steps_total if self.steps_total else 1.0
 
 
@@ -109,11 +110,11 @@ class SweepRun:
         with self._lock:
             run = self._runs.get(index)
             if run is None:
-                run = self._runs[index] = CellRun(self.todo_cell(index), started=time.monotonic())
+                run = self._runs[index] = CellRun(self._todo_cell(index), started=time.monotonic())
             run.add_step(step, loss, eval_loss, status)
             self._steps += 1
 
-    def todo_cell(self, index: int) -> Cell:
+    def _todo_cell(self, index: int) -> Cell:
         return self.cells[self._todo[index]]
 
     def _on_end(self, index: int, status: str, error: str | None) -> None:

@@ -95,6 +95,7 @@ class _Worker:
             pass  # already gone; its EOF says so
 
     def death(self) -> str:
+        """How the worker ended, in words, once its pipe has closed."""
         self.process.join(0.5)
         code = self.process.exitcode
         if code is not None and code < 0:

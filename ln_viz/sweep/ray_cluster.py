@@ -60,6 +60,7 @@ class HeadNode:
         self.left: list[int] = []  # processes still alive after stop() (should stay empty)
 
     def start(self) -> Self:
+        """Start the head node and wait until it takes connections (RuntimeError if it does not)."""
         ray_bin = Path(sys.executable).with_name("ray")
         temp = tempfile.mkdtemp(prefix="lnvr")  # short: Ray's socket paths must fit in 107 bytes
         cmd = [str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",

@@ -70,6 +70,7 @@ class _Driver:
 
     @classmethod
     def get(cls) -> _Driver:
+        """The process's one driver thread, started on first use."""
         with cls._instance_lock:
             if cls._instance is None:
                 cls._instance = cls()

@@ -37,6 +37,7 @@ class CellRun:
     started: float = 0.0  # monotonic, at its first step
 
     def add_step(self, step: int, loss: float, eval_loss: float | None, status: str) -> None:
+        """One training step as the executor reported it."""
         self.steps.append(step)
         self.losses.append(loss)
         if eval_loss is not None and math.isfinite(eval_loss):
@@ -77,6 +78,7 @@ class CellResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CellResult:
+        """Back from `to_dict()` (JSON, a store row)."""
         d = dict(d)
         d["curve"] = tuple((int(s), float(v)) for s, v in d.get("curve", ()))
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})

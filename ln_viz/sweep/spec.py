@@ -45,6 +45,7 @@ class Cell:
 
     @property
     def key(self) -> tuple[str, float, int, int, int]:
+        """(norm_position, lr, warmup_steps, depth, seed): the cell's place in the grid."""
         return (self.norm_position, self.lr, self.warmup_steps, self.depth, self.seed)
 
     @property
@@ -74,6 +75,7 @@ class SweepConfig:
 
     @property
     def n_runs(self) -> int:
+        """Runs in the grid: the product of the axes' lengths and the seeds."""
         return len(self.norm_position) * len(self.lr) * len(self.warmup_steps) * len(self.depth) * self.seeds
 
     def validate(self) -> SweepConfig:
@@ -113,6 +115,7 @@ class SweepConfig:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (the store, the shipped default, `--json`); the user's text is left out."""
         base = {k: v for k, v in self.base.to_dict().items() if k != "user_text"}
         return {
             "base": base,

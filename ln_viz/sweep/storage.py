@@ -123,6 +123,7 @@ class SweepStore:
         self.close()
 
     def close(self) -> None:
+        """Close the connection (the file stays)."""
         with self._lock:
             self._db.close()
 
@@ -139,6 +140,7 @@ class SweepStore:
             return self._db.execute("SELECT id FROM sweeps WHERE fingerprint = ?", (spec.fingerprint,)).fetchone()[0]
 
     def finish(self, sweep_id: int, elapsed_s: float) -> None:
+        """Note when a sweep run ended and how long it took."""
         with self._lock:
             self._db.execute(
                 "UPDATE sweeps SET updated = ?, elapsed_s = ? WHERE id = ?", (time.time(), elapsed_s, sweep_id)

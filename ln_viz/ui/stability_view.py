@@ -40,6 +40,7 @@ class SweepService:
     error: Exception | None = None  # why the last sweep failed (an unreachable cluster, say)
 
     def busy(self) -> bool:
+        """Whether a sweep is training now."""
         return self.thread is not None and self.thread.is_alive()
 
     def start(self, spec: SweepConfig, executor: str, address: str | None) -> bool:
@@ -110,6 +111,7 @@ def stored_results(spec: SweepConfig) -> list[CellResult]:
 
 
 def ray_available() -> bool:
+    """Whether Ray is installed (the page offers the ray executor only then)."""
     return importlib.util.find_spec("ray") is not None
 
 
@@ -142,6 +144,7 @@ def read_spec_from_url() -> tuple[SweepConfig, list[str]]:
 
 
 def write_spec_to_url(spec: SweepConfig) -> None:
+    """Keep the spec in the address bar, so a map can be bookmarked."""
     for key, value in spec_to_query(spec).items():
         st.query_params[key] = value
 
