@@ -151,32 +151,37 @@ def _run_with_progress(sweep: Any, show: bool) -> Any:
 
     thread = threading.Thread(target=target, name="ln-viz-sweep", daemon=True)
     thread.start()
+    tty = sys.stderr.isatty()  # a log file gets one line per finished cell, not a redrawn bar
+    drawn = -1
     try:
         while thread.is_alive():
             thread.join(0.25)
-            if show:
-                _draw(sweep.progress())
+            p = sweep.progress()
+            if show and (tty or p.done != drawn):
+                _draw(p, tty)
+                drawn = p.done
     except KeyboardInterrupt:
         sweep.stop()
         thread.join(10)
     if show:
-        _draw(sweep.progress())
-        sys.stderr.write("\n")
+        _draw(sweep.progress(), tty)
+        sys.stderr.write("\n" if tty else "")
     if "error" in box:
         raise box["error"]
     return sweep.progress()
 
 
-def _draw(p: Any) -> None:
+def _draw(p: Any, tty: bool) -> None:
     from ln_viz.sweep.spec import duration_text
 
     width = 30
     filled = int(width * p.fraction)
     eta = f"ETA {duration_text(p.eta_s)}" if p.eta_s is not None and p.state == "running" else p.state
-    sys.stderr.write(
-        f"\r[{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} runs  "
-        f"{p.steps_done}/{p.steps_total} steps  {p.running} training  {eta}    "
+    line = (
+        f"[{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} runs  "
+        f"{p.steps_done}/{p.steps_total} steps  {p.running} training  {eta}"
     )
+    sys.stderr.write(f"\r{line}    " if tty else f"{line}\n")
     sys.stderr.flush()
 
 
