@@ -22,11 +22,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from ln_viz.sweep.driver import SweepRun  # noqa: E402
 from ln_viz.sweep.local import LocalExecutor  # noqa: E402
-from ln_viz.sweep.presets import DEFAULT_SWEEP, SWEEP_PRESETS  # noqa: E402
+from ln_viz.sweep.presets import (  # noqa: E402
+    DEFAULT_MAP,  # noqa: E402
+    DEFAULT_SWEEP,
+    SWEEP_PRESETS,
+)
 from ln_viz.sweep.storage import SweepStore  # noqa: E402
-from ln_viz.ui.stability_view import DEFAULT_MAP  # noqa: E402
 
 FORMAT = 1
+
+
+def _rounded(cell: dict) -> dict:
+    """The curve to 5 decimals (a third of the file; far below the run-to-run noise of a loss)."""
+    cell["curve"] = [[s, round(v, 5)] for s, v in cell["curve"]]
+    return cell
 
 
 def main() -> None:
@@ -49,7 +58,7 @@ def main() -> None:
         "measured": time.strftime("%Y-%m-%d"),
         "torch": torch.__version__,
         "cores": os.cpu_count(),
-        "results": [r.to_dict() for r in final.results],
+        "results": [_rounded(r.to_dict()) for r in final.results],
     }
     DEFAULT_MAP.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
     size = DEFAULT_MAP.stat().st_size

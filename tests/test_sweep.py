@@ -279,8 +279,8 @@ def test_cli_bad_values_exit_2_with_one_error_line(argv, words, capsys):
 def test_the_shipped_default_map_is_measured_with_this_code():
     """Two of its cells trained again for their first 30 steps: the same losses as the shipped curve (the
     runs are deterministic: one thread, seeded batches, a constant schedule after warm-up)."""
+    from ln_viz.sweep.presets import DEFAULT_MAP
     from ln_viz.train import run
-    from ln_viz.ui.stability_view import DEFAULT_MAP
 
     data = json.loads(DEFAULT_MAP.read_text(encoding="utf-8"))
     spec = SweepConfig.from_dict(data["spec"])

@@ -12,6 +12,8 @@ page's default (ln_viz/data/stability_map_default.json).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ln_viz.config import PRESETS
 from ln_viz.sweep.spec import SweepConfig
 
@@ -38,3 +40,6 @@ SWEEP_PRESETS: dict[str, SweepConfig] = {
     ),
 }
 DEFAULT_SWEEP = "warmup-map"
+# The warm-up map measured with this code and shipped, so the page draws at once on a cold server (32 runs
+# take minutes); made by scripts/make_stability_map_default.py, checked by tests/test_sweep.py.
+DEFAULT_MAP = Path(__file__).resolve().parents[1] / "data" / "stability_map_default.json"

@@ -12,17 +12,15 @@ import importlib.util
 import json
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from ln_viz.i18n import t
-from ln_viz.sweep.presets import DEFAULT_SWEEP, SWEEP_PRESETS
+from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import SweepConfig, spec_from_query, spec_to_query
 
-DEFAULT_MAP = Path(__file__).resolve().parents[1] / "data" / "stability_map_default.json"
 SWEEP_NICE = 5  # below the Runner's workers (ln_viz.runner.WORKER_NICE): a user's Start gets the cores first
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 WARMUP_CHOICES = (0, 10, 30, 50, 100, 200, 400)
