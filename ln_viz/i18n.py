@@ -711,6 +711,9 @@ EN: dict[str, str] = {
     "sweep.ui.open_live": "Open in Live",
     "sweep.ui.download": "Download cells (CSV)",
     "sweep.ui.bad_param": "The link's parameter {param} was not usable and is ignored.",
+    "sweep.dur.s": "{n} s",
+    "sweep.dur.min": "{n} min",
+    "sweep.dur.h": "{n} h",
 }
 
 KO: dict[str, str] = {
@@ -1372,6 +1375,9 @@ KO: dict[str, str] = {
     "sweep.ui.open_live": "실시간 학습에서 열기",
     "sweep.ui.download": "칸 내려받기 (CSV)",
     "sweep.ui.bad_param": "링크의 매개변수 {param}은(는) 쓸 수 없어 무시했습니다.",
+    "sweep.dur.s": "{n}초",
+    "sweep.dur.min": "{n}분",
+    "sweep.dur.h": "{n}시간",
 }
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN, "ko": KO}

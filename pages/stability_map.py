@@ -58,7 +58,7 @@ work = estimate(spec, workers=None)
 bar = st.container(horizontal=True, vertical_alignment="center")
 run = bar.button(t("sweep.ui.run", lang), type="primary", key="sm_run", disabled=svc.busy())
 stop = bar.button(t("sweep.ui.stop", lang), key="sm_stop", disabled=not svc.busy())
-bar.caption(t("sweep.ui.estimate", lang, runs=work.runs, steps=work.steps, time=duration_text(work.seconds),
+bar.caption(t("sweep.ui.estimate", lang, runs=work.runs, steps=work.steps, time=duration_text(work.seconds, lang),
               cores=work.workers))  # fmt: skip
 if run and not svc.start(spec, executor, address):
     st.warning(t("sweep.ui.busy", lang))
@@ -78,7 +78,7 @@ def show_map() -> None:
     """The map, redrawn every second while the sweep trains; a click on a cell shows its curve."""
     results, progress, shipped = view.map_results(spec)
     if progress is not None:
-        eta = duration_text(progress.eta_s) if progress.eta_s is not None else "…"
+        eta = duration_text(progress.eta_s, lang) if progress.eta_s is not None else "…"
         st.progress(progress.fraction, text=t("sweep.ui.progress", lang, done=progress.done, total=progress.total,
                                                running=progress.running, eta=eta))  # fmt: skip
     elif st.session_state.get("sm_was_busy"):
@@ -104,7 +104,7 @@ def show_map() -> None:
     with below if present else below[0]:
         if len(spec.lr) > 1:
             fig = sweep_charts.sensitivity_chart(curves(results, default_init), corpus.unigram_entropy, lang, present,
-                                                 height=340 if present else 460)  # fmt: skip
+                                                 height=390 if present else 480)  # fmt: skip
             st.plotly_chart(fig, key="sm_sens", theme=None)
     if not present:
         with below[1]:

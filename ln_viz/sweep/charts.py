@@ -253,8 +253,7 @@ def sensitivity_chart(
     for c in curves:
         ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
         symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
-        sens = t("sweep.chart.sens_label", lang, value=f"{c.lr_sensitivity:.2f}")
-        name = f"{_curve_name(c, lang, len(depths) > 1)}: {sens}"
+        name = _curve_name(c, lang, len(depths) > 1)  # its LR sensitivity is written at the line's end
         fig.add_trace(
             go.Scatter(
                 x=list(c.lrs),
@@ -271,7 +270,14 @@ def sensitivity_chart(
     fig.add_hline(y=unigram, line={"color": "#555555", "dash": "dot", "width": 2},
                   annotation={"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, presenter)}},
                   annotation_position="top left")  # fmt: skip
-    _sensitivity_labels(fig, labels, presenter, lang)
+    rows = math.ceil(len(curves) / 2)  # the legend in two columns below the axis
+    margin = {"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(50, presenter),
+              "b": _px(75 + 21 * rows, presenter)}  # fmt: skip
+    ys = [y for y, _ in labels] + [unigram]
+    lo, hi = min(ys) - 0.08, max(ys) + 0.1
+    plot_px = _px(height, presenter) - margin["t"] - margin["b"]
+    hi = _sensitivity_labels(fig, labels, presenter, lang, gap=(hi - lo) * 1.3 * _px(13, presenter) / max(plot_px, 50),
+                             top=hi)  # fmt: skip
     lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
     return _style(
         fig,
@@ -282,9 +288,10 @@ def sensitivity_chart(
         xaxis={"type": "log", "title": t("sweep.axis.lr", lang), "tickvals": lrs,
                "ticktext": [lr_label(x) for x in lrs],
                "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.75], "gridcolor": "#E6E6E6"},
-        yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": "#E6E6E6"},
-        legend={"font": {"size": _px(13, presenter)}, "orientation": "h", "y": -0.3, "yanchor": "top"},
-        margin={"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(50, presenter), "b": _px(150, presenter)},
+        yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": "#E6E6E6", "range": [lo, hi]},
+        legend={"font": {"size": _px(13, presenter)}, "orientation": "h", "y": -_px(60, presenter) / max(plot_px, 50),
+                "yanchor": "top", "entrywidth": 0.5, "entrywidthmode": "fraction"},
+        margin=margin,
     )  # fmt: skip
 
 
@@ -293,12 +300,10 @@ def _curve_name(c: Curve, lang: str, with_depth: bool) -> str:
     return name + (t("sweep.chart.curve_depth", lang, depth=c.depth) if with_depth else "")
 
 
-def _sensitivity_labels(fig: go.Figure, labels: list[tuple[float, Curve]], presenter: bool, lang: str) -> None:
-    """Each curve's LR sensitivity right of its last point, nudged apart so none overlap."""
-    if not labels:
-        return
-    ys = [y for y, _ in labels]
-    gap = max(0.085 * (max(ys) - min(ys) + 0.5), 0.05)  # about one line of 13 px text at the chart's height
+def _sensitivity_labels(fig: go.Figure, labels: list[tuple[float, Curve]], presenter: bool, lang: str, gap: float,
+                        top: float) -> float:  # fmt: skip
+    """Each curve's LR sensitivity right of its last point, pushed up (by `gap`, one line of text in data
+    units) so none overlap; returns the y range's top, raised if the labels need it."""
     placed: list[float] = []
     for y, c in sorted(labels, key=lambda p: p[0]):
         y = max(y, placed[-1] + gap) if placed else y
@@ -314,6 +319,7 @@ def _sensitivity_labels(fig: go.Figure, labels: list[tuple[float, Curve]], prese
             xshift=_px(12, presenter),
             font={"size": _px(13, presenter), "color": NORM_COLORS.get(c.norm_position, "#555555")},
         )
+    return max([top, *(y + gap / 2 for y in placed)])
 
 
 def cell_curve_chart(curve: Sequence[tuple[int, float]], title: str, unigram: float, lang: str = "en",

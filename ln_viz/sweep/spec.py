@@ -193,13 +193,15 @@ def estimate(spec: SweepConfig, workers: int | None = None, skip: int = 0) -> Wo
     return WorkEstimate(todo, spec.steps, todo * spec.steps, workers, wall)
 
 
-def duration_text(seconds: float) -> str:
-    """45 s, 2 min, 1.5 h: the rough size of a wait."""
+def duration_text(seconds: float, lang: str = "en") -> str:
+    """45 s, 2 min, 1.5 h: the rough size of a wait, in `lang`."""
+    from ln_viz.i18n import t
+
     if seconds < 90:
-        return f"{max(1, round(seconds))} s"
+        return t("sweep.dur.s", lang, n=max(1, round(seconds)))
     if seconds < 90 * 60:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
+        return t("sweep.dur.min", lang, n=round(seconds / 60))
+    return t("sweep.dur.h", lang, n=f"{seconds / 3600:.1f}")
 
 
 
