@@ -707,7 +707,7 @@ EN: dict[str, str] = {
         "of how far each final loss is above the best; 0 means the setting does not care about the learning rate."
     ),
     "sweep.ui.click_hint": "Click a cell to see its loss curve.",
-    "sweep.ui.cell_title": "{norm}, lr {lr}, warm-up {warmup}, depth {depth}: {status}, final loss {loss}",
+    "sweep.ui.cell_title": "{norm}, lr {lr}, warm-up {warmup}, depth {depth}<br>{status}, final loss {loss}",
     "sweep.ui.open_live": "Open in Live",
     "sweep.ui.download": "Download cells (CSV)",
     "sweep.ui.bad_param": "The link's parameter {param} was not usable and is ignored.",
@@ -1371,7 +1371,7 @@ KO: dict[str, str] = {
         "평균이며, 0이면 그 설정은 학습률에 영향을 받지 않는다는 뜻입니다."
     ),
     "sweep.ui.click_hint": "칸을 누르면 그 실행의 손실 곡선이 보입니다.",
-    "sweep.ui.cell_title": "{norm}, 학습률 {lr}, 워밍업 {warmup}, 깊이 {depth}: {status}, 최종 손실 {loss}",
+    "sweep.ui.cell_title": "{norm}, 학습률 {lr}, 워밍업 {warmup}, 깊이 {depth}<br>{status}, 최종 손실 {loss}",
     "sweep.ui.open_live": "실시간 학습에서 열기",
     "sweep.ui.download": "칸 내려받기 (CSV)",
     "sweep.ui.bad_param": "링크의 매개변수 {param}은(는) 쓸 수 없어 무시했습니다.",

@@ -104,7 +104,7 @@ def show_map() -> None:
     with below if present else below[0]:
         if len(spec.lr) > 1:
             fig = sweep_charts.sensitivity_chart(curves(results, default_init), corpus.unigram_entropy, lang, present,
-                                                 height=390 if present else 480)  # fmt: skip
+                                                 height=390 if present else 600)  # fmt: skip
             st.plotly_chart(fig, key="sm_sens", theme=None)
     if not present:
         with below[1]:

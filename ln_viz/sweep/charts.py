@@ -154,8 +154,9 @@ def stability_heatmap(
         ys = list(range(len(p.ys)))
         edges = _edges(xs)
         fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
-        fig.add_trace(_heat_trace(p, xs, ys, zrange, lang, presenter, x_axis, col), row=1, col=col)
-        fig.add_trace(_click_trace(p, xs, ys), row=1, col=col)
+        heat = _heat_trace(p, xs, ys, zrange, lang, presenter, x_axis, col)
+        fig.add_trace(heat, row=1, col=col)
+        fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
         for j, i in _marked(p):  # a frame inside the cell, whatever its colour
             pad = 0.06 * (edges[i + 1] - edges[i])
             fig.add_shape(type="rect", x0=edges[i] + pad, x1=edges[i + 1] - pad, y0=j - 0.44, y1=j + 0.44,
@@ -194,7 +195,7 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.He
         texttemplate="%{text}",
         textfont={"size": _px(14, presenter)},
         hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>",
+        hoverinfo="skip",  # the click trace on top shows it
         xgap=2,
         ygap=2,
     )
@@ -221,22 +222,25 @@ def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
                       text=text, texttemplate="%{text}", hoverinfo="skip", xgap=2, ygap=2)  # fmt: skip
 
 
-def _click_trace(p: Panel, xs, ys) -> go.Scatter:
-    """Invisible points on every trained cell: a click selects one (customdata: its fingerprint)."""
-    px, py, fp = [], [], []
+def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:
+    """Invisible points on every trained cell, on top: they answer hover (the cell's numbers) and a click
+    (customdata: its fingerprint). Not "skip": a trace that skips hover gets no clicks either."""
+    px, py, fp, text = [], [], [], []
     for j in range(len(ys)):
         for i in range(len(xs)):
             if p.status[j][i] is not None and p.fingerprints[j][i]:
                 px.append(xs[i])
                 py.append(ys[j])
                 fp.append(p.fingerprints[j][i])
+                text.append(hover[j][i])
     return go.Scatter(
         x=px,
         y=py,
         customdata=fp,
+        hovertext=text,
+        hovertemplate="%{hovertext}<extra></extra>",
         mode="markers",
         marker={"size": 40, "symbol": "square", "opacity": 0.01, "color": "white"},
-        hoverinfo="skip",
         showlegend=False,
     )
 
@@ -270,7 +274,8 @@ def sensitivity_chart(
     fig.add_hline(y=unigram, line={"color": "#555555", "dash": "dot", "width": 2},
                   annotation={"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, presenter)}},
                   annotation_position="top left")  # fmt: skip
-    rows = math.ceil(len(curves) / 2)  # the legend in two columns below the axis
+    columns = 2 if presenter else 1  # the legend below the axis; two columns on a wide presenter screen
+    rows = math.ceil(len(curves) / columns)
     margin = {"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(50, presenter),
               "b": _px(75 + 21 * rows, presenter)}  # fmt: skip
     ys = [y for y, _ in labels] + [unigram]
@@ -290,7 +295,7 @@ def sensitivity_chart(
                "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.75], "gridcolor": "#E6E6E6"},
         yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": "#E6E6E6", "range": [lo, hi]},
         legend={"font": {"size": _px(13, presenter)}, "orientation": "h", "y": -_px(60, presenter) / max(plot_px, 50),
-                "yanchor": "top", "entrywidth": 0.5, "entrywidthmode": "fraction"},
+                "yanchor": "top", "entrywidth": 1 / columns, "entrywidthmode": "fraction"},
         margin=margin,
     )  # fmt: skip
 
@@ -330,6 +335,8 @@ def cell_curve_chart(curve: Sequence[tuple[int, float]], title: str, unigram: fl
                    line={"width": 3, "color": "#0072B2"}, name=t("sweep.chart.train_loss", lang))  # fmt: skip
     )
     fig.add_hline(y=unigram, line={"color": "#555555", "dash": "dot", "width": 2})
-    return _style(fig, title, presenter, 320, plot_bgcolor="white", showlegend=False,
+    return _style(fig, title, presenter, 340, plot_bgcolor="white", showlegend=False,
+                  margin={"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(85, presenter),
+                          "b": _px(60, presenter)},
                   xaxis={"title": t("sweep.axis.step", lang), "gridcolor": "#E6E6E6"},
                   yaxis={"title": t("sweep.axis.loss", lang), "gridcolor": "#E6E6E6"})  # fmt: skip
