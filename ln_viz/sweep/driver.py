@@ -119,7 +119,7 @@ class SweepRun:
 
     def _on_end(self, index: int, status: str, error: str | None) -> None:
         with self._lock:
-            run = self._runs.pop(index, None) or CellRun(self.todo_cell(index), started=time.monotonic())
+            run = self._runs.pop(index, None) or CellRun(self._todo_cell(index), started=time.monotonic())
             if status == "stopped":
                 self._steps -= len(run.steps)  # not a result: its steps come back when it is trained again
                 return
