@@ -102,16 +102,20 @@ def main() -> None:
     spec = SweepConfig(base=base, norm_position=("pre", "post"), lr=(3e-4, 1e-3, 3e-3, 1e-2), warmup_steps=(0,),
                        depth=(base.depth,), steps=steps)  # fmt: skip
     cell = spec.cells()[0].config
-    single = single_run_rate(cell.replace(steps=max(steps, 60)))
+    # one run's rate before and after the sweep, averaged: on a shared machine the load drifts meanwhile
+    before = single_run_rate(cell.replace(steps=max(steps, 60)))
     local = sweep_rate(LocalExecutor(workers=cores), spec)
-    result = {"cores": cores, "single_run_steps_per_s": single, "ideal_steps_per_s": cores * single, "local": local}
+    after = single_run_rate(cell.replace(steps=max(steps, 60)))
+    single = (before + after) / 2
+    result = {"cores": cores, "single_run_steps_per_s": single, "single_before_after": [before, after], "ideal_steps_per_s": cores * single, "local": local}
     result["local_vs_ideal_steady"] = local["steps_per_s_steady"] / (cores * single)
     result["local_vs_ideal_whole"] = local["steps_per_s_whole"] / (cores * single)
-    print(f"one run, 1 thread: {single:.1f} steps/s; {cores} cores x that: {cores * single:.1f} steps/s")
+    print(f"one run, 1 thread: {single:.1f} steps/s (before {before:.1f}, after {after:.1f}); "
+          f"{cores} cores x that: {cores * single:.1f} steps/s", flush=True)  # fmt: skip
     print(f"local sweep, {local['runs']} runs x {steps} steps on {local['workers']} workers: "
           f"{local['runs_per_min']:.1f} runs/min, {local['steps_per_s_whole']:.1f} steps/s whole, "
           f"{local['steps_per_s_steady']:.1f} steady = {result['local_vs_ideal_steady']:.2f} x ideal "
-          f"(whole {result['local_vs_ideal_whole']:.2f} x)")  # fmt: skip
+          f"(whole {result['local_vs_ideal_whole']:.2f} x)", flush=True)  # fmt: skip
     if not args.no_ray:
         ray = ray_rate(spec, cores)
         result["ray"] = ray
