@@ -107,7 +107,8 @@ def main() -> None:
     local = sweep_rate(LocalExecutor(workers=cores), spec)
     after = single_run_rate(cell.replace(steps=max(steps, 60)))
     single = (before + after) / 2
-    result = {"cores": cores, "single_run_steps_per_s": single, "single_before_after": [before, after], "ideal_steps_per_s": cores * single, "local": local}
+    result = {"cores": cores, "single_run_steps_per_s": single, "single_before_after": [before, after],
+              "ideal_steps_per_s": cores * single, "local": local}  # fmt: skip
     result["local_vs_ideal_steady"] = local["steps_per_s_steady"] / (cores * single)
     result["local_vs_ideal_whole"] = local["steps_per_s_whole"] / (cores * single)
     print(f"one run, 1 thread: {single:.1f} steps/s (before {before:.1f}, after {after:.1f}); "
