@@ -328,3 +328,14 @@ def test_the_page_runs_a_sweep_and_fills_the_map_from_the_store(start_app):
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     heat = [d for d in fig["data"] if d["type"] == "heatmap" and d.get("showscale") is not False]
     assert heat and all(v is not None for row in heat[0]["z"] for v in row)  # every cell of the first panel filled
+
+
+@pytest.mark.slow  # trains 8 tiny runs in two fresh worker processes
+def test_the_sweep_benchmark_runs_and_reports_its_ratio(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "benchmarks/sweep.py", "--quick", "--no-ray", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["local"]["runs"] == 8 and result["local"]["failed"] == 0
+    assert result["local_vs_ideal_steady"] > 0 and "x ideal" in proc.stdout
