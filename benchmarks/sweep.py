@@ -25,22 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
-
-from ln_viz.config import RunConfig  # noqa: E402
 from ln_viz.sweep.executors import Executor  # noqa: E402
 from ln_viz.sweep.local import LocalExecutor  # noqa: E402
 from ln_viz.sweep.presets import BASE  # noqa: E402
 from ln_viz.sweep.spec import SweepConfig  # noqa: E402
-from ln_viz.train import Trainer  # noqa: E402
-
-
-def single_run_rate(cfg: RunConfig, warm: int = 10) -> float:
-    """Steps/s of one run in this process on one thread, after `warm` steps."""
-    torch.set_num_threads(1)
-    stamps = [time.perf_counter() for _ in Trainer(cfg)]
-    n = len(stamps) - warm
-    return (n - 1) / (stamps[-1] - stamps[warm])
 
 
 def sweep_rate(executor: Executor, spec: SweepConfig) -> dict[str, float]:
@@ -101,11 +89,13 @@ def main() -> None:
     # 8 runs of one setting (lrs and norm positions only change numbers, not the work per step)
     spec = SweepConfig(base=base, norm_position=("pre", "post"), lr=(3e-4, 1e-3, 3e-3, 1e-2), warmup_steps=(0,),
                        depth=(base.depth,), steps=steps)  # fmt: skip
-    cell = spec.cells()[0].config
-    # one run's rate before and after the sweep, averaged: on a shared machine the load drifts meanwhile
-    before = single_run_rate(cell.replace(steps=max(steps, 60)))
+    # One run's rate in the same kind of worker (same priority: sweep workers run at nice 10, so on a
+    # loaded machine an in-process run at nice 0 is no fair reference), before and after the sweep,
+    # averaged: on a shared machine the load drifts meanwhile.
+    one = dataclasses.replace(spec, norm_position=spec.norm_position[:1], lr=spec.lr[:1])
+    before = sweep_rate(LocalExecutor(workers=1), one)["steps_per_s_steady"]
     local = sweep_rate(LocalExecutor(workers=cores), spec)
-    after = single_run_rate(cell.replace(steps=max(steps, 60)))
+    after = sweep_rate(LocalExecutor(workers=1), one)["steps_per_s_steady"]
     single = (before + after) / 2
     result = {"cores": cores, "single_run_steps_per_s": single, "single_before_after": [before, after],
               "ideal_steps_per_s": cores * single, "local": local}  # fmt: skip

@@ -1,12 +1,13 @@
 """The `local` executor: this machine's cores, one long-lived worker process per core.
 
 Workers are the project's own: spawned through `ln_viz.runner.worker_context()` (so under Streamlit
-they skip the page's `__main__`), at the runner's lower priority plus `nice`, one torch thread each
+they skip the page's `__main__`), `nice` steps below the caller's priority, one torch thread each
 (on 2 cores, two 1-thread runs train faster together than one 2-thread run: ln_viz.runner.Runner).
 Unlike the Runner's one-process-per-run, a sweep worker trains cell after cell: a fresh process pays
 2-4 s of imports, a fifth of a 300-step cell. It has its own workers, not the live page's Runner
 slots, so a sweep never queues a user's Start; in the app its workers run at a lower priority than
-the Runner's (`nice`), so a Start gets the cores first.
+the Runner's (`nice` 15 against the Runner's 10), so a Start gets the cores first. From the command
+line they run at the caller's priority (nice 0), as Ray's workers do.
 
 One duplex pipe per worker, read by the driver thread only. A worker that dies (SIGKILL, a crash in
 torch) closes its pipe: its cell is `failed` with how it died, a new worker takes its place.
@@ -25,7 +26,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ln_viz.config import RunConfig
-from ln_viz.runner import lower_priority, worker_context
+from ln_viz.runner import worker_context
 from ln_viz.sweep.executors import OnEnd, OnStep
 from ln_viz.sweep.spec import Cell
 
@@ -35,7 +36,6 @@ _EXIT_GRACE_S = 0.8  # after a stop, workers get this long to leave by themselve
 
 def _worker_main(conn: Connection, parent_pid: int, nice: int) -> None:
     """A sweep worker: train each (index, RunConfig) it is sent, streaming every step back."""
-    lower_priority()
     if nice:
         try:
             os.nice(nice)

@@ -21,7 +21,7 @@ from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import SweepConfig, spec_from_query, spec_to_query
 
-SWEEP_NICE = 5  # below the Runner's workers (ln_viz.runner.WORKER_NICE): a user's Start gets the cores first
+SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 WARMUP_CHOICES = (0, 10, 30, 50, 100, 200, 400)
 DEPTH_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24)
