@@ -39,6 +39,7 @@ else:  # a visit: the router
         ("pages/init_lab.py", "nav.init_lab", ":material/science:", "init-lab"),
         ("pages/runs.py", "nav.runs", ":material/folder_open:", "runs"),
         ("pages/theory.py", "nav.theory", ":material/menu_book:", "theory"),
+        ("pages/stability_map.py", "nav.stability_map", ":material/grid_on:", "stability-map"),
     ]
     here = Path(__file__).parent
     page = st.navigation(

@@ -73,6 +73,9 @@ def build_parser() -> Parser:
     from ln_viz.cli_runs import add_runs_commands  # imports this module's Parser: loaded on use
 
     add_runs_commands(sub)
+    from ln_viz.sweep.cli import add_parser as add_sweep_command  # imports nothing heavy until it runs
+
+    add_sweep_command(sub)
     return parser
 
 

@@ -15,7 +15,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi nan
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
+.venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt
 
 .venv/bin/ruff check .
 .venv/bin/python -m pytest -m "" "$@"

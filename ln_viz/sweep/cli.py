@@ -1,0 +1,243 @@
+"""`python -m ln_viz sweep ...`: a grid of runs on this machine's cores or a Ray cluster.
+
+    python -m ln_viz sweep --norm-position post,pre --lr 3e-4,1e-3,3e-3,1e-2 --warmup 0,100 \\
+        --depth 6 --steps 300 --seeds 1 [--executor local|ray] [--address ADDR] [--json | --csv]
+
+The work estimate and a progress bar go to stderr; the result (a table, one JSON object, or CSV rows)
+to stdout. Bad values exit 2 with one `error:` line (ln_viz.cli.main prints LocalizedErrors so).
+Imports nothing heavy until it runs: `ln_viz.cli` registers it at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import threading
+from typing import Any
+
+_AXES_HELP = "comma-separated list"
+# RunConfig fields the sweep keeps fixed, as flags: the same flags, kinds and ranges as `train`'s
+# (ln_viz.config.FIELDS); the swept axes have their own comma-separated flags.
+_BASE_FLAGS = ("norm_type", "d_model", "heads", "d_ff", "batch_size", "seq_len", "optimizer", "schedule", "corpus")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the `sweep` subcommand to `python -m ln_viz`."""
+    p = subparsers.add_parser("sweep", help="a grid of runs: lr x warm-up x depth x norm position (the stability map)")
+    p.add_argument("--preset", help="start from a named sweep: warmup-map | depth-slice")
+    p.add_argument("--norm-position", help=f"{_AXES_HELP}: post,pre,peri,deepnorm,none")
+    p.add_argument("--lr", help=f"{_AXES_HELP} of peak learning rates")
+    p.add_argument("--warmup", dest="warmup_steps", help=f"{_AXES_HELP} of warm-up steps")
+    p.add_argument("--depth", help=f"{_AXES_HELP} of depths")
+    p.add_argument("--seeds", type=int, help="number of seeds per cell (0..N-1), 1-16")
+    p.add_argument("--steps", type=int, help="steps of every run")
+    from ln_viz.config import FIELDS
+
+    for spec in (FIELDS[name] for name in _BASE_FLAGS):
+        p.add_argument(spec.cli, dest=spec.name, type=spec.kind if spec.kind is not str else None, help=spec.help())
+    p.add_argument("--executor", default="local", choices=("local", "ray"), help="where the runs train")
+    p.add_argument("--address", help="ray: the cluster (default $RAY_ADDRESS, else a private one on 127.0.0.1)")
+    p.add_argument("--workers", type=int, help="local: runs at once (default: the cores)")
+    p.add_argument("--store", help="keep the cells in this run store and skip the ones it has (resume)")
+    p.add_argument("--export", help="also write the cells to this .csv or .parquet file")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON object: cells, sensitivity, executor")
+    out.add_argument("--csv", action="store_true", help="print one CSV row per cell")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+    return p
+
+
+def spec_from_args(args: argparse.Namespace) -> Any:
+    """The SweepConfig the flags describe, validated (SweepError / ConfigError name the bad flag)."""
+    from ln_viz.sweep.presets import BASE, SWEEP_PRESETS
+    from ln_viz.sweep.spec import SweepConfig, SweepError
+
+    if args.preset and args.preset not in SWEEP_PRESETS:
+        raise SweepError("sweep.err.preset", "preset", value=args.preset, choices=", ".join(SWEEP_PRESETS))
+    spec = SWEEP_PRESETS[args.preset] if args.preset else SweepConfig(base=BASE)
+    base_changes = {k: getattr(args, k) for k in _BASE_FLAGS if getattr(args, k) is not None}
+    changes: dict[str, Any] = {"base": spec.base.replace(**base_changes)}
+    for name, parse in (("norm_position", str), ("lr", float), ("warmup_steps", int), ("depth", int)):
+        raw = getattr(args, name)
+        if raw is not None:
+            changes[name] = parse_list(name, raw, parse)
+    for name in ("seeds", "steps"):
+        if getattr(args, name) is not None:
+            changes[name] = getattr(args, name)
+    return dataclasses.replace(spec, **changes).validate()
+
+
+def parse_list(name: str, raw: str, parse: type) -> tuple[Any, ...]:
+    """"3e-4,1e-3" -> (0.0003, 0.001); one sentence naming the flag for anything else."""
+    from ln_viz.sweep.spec import SweepError
+
+    flag = "--warmup" if name == "warmup_steps" else "--" + name.replace("_", "-")
+    items = [s.strip() for s in raw.split(",")]
+    try:
+        values = tuple(parse(s) for s in items if s)
+    except ValueError:
+        kind = {float: "numbers", int: "whole numbers", str: "names"}[parse]
+        raise SweepError("sweep.err.list", name, flag=flag, kind=kind, value=raw) from None
+    if parse is float and not all(math.isfinite(v) for v in values):
+        raise SweepError("sweep.err.list", name, flag=flag, kind="finite numbers", value=raw)
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `sweep` command: estimate, train (with a progress bar), report."""
+    from ln_viz.sweep.driver import SweepRun
+    from ln_viz.sweep.executors import make_executor
+    from ln_viz.sweep.spec import estimate
+
+    spec = spec_from_args(args)
+    if args.workers is not None and not 1 <= args.workers <= 256:
+        from ln_viz.sweep.spec import SweepError
+
+        raise SweepError("sweep.err.workers", "workers", value=args.workers)
+    if args.address and args.executor != "ray":
+        from ln_viz.sweep.spec import SweepError
+
+        raise SweepError("sweep.err.address_local", "address")
+    store = _open_store(args)
+    executor = make_executor(args.executor, workers=args.workers, address=args.address)
+    sweep = SweepRun(spec, executor, store)
+    skipped = sweep.progress().skipped
+    work = estimate(spec, executor.workers, skip=skipped)
+    if not args.quiet:
+        note = f" ({skipped} already stored)" if skipped else ""
+        sys.stderr.write(f"{work.text()} ({executor.name}){note}\n")
+    final = _run_with_progress(sweep, show=not args.quiet)
+    if store is not None:
+        store.close()
+    report = build_report(spec, final, executor.name)
+    if args.export:
+        from ln_viz.sweep.storage import export_results
+
+        export_results(final.results, args.export)
+    _print_report(report, final, args)
+    return 130 if final.state == "stopped" else 0
+
+
+def _open_store(args: argparse.Namespace) -> Any:
+    import os
+
+    if not (args.store or os.environ.get("LN_VIZ_STORE")):
+        return None
+    from ln_viz.sweep.storage import SweepStore
+
+    return SweepStore(args.store)
+
+
+def _run_with_progress(sweep: Any, show: bool) -> Any:
+    """Train in a thread; draw the bar here; Ctrl-C stops the sweep (cells finished are kept)."""
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            sweep.run()
+        except BaseException as e:  # noqa: BLE001 -- re-raised in the main thread
+            box["error"] = e
+
+    thread = threading.Thread(target=target, name="ln-viz-sweep", daemon=True)
+    thread.start()
+    tty = sys.stderr.isatty()  # a log file gets one line per finished cell, not a redrawn bar
+    drawn = -1
+    try:
+        while thread.is_alive():
+            thread.join(0.25)
+            p = sweep.progress()
+            if show and (tty or p.done != drawn):
+                _draw(p, tty)
+                drawn = p.done
+    except KeyboardInterrupt:
+        sweep.stop()
+        thread.join(10)
+    if show:
+        _draw(sweep.progress(), tty)
+        sys.stderr.write("\n" if tty else "")
+    if "error" in box:
+        raise box["error"]
+    return sweep.progress()
+
+
+def _draw(p: Any, tty: bool) -> None:
+    from ln_viz.sweep.spec import duration_text
+
+    width = 30
+    filled = int(width * p.fraction)
+    eta = f"ETA {duration_text(p.eta_s)}" if p.eta_s is not None and p.state == "running" else p.state
+    line = (
+        f"[{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} runs  "
+        f"{p.steps_done}/{p.steps_total} steps  {p.running} training  {eta}"
+    )
+    sys.stderr.write(f"\r{line}    " if tty else f"{line}\n")
+    sys.stderr.flush()
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def build_report(spec: Any, final: Any, executor: str) -> dict[str, Any]:
+    """The `--json` object: cells, sensitivity per curve, executor, elapsed_s (and the spec)."""
+    from ln_viz.corpus import load_corpus
+    from ln_viz.sweep.results import curves
+
+    cells = [
+        {
+            "norm_position": r.norm_position,
+            "lr": r.lr,
+            "warmup_steps": r.warmup_steps,
+            "depth": r.depth,
+            "seed": r.seed,
+            "status": r.status,
+            "final_loss": _finite(r.final_loss),
+            "eval_loss": _finite(r.eval_loss),
+            "best_loss": _finite(r.best_loss),
+            "init_loss": _finite(r.init_loss),
+            "diverged_step": r.diverged_step,
+            "steps_done": r.steps_done,
+            "error": r.error,
+        }
+        for r in final.results
+    ]
+    corpus = load_corpus(spec.base.corpus, spec.base.user_text, spec.base.seq_len)
+    default_init = math.log(corpus.vocab_size)
+    return {
+        "cells": cells,
+        "sensitivity": [c.to_dict() for c in curves(final.results, default_init)],
+        "executor": executor,
+        "elapsed_s": round(final.elapsed_s, 3),
+        "state": final.state,
+        "skipped": final.skipped,
+        "unigram_entropy": corpus.unigram_entropy,
+        "spec": spec.to_dict(),
+    }
+
+
+def _print_report(report: dict[str, Any], final: Any, args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps(report, allow_nan=False))
+        return
+    if args.csv:
+        from ln_viz.sweep.storage import results_frame
+
+        sys.stdout.write(results_frame(final.results).to_csv(index=False, float_format="%.6g"))
+        return
+    print(f"{'norm':6} {'depth':>5} {'warmup':>6} {'lr':>8} {'seed':>4}  {'status':9} {'final':>7} {'eval':>7}")
+    for c in report["cells"]:
+        final_loss = f"{c['final_loss']:.3f}" if c["final_loss"] is not None else "-"
+        eval_loss = f"{c['eval_loss']:.3f}" if c["eval_loss"] is not None else "-"
+        print(
+            f"{c['norm_position']:6} {c['depth']:>5} {c['warmup_steps']:>6} {c['lr']:>8.0e} {c['seed']:>4}  "
+            f"{c['status']:9} {final_loss:>7} {eval_loss:>7}"
+        )
+    print("LR sensitivity (Wortsman et al. 2023), per curve:")
+    for s in report["sensitivity"]:
+        where = f"{s['norm_position']:6} depth {s['depth']:>2} warm-up {s['warmup_steps']:>4}"
+        print(f"  {where}: {s['lr_sensitivity']:.3f}")
+    print(f"{len(report['cells'])} cells in {report['elapsed_s']:.1f} s ({report['executor']})")

@@ -1,0 +1,164 @@
+"""A sweep in progress: which cells are stored, which train now, how far, and when it will end.
+
+`SweepRun` is what the CLI and the page hold. `run()` (blocking; the page calls it in a thread of its
+own) skips the cells the store already has (resume), hands the rest to an executor, turns each
+finished run into a CellResult and stores it at once, so a killed sweep keeps what it finished.
+`progress()` gives a consistent copy for readers at any moment.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ln_viz.sweep.executors import Executor
+from ln_viz.sweep.results import CellResult, CellRun, summarize
+from ln_viz.sweep.spec import Cell, SweepConfig
+from ln_viz.sweep.storage import SweepStore
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A sweep at one moment."""
+
+    total: int  # cells in the grid
+    done: int  # cells with a result (stored before, or finished now)
+    skipped: int  # of those, found in the store at the start (resume)
+    running: int
+    steps_done: int  # steps trained by this sweep so far (skipped cells not counted)
+    steps_total: int  # steps this sweep has to train
+    elapsed_s: float
+    eta_s: float | None  # None until a rate is known
+    state: str  # pending | running | done | stopped | failed
+    error: str | None
+    results: tuple[CellResult, ...]  # in the grid's order
+
+    @property
+    def fraction(self) -> float:
+        """Steps trained over steps to train, 0..1 (a progress bar)."""
+        return self.steps_done / self.steps_total if self.steps_total else 1.0
+
+
+@dataclass
+class SweepRun:
+    """One sweep of a spec on an executor, optionally stored."""
+
+    spec: SweepConfig
+    executor: Executor
+    store: SweepStore | None = None
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    keep_runs: bool = False  # keep every finished cell's full per-step losses in `runs` (tests, benchmarks)
+
+    def __post_init__(self) -> None:
+        self.cells: list[Cell] = self.spec.validate().cells()
+        self._lock = threading.Lock()
+        self._results: dict[str, CellResult] = {}
+        self._runs: dict[int, CellRun] = {}
+        self._todo: list[int] = list(range(len(self.cells)))
+        self._skipped = 0
+        self._steps = 0
+        self._started: float | None = None
+        self._elapsed = 0.0
+        self._state = "pending"
+        self._error: str | None = None
+        self.sweep_id: int | None = None
+        self.runs: dict[str, CellRun] = {}
+        if self.store is not None:
+            stored = self.store.cells(c.fingerprint for c in self.cells)
+            keep = {fp: r for fp, r in stored.items() if r.status != "failed"}  # failed ones train again
+            self._results.update(keep)
+            self._todo = [i for i, c in enumerate(self.cells) if c.fingerprint not in keep]
+            self._skipped = len(self.cells) - len(self._todo)
+
+    @property
+    def todo(self) -> list[Cell]:
+        """The cells this sweep still has to train."""
+        return [self.cells[i] for i in self._todo]
+
+    def stop(self) -> None:
+        """Ask the executor to stop; `run` returns within about 2 s, unfinished cells unstored."""
+        self.stop_event.set()
+
+    def run(self) -> Progress:
+        """Train what is missing; return the final progress (state done, stopped or failed)."""
+        with self._lock:
+            self._started = time.monotonic()
+            self._state = "running"
+        if self.store is not None:
+            self.sweep_id = self.store.begin(self.spec, self.executor.name)
+        cells = self.todo
+        try:
+            self.executor.run(cells, self._on_step, self._on_end, self.stop_event)
+        except Exception as e:  # noqa: BLE001 -- e.g. a Ray cluster that cannot be reached: the sweep fails, said once
+            with self._lock:
+                self._error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                self._state = "failed"
+            raise
+        finally:
+            with self._lock:
+                self._elapsed = time.monotonic() - self._started
+                if self._state == "running":
+                    self._state = "stopped" if self.stop_event.is_set() else "done"
+            if self.store is not None and self.sweep_id is not None:
+                self.store.finish(self.sweep_id, self._elapsed)
+        return self.progress()
+
+    # --- executor callbacks (the executor's thread) ----------------------------------------------
+    def _on_step(self, index: int, step: int, loss: float, eval_loss: float | None, status: str) -> None:
+        with self._lock:
+            run = self._runs.get(index)
+            if run is None:
+                run = self._runs[index] = CellRun(self._todo_cell(index), started=time.monotonic())
+            run.add_step(step, loss, eval_loss, status)
+            self._steps += 1
+
+    def _todo_cell(self, index: int) -> Cell:
+        return self.cells[self._todo[index]]
+
+    def _on_end(self, index: int, status: str, error: str | None) -> None:
+        with self._lock:
+            run = self._runs.pop(index, None) or CellRun(self._todo_cell(index), started=time.monotonic())
+            if status == "stopped":
+                self._steps -= len(run.steps)  # not a result: its steps come back when it is trained again
+                return
+            run.trainer_status, run.error = status, error
+            run.elapsed_s = time.monotonic() - run.started
+            result = summarize(run)
+            self._results[result.fingerprint] = result
+            if self.keep_runs:
+                self.runs[result.fingerprint] = run
+        if self.store is not None:
+            self.store.put_cell(result)
+
+    # --- reading ---------------------------------------------------------------------------------------
+    def progress(self) -> Progress:
+        """A consistent copy of where the sweep is."""
+        with self._lock:
+            elapsed = self._elapsed if self._state not in ("running",) else time.monotonic() - (self._started or 0)
+            steps_total = len(self._todo) * self.spec.steps
+            rate = self._steps / elapsed if elapsed > 1 and self._steps else 0.0
+            eta = (steps_total - self._steps) / rate if rate > 0 else None
+            results = tuple(self._results[c.fingerprint] for c in self.cells if c.fingerprint in self._results)
+            return Progress(
+                total=len(self.cells),
+                done=len(results),
+                skipped=self._skipped,
+                running=len(self._runs),
+                steps_done=self._steps,
+                steps_total=steps_total,
+                elapsed_s=elapsed,
+                eta_s=eta if eta is None or math.isfinite(eta) else None,
+                state=self._state,
+                error=self._error,
+                results=results,
+            )
+
+    def live_curve(self, fingerprint: str) -> list[tuple[int, float]]:
+        """The loss so far of a cell training now (empty when it is not)."""
+        with self._lock:
+            for run in self._runs.values():
+                if run.cell.fingerprint == fingerprint:
+                    return list(zip(run.steps, run.losses))
+        return []

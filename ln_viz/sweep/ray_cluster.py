@@ -1,0 +1,111 @@
+"""A throw-away Ray head node on 127.0.0.1, for tests and benchmarks.
+
+`ray start --head --block` runs as our child in a session (process group) of its own, on a random
+port, with its own temp dir and usage stats off. Ending it ends exactly what it started: the group by
+its id, then any process below it that left the group, by pid. Never `ray stop`, which ends every
+Ray cluster of the machine's user, whoever started it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Self
+
+
+def descendants(root: int) -> set[int]:
+    """Every living process below `root`, by parent pid (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, stack = set(), [root]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            if c not in out:
+                out.add(c)
+                stack.append(c)
+    return out
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+class HeadNode:
+    """`with HeadNode(cpus=2) as head:` then `RayExecutor(address=head.address)`."""
+
+    def __init__(self, cpus: int = 2, start_timeout: float = 90.0) -> None:
+        self.cpus = cpus
+        self.port = random.randint(20000, 40000)
+        self.address = f"127.0.0.1:{self.port}"
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.left: list[int] = []  # processes still alive after stop() (should stay empty)
+
+    def start(self) -> Self:
+        """Start the head node and wait until it takes connections (RuntimeError if it does not)."""
+        ray_bin = Path(sys.executable).with_name("ray")
+        temp = tempfile.mkdtemp(prefix="lnvr")  # short: Ray's socket paths must fit in 107 bytes
+        cmd = [str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+               "--port", str(self.port), "--num-cpus", str(self.cpus), "--include-dashboard=false",
+               "--disable-usage-stats", "--temp-dir", temp]  # fmt: skip
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        env.pop("RAY_ADDRESS", None)
+        self.proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)  # fmt: skip
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ray start exited with {self.proc.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                time.sleep(3)  # the raylet registers with the GCS a moment after the GCS port opens
+                return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError("the Ray head node did not start in time")
+
+    def stop(self) -> None:
+        """End the group we started and everything below it; `left` lists any survivor."""
+        if self.proc is None:
+            return
+        started = descendants(self.proc.pid) | {self.proc.pid}
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+        except ProcessLookupError:
+            pass
+        time.sleep(1)
+        for pid in started:  # one that left the group (setsid) is still ours: by its id
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        self.left = [pid for pid in started if alive(pid)]
+        self.proc = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,241 @@
+"""SweepConfig: a base RunConfig and the axes a sweep varies, validated like RunConfig.
+
+A sweep is the grid norm_position x lr x warmup_steps x depth x seed, every cell a RunConfig that
+`python -m ln_viz train` would train the same way. Cells skip the probes (a sweep reads losses only)
+and measure the held-out loss once, at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ln_viz.config import NORM_POSITIONS, RunConfig
+from ln_viz.i18n import LocalizedError
+
+MAX_RUNS = 512  # a sweep above this is a job for a cluster scheduler, not a page
+MAX_AXIS_VALUES = 32
+MAX_SEEDS = 16
+
+# Seconds per step of the reference cell (depth 6, d_model 64, batch 16 x 32 tokens, no probes) on one
+# torch thread, measured on the 2-core machine with nothing else running (benchmarks/sweep.py: 21
+# steps/s); the estimate scales it by depth x tokens x width, which is what a step's matmuls cost.
+REF_STEP_S = 1 / 21
+REF_WORK = 6 * 16 * 32 * 64
+
+
+class SweepError(LocalizedError):
+    """A bad sweep field: names the field and says what to change."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a sweep: its place on every axis and the full config."""
+
+    norm_position: str
+    lr: float
+    warmup_steps: int
+    depth: int
+    seed: int
+    config: RunConfig
+
+    @property
+    def key(self) -> tuple[str, float, int, int, int]:
+        """(norm_position, lr, warmup_steps, depth, seed): the cell's place in the grid."""
+        return (self.norm_position, self.lr, self.warmup_steps, self.depth, self.seed)
+
+    @property
+    def fingerprint(self) -> str:
+        return config_fingerprint(self.config)
+
+
+def config_fingerprint(cfg: RunConfig) -> str:
+    """A stable hash of everything that decides a run's numbers (resume matches cells on it)."""
+    data = cfg.to_dict()
+    blob = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """The grid of a sweep. Axes are tuples; `seeds` is a count (seeds 0..seeds-1); `steps` applies to
+    every cell. `base` holds everything else (width, batch, corpus, optimizer, schedule)."""
+
+    base: RunConfig = field(default_factory=RunConfig)
+    norm_position: tuple[str, ...] = ("post", "pre")
+    lr: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
+    warmup_steps: tuple[int, ...] = (0, 100)
+    depth: tuple[int, ...] = (6,)
+    seeds: int = 1
+    steps: int = 300
+
+    @property
+    def n_runs(self) -> int:
+        """Runs in the grid: the product of the axes' lengths and the seeds."""
+        return len(self.norm_position) * len(self.lr) * len(self.warmup_steps) * len(self.depth) * self.seeds
+
+    def validate(self) -> SweepConfig:
+        """Raise SweepError (or the cell's ConfigError) on the first bad field; return self."""
+        _axis("norm_position", self.norm_position)
+        for v in self.norm_position:
+            if v not in NORM_POSITIONS:
+                raise SweepError("sweep.err.choice", "norm_position", value=v, choices=", ".join(NORM_POSITIONS))
+        for name in ("lr", "warmup_steps", "depth"):
+            _axis(name, getattr(self, name))
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or not 1 <= self.seeds <= MAX_SEEDS:
+            raise SweepError("sweep.err.seeds", "seeds", value=self.seeds, hi=MAX_SEEDS)
+        if self.n_runs > MAX_RUNS:
+            raise SweepError("sweep.err.too_many", "n_runs", n=self.n_runs, cap=MAX_RUNS)
+        # Each axis value, checked as RunConfig checks it: the sentence names the field and the value.
+        probe = self.base.replace(steps=self.steps, warmup_steps=0)
+        probe.validate()
+        for lr in self.lr:
+            probe.replace(lr=lr).validate()
+        for d in self.depth:
+            probe.replace(depth=d).validate()
+        for w in self.warmup_steps:
+            if isinstance(w, int) and not isinstance(w, bool) and w > self.steps:
+                raise SweepError("sweep.err.warmup_longer", "warmup_steps", warmup=w, steps=self.steps)
+            probe.replace(warmup_steps=w).validate()
+        return self
+
+    def cells(self) -> list[Cell]:
+        """Every run of the grid, in a fixed order (norm position, depth, warm-up, lr, seed)."""
+        base = self.base.replace(steps=self.steps, probe_every=0, eval_every=self.steps)
+        out = []
+        for norm, depth, warm, lr, seed in itertools.product(
+            self.norm_position, self.depth, self.warmup_steps, self.lr, range(self.seeds)
+        ):
+            cfg = base.replace(norm_position=norm, depth=depth, warmup_steps=warm, lr=lr, seed=seed)
+            out.append(Cell(norm, lr, warm, depth, seed, cfg))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (the store, the shipped default, `--json`); the user's text is left out."""
+        base = {k: v for k, v in self.base.to_dict().items() if k != "user_text"}
+        return {
+            "base": base,
+            "norm_position": list(self.norm_position),
+            "lr": list(self.lr),
+            "warmup_steps": list(self.warmup_steps),
+            "depth": list(self.depth),
+            "seeds": self.seeds,
+            "steps": self.steps,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepConfig:
+        """Build from `to_dict()` output (JSON, the store); call `validate()` on the result."""
+        return cls(
+            base=RunConfig.from_dict(d.get("base", {})),
+            norm_position=tuple(d["norm_position"]),
+            lr=tuple(float(x) for x in d["lr"]),
+            warmup_steps=tuple(int(x) for x in d["warmup_steps"]),
+            depth=tuple(int(x) for x in d["depth"]),
+            seeds=int(d["seeds"]),
+            steps=int(d["steps"]),
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _axis(name: str, values: tuple[Any, ...]) -> None:
+    if not values:
+        raise SweepError("sweep.err.empty_axis", name)
+    if len(values) > MAX_AXIS_VALUES:
+        raise SweepError("sweep.err.axis_too_long", name, have=len(values), hi=MAX_AXIS_VALUES)
+    if len(set(values)) != len(values):
+        raise SweepError("sweep.err.duplicate", name, values=", ".join(map(_fmt, values)))
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+# --- the work estimate ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WorkEstimate:
+    """How much a sweep asks for, before it starts."""
+
+    runs: int
+    steps: int  # per run
+    total_steps: int
+    workers: int
+    seconds: float  # wall time, the runs spread over `workers` at one thread each
+
+    def text(self) -> str:
+        """"32 runs x 300 steps, about 2 min on 2 cores" (the CLI's line; the page translates it)."""
+        return f"{self.runs} runs x {self.steps} steps, about {duration_text(self.seconds)} on {self.workers} cores"
+
+
+def step_seconds(cfg: RunConfig) -> float:
+    """Estimated seconds of one training step of `cfg` on one thread."""
+    work = cfg.depth * cfg.batch_size * cfg.seq_len * cfg.d_model
+    return REF_STEP_S * max(work / REF_WORK, 0.05)
+
+
+def estimate(spec: SweepConfig, workers: int | None = None, skip: int = 0) -> WorkEstimate:
+    """The sweep's size and wall time at `workers` runs at once (default: the cores); `skip` cells
+    are already stored and cost nothing."""
+    workers = max(1, workers or os.cpu_count() or 1)
+    cells = spec.cells()
+    seconds = sum(step_seconds(c.config) * c.config.steps for c in cells)
+    todo = max(0, len(cells) - skip)
+    seconds *= todo / max(1, len(cells))
+    # runs of one sweep are alike, so `workers` at once finish in about total / workers
+    wall = seconds / min(workers, todo) if todo else 0.0
+    return WorkEstimate(todo, spec.steps, todo * spec.steps, workers, wall)
+
+
+def duration_text(seconds: float, lang: str = "en") -> str:
+    """45 s, 2 min, 1.5 h: the rough size of a wait, in `lang`."""
+    from ln_viz.i18n import t
+
+    if seconds < 90:
+        return t("sweep.dur.s", lang, n=max(1, round(seconds)))
+    if seconds < 90 * 60:
+        return t("sweep.dur.min", lang, n=round(seconds / 60))
+    return t("sweep.dur.h", lang, n=f"{seconds / 3600:.1f}")
+
+
+
+# --- the spec in a URL ----------------------------------------------------------------------------
+# The stability map page keeps its spec here; the base config's fields use ln_viz.urlstate's names.
+QUERY_AXES = {"sm_norm": "norm_position", "sm_lr": "lr", "sm_warmup": "warmup_steps", "sm_depth": "depth"}
+_AXIS_TYPES = {"norm_position": str, "lr": float, "warmup_steps": int, "depth": int}
+
+
+def spec_to_query(spec: SweepConfig) -> dict[str, str]:
+    """The axes, seeds and steps as short query parameters (sm_lr=0.0003,0.001 ...)."""
+    out = {key: ",".join(_fmt(v) for v in getattr(spec, name)) for key, name in QUERY_AXES.items()}
+    out["sm_seeds"] = str(spec.seeds)
+    out["sm_steps"] = str(spec.steps)
+    return out
+
+
+def spec_from_query(params: dict[str, Any], default: SweepConfig) -> tuple[SweepConfig, list[str]]:
+    """`default` with every well-formed parameter applied; the names of the ignored ones are returned
+    (a mistyped bookmark still opens a working page). The result is valid."""
+    import dataclasses
+
+    spec, bad = default, []
+    for key, name in {**QUERY_AXES, "sm_seeds": "seeds", "sm_steps": "steps"}.items():
+        raw = params.get(key)
+        if raw is None:
+            continue
+        raw = raw[-1] if isinstance(raw, list) else str(raw)
+        try:
+            parse = _AXIS_TYPES.get(name, int)
+            value: Any = tuple(parse(s) for s in raw.split(",") if s) if name in _AXIS_TYPES else int(raw)
+            candidate = dataclasses.replace(spec, **{name: value}).validate()
+        except (ValueError, LocalizedError):
+            bad.append(key)
+            continue
+        spec = candidate
+    return spec, bad

@@ -1,0 +1,189 @@
+"""The stability map page's server side: the one sweep a server trains at a time, the spec form, the
+spec in the URL, and the shipped default map.
+
+One sweep per server, whoever started it: a grid of 32 runs takes both cores of a 2-core machine for
+minutes, and two at once would each take twice as long. Every tab sees the sweep that is training,
+and the store keeps every finished cell, so any tab reopens any map without retraining.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from ln_viz.i18n import t
+from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
+from ln_viz.sweep.results import CellResult
+from ln_viz.sweep.spec import SweepConfig, spec_from_query, spec_to_query
+
+SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
+LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+WARMUP_CHOICES = (0, 10, 30, 50, 100, 200, 400)
+DEPTH_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24)
+NORM_CHOICES = ("post", "pre", "peri", "deepnorm", "none")
+
+
+@dataclass
+class SweepService:
+    """The server's sweep slot: at most one SweepRun trains, in a thread of its own."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    sweep: Any = None  # SweepRun
+    thread: threading.Thread | None = None
+    error: Exception | None = None  # why the last sweep failed (an unreachable cluster, say)
+
+    def busy(self) -> bool:
+        """Whether a sweep is training now."""
+        return self.thread is not None and self.thread.is_alive()
+
+    def start(self, spec: SweepConfig, executor: str, address: str | None) -> bool:
+        """Start a sweep of `spec`; False when one is already training."""
+        from ln_viz.sweep.driver import SweepRun
+        from ln_viz.sweep.executors import make_executor
+        from ln_viz.sweep.storage import SweepStore
+
+        with self.lock:
+            if self.busy():
+                return False
+            store = SweepStore()  # the app's run store ($LN_VIZ_STORE, else the default path)
+            self.sweep = SweepRun(spec, make_executor(executor, address=address, nice=SWEEP_NICE), store)
+            self.error = None
+            self.thread = threading.Thread(target=self._run, args=(self.sweep, store), daemon=True,
+                                           name="ln-viz-sweep")  # fmt: skip
+            self.thread.start()
+            return True
+
+    def _run(self, sweep: Any, store: Any) -> None:
+        try:
+            sweep.run()
+        except Exception as e:  # noqa: BLE001 -- shown on the page
+            self.error = e
+        finally:
+            store.close()
+
+    def stop(self) -> None:
+        if self.sweep is not None:
+            self.sweep.stop()
+
+    def shutdown(self) -> None:
+        self.stop()
+        if self.thread is not None:
+            self.thread.join(5)
+
+
+def _shutdown(service: SweepService) -> None:
+    service.shutdown()
+
+
+@st.cache_resource(show_spinner=False, on_release=_shutdown)
+def service() -> SweepService:
+    """The server's one sweep slot."""
+    return SweepService()
+
+
+@st.cache_data(show_spinner=False)
+def shipped_default() -> dict[str, Any] | None:
+    """The warm-up map measured in advance (scripts/make_stability_map_default.py), or None."""
+    try:
+        data = json.loads(DEFAULT_MAP.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    data["results"] = [CellResult.from_dict(r) for r in data["results"]]
+    return data
+
+
+def stored_results(spec: SweepConfig) -> list[CellResult]:
+    """The cells of `spec` the app's store has (none when there is no store yet)."""
+    from ln_viz.store import resolve_store_path
+    from ln_viz.sweep.storage import SweepStore
+
+    if not resolve_store_path().exists():
+        return []
+    with SweepStore() as store:
+        return store.results(spec)
+
+
+def ray_available() -> bool:
+    """Whether Ray is installed (the page offers the ray executor only then)."""
+    return importlib.util.find_spec("ray") is not None
+
+
+def error_text(e: Exception, lang: str) -> str:
+    """A sweep's failure in the user's language when it is one of ours, else its first line."""
+    from ln_viz.i18n import LocalizedError
+
+    return e.message(lang) if isinstance(e, LocalizedError) else (str(e).splitlines() or [type(e).__name__])[0]
+
+
+def map_results(spec: SweepConfig) -> tuple[list[CellResult], Any, bool]:
+    """(results, progress of the sweep training this spec or None, shipped): a sweep of this spec
+    training now; else the store's cells; else, for the default map, the shipped measurement."""
+    svc = service()
+    sweep = svc.sweep
+    if sweep is not None and sweep.spec == spec and (svc.busy() or sweep.progress().state != "pending"):
+        progress = sweep.progress()
+        return list(progress.results), (progress if svc.busy() else None), False
+    stored = stored_results(spec)
+    shipped = shipped_default()
+    if len(stored) < spec.n_runs and shipped is not None and SweepConfig.from_dict(shipped["spec"]) == spec:
+        return shipped["results"], None, True
+    return stored, None, False
+
+
+def read_spec_from_url() -> tuple[SweepConfig, list[str]]:
+    """The spec in the URL (once per session; the form keeps it afterwards), else the default map."""
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    return spec_from_query(params, SWEEP_PRESETS[DEFAULT_SWEEP])
+
+
+def write_spec_to_url(spec: SweepConfig) -> None:
+    """Keep the spec in the address bar, so a map can be bookmarked."""
+    for key, value in spec_to_query(spec).items():
+        st.query_params[key] = value
+
+
+def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
+    """The axes as widgets, starting from `spec`; returns what they say (validated by the caller)."""
+    import dataclasses
+
+    c1, c2, c3, c4 = container.columns(4)
+    norm = c1.multiselect(t("sweep.ui.norm", lang), NORM_CHOICES, default=list(spec.norm_position),
+                          format_func=lambda v: t(f"chart.norm.{v}", lang), key="sm_norm")  # fmt: skip
+    lrs = c2.multiselect(t("sweep.ui.lr", lang), sorted(set(LR_CHOICES) | set(spec.lr)), default=list(spec.lr),
+                         format_func=lambda v: f"{v:.0e}", key="sm_lr")  # fmt: skip
+    warm = c3.multiselect(t("sweep.ui.warmup", lang), sorted(set(WARMUP_CHOICES) | set(spec.warmup_steps)),
+                          default=list(spec.warmup_steps), key="sm_warmup")  # fmt: skip
+    depth = c4.multiselect(t("sweep.ui.depth", lang), sorted(set(DEPTH_CHOICES) | set(spec.depth)),
+                           default=list(spec.depth), key="sm_depth")  # fmt: skip
+    d1, d2 = container.columns(2)
+    steps = d1.slider(t("sweep.ui.steps", lang), 20, 1000, spec.steps, step=10, key="sm_steps")
+    seeds = d2.slider(t("sweep.ui.seeds", lang), 1, 4, spec.seeds, key="sm_seeds")
+    return dataclasses.replace(spec, norm_position=tuple(n for n in NORM_CHOICES if n in norm), lr=tuple(sorted(lrs)),
+                               warmup_steps=tuple(sorted(warm)), depth=tuple(sorted(depth)), seeds=seeds,
+                               steps=steps)  # fmt: skip
+
+
+def cell_title(r: CellResult, lang: str) -> str:
+    """Post-LN, lr 3e-3, warm-up 0, depth 6: learned, final loss 2.16."""
+    from ln_viz.charts import norm_label
+    from ln_viz.sweep.charts import lr_label
+
+    loss = f"{r.final_loss:.2f}" if r.final_loss is not None else "-"
+    return t("sweep.ui.cell_title", lang, norm=norm_label(r.norm_position, lang), lr=lr_label(r.lr),
+             warmup=r.warmup_steps, depth=r.depth, status=t(f"sweep.status.{r.status}", lang), loss=loss)  # fmt: skip
+
+
+def live_link(r: CellResult) -> str:
+    """The Live page's address with this cell's config (it reads the URL when a tab opens)."""
+    from urllib.parse import urlencode
+
+    from ln_viz.config import RunConfig
+    from ln_viz.urlstate import config_to_query
+
+    cfg = RunConfig.from_dict(r.config).replace(probe_every=10, eval_every=50)  # the Live page's probes
+    return "./?" + urlencode(config_to_query(cfg))

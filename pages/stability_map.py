@@ -1,0 +1,139 @@
+"""Stability map: where in lr x warm-up x depth each norm position trains, as a picture of regions
+instead of one run (Xiong et al. 2020, Fig. 2; Nguyen & Salazar 2019; Wortsman et al. 2023)."""
+
+import math
+
+import streamlit as st
+
+from ln_viz.corpus import load_corpus
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.sweep import charts as sweep_charts
+from ln_viz.sweep.presets import SWEEP_PRESETS
+from ln_viz.sweep.results import curves
+from ln_viz.sweep.spec import duration_text, estimate
+from ln_viz.sweep.storage import results_frame
+from ln_viz.ui import session
+from ln_viz.ui import stability_view as view
+
+session.ensure_router()
+lang = session.current_lang()
+present = session.presenter_mode_on()
+svc = view.service()
+
+if "sm_spec" not in st.session_state:  # a shared link sets the form once per session
+    st.session_state["sm_spec"], st.session_state["sm_bad"] = view.read_spec_from_url()
+for key in st.session_state["sm_bad"]:
+    st.warning(t("sweep.ui.bad_param", lang, param=key))
+
+st.title(t("sweep.ui.title", lang))
+if not present:
+    st.caption(t("sweep.ui.intro", lang))
+
+with st.expander(t("sweep.ui.settings", lang), expanded=False):
+    preset = st.radio(t("sweep.ui.preset", lang), ["-", *SWEEP_PRESETS], horizontal=True, key="sm_preset",
+                      format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang))
+    if preset != "-" and st.session_state.get("sm_preset_applied") != preset:
+        st.session_state["sm_preset_applied"] = preset
+        st.session_state["sm_spec"] = SWEEP_PRESETS[preset]
+        for k in ("sm_norm", "sm_lr", "sm_warmup", "sm_depth", "sm_steps", "sm_seeds"):
+            st.session_state.pop(k, None)
+        st.rerun()
+    candidate = view.spec_form(st.session_state["sm_spec"], lang, st)
+    executor = "local"
+    address = None
+    if view.ray_available():
+        e1, e2 = st.columns(2)
+        executor = e1.radio(t("sweep.ui.executor", lang), ["local", "ray"], horizontal=True, key="sm_executor")
+        if executor == "ray":
+            address = e2.text_input(t("sweep.ui.address", lang), key="sm_address") or None
+try:
+    spec = candidate.validate()
+    st.session_state["sm_spec"] = spec
+except LocalizedError as e:
+    st.error(e.message(lang))
+    spec = st.session_state["sm_spec"]
+view.write_spec_to_url(spec)
+
+work = estimate(spec, workers=None)
+bar = st.container(horizontal=True, vertical_alignment="center")
+run = bar.button(t("sweep.ui.run", lang), type="primary", key="sm_run", disabled=svc.busy())
+stop = bar.button(t("sweep.ui.stop", lang), key="sm_stop", disabled=not svc.busy())
+bar.caption(t("sweep.ui.estimate", lang, runs=work.runs, steps=work.steps, time=duration_text(work.seconds, lang),
+              cores=work.workers))  # fmt: skip
+if run and not svc.start(spec, executor, address):
+    st.warning(t("sweep.ui.busy", lang))
+if run or stop:
+    if stop:
+        svc.stop()
+    st.rerun()
+if svc.error is not None:
+    st.error(view.error_text(svc.error, lang))
+
+corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)
+default_init = math.log(corpus.vocab_size)
+
+
+@st.fragment(run_every=1.0 if svc.busy() else None)
+def show_map() -> None:
+    """The map, redrawn every second while the sweep trains; a click on a cell shows its curve."""
+    results, progress, shipped = view.map_results(spec)
+    if progress is not None:
+        eta = duration_text(progress.eta_s, lang) if progress.eta_s is not None else "…"
+        st.progress(progress.fraction, text=t("sweep.ui.progress", lang, done=progress.done, total=progress.total,
+                                               running=progress.running, eta=eta))  # fmt: skip
+    elif st.session_state.get("sm_was_busy"):
+        st.session_state["sm_was_busy"] = False
+        st.rerun(scope="app")  # the sweep ended: the buttons change
+    st.session_state["sm_was_busy"] = progress is not None
+    if shipped:
+        st.caption(t("sweep.ui.shipped", lang, date=view.shipped_default().get("measured", "?")))
+    elif not results and progress is None:
+        st.info(t("sweep.ui.empty", lang))
+    zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init)
+    # presenter: map and curves side by side, one screen; else the map full width, curves and a cell below
+    top = st.columns([3, 2]) if present else [st.container()]
+    picked = []
+    with top[0]:
+        for x_axis, axis in (("lr", spec.lr), ("depth", spec.depth)):
+            if len(axis) > 1 or (x_axis == "lr" and len(spec.depth) == 1):
+                fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, x_axis)
+                event = st.plotly_chart(fig, key=f"sm_map_{x_axis}", on_select="rerun", selection_mode="points",
+                                        theme=None)  # fmt: skip
+                picked += _points(event)
+    below = top[1] if present else st.columns(2)
+    with below if present else below[0]:
+        if len(spec.lr) > 1:
+            fig = sweep_charts.sensitivity_chart(curves(results, default_init), corpus.unigram_entropy, lang, present,
+                                                 height=390 if present else 600)  # fmt: skip
+            st.plotly_chart(fig, key="sm_sens", theme=None)
+    if not present:
+        with below[1]:
+            _cell_detail(results, picked)
+        st.caption(t("sweep.ui.how_to_read", lang))
+    else:
+        _cell_detail(results, picked)
+
+
+def _points(event) -> list[str]:
+    points = (event or {}).get("selection", {}).get("points", []) if event else []
+    return [p["customdata"] for p in points if p.get("customdata")]
+
+
+def _cell_detail(results, picked: list[str]) -> None:
+    by_fp = {r.fingerprint: r for r in results}
+    if picked and picked[-1] in by_fp:
+        st.session_state["sm_cell"] = picked[-1]
+    r = by_fp.get(st.session_state.get("sm_cell", ""))
+    if r is None:
+        if results:
+            st.caption(t("sweep.ui.click_hint", lang))
+        return
+    fig = sweep_charts.cell_curve_chart(r.curve, view.cell_title(r, lang), corpus.unigram_entropy, lang, present)
+    st.plotly_chart(fig, key="sm_cell_chart", theme=None)
+    row = st.container(horizontal=True)
+    row.link_button(t("sweep.ui.open_live", lang), view.live_link(r))
+    csv = results_frame(results).to_csv(index=False, float_format="%.6g")
+    row.download_button(t("sweep.ui.download", lang), csv, "stability_map.csv", "text/csv", key="sm_download")
+
+
+show_map()
