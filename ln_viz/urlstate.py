@@ -48,10 +48,12 @@ def _last(raw: str | list[str]) -> str:
 
 
 def known_params() -> set[str]:
-    """Every parameter some page reads: the fields and preset of each form, the language, presenter mode
-    and the Compare page's scenario."""
+    """Every parameter some page reads: the fields and preset of each form, the language, presenter mode,
+    the Compare page's scenario and the stability map's spec."""
+    from ln_viz.sweep.spec import QUERY_KEYS  # the stability map's spec
+
     names = [*QUERY_FIELDS, "preset"]
-    return {prefix + name for prefix in PREFIXES for name in names} | set(PAGE_KEYS)
+    return {prefix + name for prefix in PREFIXES for name in names} | set(PAGE_KEYS) | set(QUERY_KEYS)
 
 
 def unknown_params(params: Mapping[str, str | list[str]]) -> list[Notice]:

@@ -14,8 +14,8 @@ from ln_viz.sweep.spec import duration_text, estimate
 from ln_viz.sweep.storage import results_frame
 from ln_viz.ui import session
 from ln_viz.ui import stability_view as view
+from ln_viz.ui.safe import md
 
-session.ensure_router()
 lang = session.current_lang()
 present = session.presenter_mode_on()
 svc = view.service()
@@ -24,6 +24,8 @@ if "sm_spec" not in st.session_state:  # a shared link sets the form once per se
     st.session_state["sm_spec"], st.session_state["sm_bad"] = view.read_spec_from_url()
 for key in st.session_state["sm_bad"]:
     st.warning(t("sweep.ui.bad_param", lang, param=key))
+for notice in session.link_notices(lang):
+    st.warning(md(notice))  # it quotes the link
 
 st.title(t("sweep.ui.title", lang))
 if not present:

@@ -208,6 +208,7 @@ def duration_text(seconds: float, lang: str = "en") -> str:
 # --- the spec in a URL ----------------------------------------------------------------------------
 # The stability map page keeps its spec here; the base config's fields use ln_viz.urlstate's names.
 QUERY_AXES = {"sm_norm": "norm_position", "sm_lr": "lr", "sm_warmup": "warmup_steps", "sm_depth": "depth"}
+QUERY_KEYS = (*QUERY_AXES, "sm_seeds", "sm_steps")  # every parameter of the spec (ln_viz.urlstate knows them)
 _AXIS_TYPES = {"norm_position": str, "lr": float, "warmup_steps": int, "depth": int}
 
 
