@@ -163,7 +163,7 @@ def stability_heatmap(
                           line={"color": MARK, "width": _px(3, presenter)}, row=1, col=col)  # fmt: skip
         ticktext = [lr_label(x) for x in p.xs] if x_axis == "lr" else [str(int(x)) for x in p.xs]
         fig.update_xaxes(tickvals=xs, ticktext=ticktext, showgrid=False, zeroline=False, range=[edges[0], edges[-1]],
-                         row=1, col=col, title_text=t(f"sweep.axis.{x_axis}", lang))  # fmt: skip
+                         row=1, col=col, title_text=t(_PANEL_X_TITLE[x_axis], lang))  # fmt: skip
     fig.update_yaxes(range=[-0.5, len(spec.warmup_steps) - 0.5], zeroline=False)
     fig.update_yaxes(tickvals=list(range(len(spec.warmup_steps))), ticktext=[str(w) for w in sorted(spec.warmup_steps)],
                      showgrid=False, title_text=t("sweep.axis.warmup", lang), row=1, col=1)  # fmt: skip
@@ -174,6 +174,11 @@ def stability_heatmap(
     value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
     title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
     return _style(fig, title, presenter, height, showlegend=False, clickmode="event+select", dragmode=False)
+
+
+# One x title under each panel: short enough that two side by side do not run into each other (the log
+# scale shows in the ticks 3e-4, 1e-3, ...).
+_PANEL_X_TITLE = {"lr": "sweep.axis.lr_panel", "depth": "sweep.axis.depth"}
 
 
 def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.Heatmap:
