@@ -137,40 +137,13 @@ class Reference:
         return f"{self.authors} ({self.year}). *{self.title}*. {where}."
 
 
-REFERENCES: tuple[Reference, ...] = (
-    Reference("Ba, J. L., Kiros, J. R., & Hinton, G. E.", 2016, "Layer Normalization", "1607.06450"),
-    Reference("Vaswani, A., et al.", 2017, "Attention Is All You Need", "1706.03762"),
-    Reference(
-        "Devlin, J., Chang, M.-W., Lee, K., & Toutanova, K.",
-        2019,
-        "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
-        "1810.04805",
-    ),
-    Reference(
-        "Radford, A., et al.",
-        2019,
-        "Language Models are Unsupervised Multitask Learners",
-        note="OpenAI technical report (GPT-2)",
-    ),
-    Reference("Zhang, B., & Sennrich, R.", 2019, "Root Mean Square Layer Normalization", "1910.07467"),
-    Reference("Xiong, R., et al.", 2020, "On Layer Normalization in the Transformer Architecture", "2002.04745"),
-    Reference(
-        "Liu, L., Liu, X., Gao, J., Chen, W., & Han, J.",
-        2020,
-        "Understanding the Difficulty of Training Transformers",
-        "2004.08249",
-    ),
-    Reference("Ding, M., et al.", 2021, "CogView: Mastering Text-to-Image Generation via Transformers", "2105.13290"),
-    Reference("Wang, H., et al.", 2022, "DeepNet: Scaling Transformers to 1,000 Layers", "2203.00555"),
-    Reference("Touvron, H., et al.", 2023, "LLaMA: Open and Efficient Foundation Language Models", "2302.13971"),
-    Reference("Xie, S., et al.", 2023, "ResiDual: Transformer with Dual Residual Connections", "2304.14802"),
-    Reference(
-        "Kim, J., et al.",
-        2025,
-        "Peri-LN: Revisiting Normalization Layer in the Transformer Architecture",
-        "2502.02732",
-    ),
-)
+def _references() -> tuple[Reference, ...]:
+    """The cited works, from ln_viz/content/references.toml (data a translator or editor can open)."""
+    text = resources.files(__package__).joinpath("content", "references.toml").read_text(encoding="utf-8")
+    return tuple(Reference(**entry) for entry in tomllib.loads(text)["reference"])
+
+
+REFERENCES: tuple[Reference, ...] = _references()
 
 
 def references_markdown() -> str:
