@@ -6,13 +6,20 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
-from ln_viz.ui import live, runs_view, session
+from ln_viz.ui import live, runs_view, session, stepper
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
 
 lang = session.current_lang()
-present = session.presenter_mode_on()
 store = get_store()
+
+
+@st.fragment(run_every=stepper.timer("runs_probe_step", None))  # Play ticks here: the rest stays put
+def run_charts(data, done: bool) -> None:
+    """The opened run in the live page's charts; one step control (with Play) drives every step chart."""
+    ticking = stepper.timer("runs_probe_step", None) is not None
+    live.draw_charts(data, lang, done=done, key_prefix="runs_", ticking=ticking)
+
 
 st.title(t("runs.title", lang))
 for notice in session.link_notices(lang):
@@ -57,8 +64,7 @@ else:
                 runs_view.label_editor(store, summary, lang)
                 runs_view.downloads(data, summary, lang)
                 runs_view.delete_control(store, summary, lang)
-            done = summary.status not in LIVE_STATUSES
-            live.draw_charts(data, lang, done=done, presenter=present, key_prefix="runs_")
+            run_charts(data, summary.status not in LIVE_STATUSES)
 
 st.divider()
 runs_view.import_file(store, lang)

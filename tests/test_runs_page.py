@@ -119,9 +119,10 @@ def test_open_a_run_shows_the_live_charts_with_the_animation(two_runs: dict[str,
     assert at.subheader[0].value == f"Run {two_runs['pre']}: tiny pre"
     figs = charts(at)
     assert set(figs) == CHART_KEYS
-    frames = figs["runs_act_dist"].get("frames", [])
-    assert [f["name"] for f in frames] == [str(s) for s in measured["pre"].probe_steps]
-    assert at.select_slider(key="runs_probe_step").value == measured["pre"].probe_steps[-1]
+    steps = at.select_slider(key="runs_probe_step")  # the one step control (with Play) of every step chart
+    assert steps.options == [str(s) for s in measured["pre"].probe_steps]
+    assert steps.value == measured["pre"].probe_steps[-1]
+    assert at.button(key="runs_probe_step_play")  # Play animates them all from this page too
     select(at, 0, 1)  # two runs: pick which one to show
     assert at.radio(key="runs_shown").value == two_runs["post"]
     at.radio(key="runs_shown").set_value(two_runs["pre"]).run()

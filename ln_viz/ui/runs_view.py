@@ -82,30 +82,25 @@ def demo_offer(store: Store, lang: str) -> None:
 
 
 # --- the list -------------------------------------------------------------------------------------------
+def _any_of(col, label: str, options, key: str, names: str, lang: str) -> list[str]:
+    """A filter of several choices, each shown by its catalog name `names.<option>`; none chosen: any."""
+    return col.multiselect(
+        t(label, lang), options, key=key, format_func=lambda o: t(f"{names}.{o}", lang), placeholder=t("runs.any", lang)
+    )
+
+
 def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     """The filter and sort widgets, in one row; the RunFilter and sort they describe."""
     depths = sorted({r.depth for r in store.list_runs() if r.damage() is None})
     cols = st.columns([2, 1.2, 2, 2, 2])
-    norms = cols[0].multiselect(
-        t("ui.norm_position", lang),
-        NORM_POSITIONS,
-        key="runs_f_norm",
-        format_func=lambda p: t(f"chart.norm.{p}", lang),
-        placeholder=t("runs.any", lang),
-    )
+    norms = _any_of(cols[0], "ui.norm_position", NORM_POSITIONS, "runs_f_norm", "chart.norm", lang)
     depth = cols[1].selectbox(
         t("runs.col.depth", lang),
         [0, *depths],  # 0: any depth (None would give the box a clear button with no room for it)
         key="runs_f_depth",
         format_func=lambda d: str(d) if d else t("runs.any", lang),
     )
-    status = cols[2].multiselect(
-        t("runs.col.status", lang),
-        STATUSES,
-        key="runs_f_status",
-        format_func=lambda s: t(f"status.{s}", lang),
-        placeholder=t("runs.any", lang),
-    )
+    status = _any_of(cols[2], "runs.col.status", STATUSES, "runs_f_status", "status", lang)
     label = cols[3].text_input(t("runs.filter_label", lang), key="runs_f_label")
     sort = cols[4].selectbox(
         t("runs.sort", lang), list(SORTS), key="runs_sort", format_func=lambda k: t(f"runs.sort.{k}", lang)

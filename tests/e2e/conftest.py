@@ -182,3 +182,9 @@ def settled_screenshot(page, name: str) -> Path:
 def chart(page, key: str):
     """The live (non-stale) Plotly div of the chart with this key."""
     return page.locator(f".st-key-{key}[data-stale='false'] .js-plotly-plot").first
+
+
+# the step a chart shows: the last number of its title, or of its subtitle ("step 30")
+STEP_OF = """gd => { const title = gd.layout.title || {};
+                     const t = (title.text || '') + ' ' + ((title.subtitle || {}).text || '');
+                     const m = t.match(/(\\d+)\\s*$/); return m ? +m[1] : null; }"""

@@ -1,18 +1,19 @@
 """The Runs page in headless Chromium: a server started with LN_VIZ_LOAD_DEMOS=1 lists the bundled demo
-runs at once; clicking a row opens the run in the live page's charts, and Plotly's Play button animates
-the distribution chart in the browser, with no server round-trip and no retraining."""
+runs at once; clicking a row opens the run in the live page's charts, without retraining, and the one step control's
+Play moves the distribution and the per-layer profile together."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Server, chart, settled_screenshot, stop_and_check, wait_idle
+from tests.e2e.conftest import STEP_OF, Server, chart, settled_screenshot, stop_and_check, wait_idle
 
 pytestmark = pytest.mark.e2e
 ROW_H = 35  # px: glide-data-grid's default row height, also its header's, in st.dataframe
@@ -34,10 +35,6 @@ def click_row(page, row: int) -> None:
     page.mouse.click(box["x"] + 18, box["y"] + ROW_H * (row + 1) + ROW_H / 2)
 
 
-def slider_active(gd) -> int:
-    return gd.evaluate("gd => gd._fullLayout.sliders[0].active")
-
-
 def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
     page.goto(demo_server.url + "/runs")  # the server's first visit, by a bookmarked link (as in a talk)
     wait_idle(page, timeout=60_000)
@@ -50,35 +47,32 @@ def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
     settled_screenshot(page, "runs_list")
 
     click_row(page, 0)
-    act = chart(page, "runs_act_dist")
-    act.wait_for(timeout=60_000)
+    chart(page, "runs_act_dist").wait_for(timeout=60_000)
     wait_idle(page, timeout=60_000)
-    page.locator(".st-key-runs_act_dist .slider-container").first.wait_for()
-    n_frames = act.evaluate("gd => gd._transitionData._frames.length")
-    assert n_frames > 5
-    assert slider_active(act) == n_frames - 1  # opened at the last probe step
+    play = page.locator(".st-key-runs_probe_step_play button")
+    play.wait_for(timeout=60_000)
+    last = [chart(page, k).evaluate(STEP_OF) for k in ("runs_act_dist", "runs_layer_profile")]
+    assert last[0] == last[1] and last[0] > 5, last  # opened at the last probe step, both charts
     assert chart(page, "runs_loss_chart").evaluate("gd => gd._fullData[0]._length") > 100  # every step
 
-    # Play (from the last frame it starts again at the first): the frames advance in the browser
-    act.scroll_into_view_if_needed()
-    act.evaluate(
-        """gd => { window._seen = []; window._ended = false;
-                   gd.on('plotly_animatingframe', e => window._seen.push(e.name));
-                   gd.on('plotly_animated', () => { window._ended = true; }); }"""
-    )
-    last_step = int(act.evaluate("gd => gd._transitionData._frames.at(-1).name"))
-    page.locator(".st-key-runs_act_dist .updatemenu-button").filter(has_text="Play").click()
-    page.wait_for_function("() => new Set(window._seen).size >= 3", timeout=30_000)
-    seen = [int(x) for x in page.evaluate("() => window._seen")]
-    assert seen == sorted(seen) and seen[0] < last_step, seen  # forward, frame by frame, from the start
+    # Play (from the last step it starts again at the first), then Pause: both charts at the step shown
+    play.scroll_into_view_if_needed()
+    play.click()
     page.wait_for_function(
-        f"() => document.querySelector('.st-key-runs_act_dist .js-plotly-plot')"
-        f"._fullLayout.sliders[0].active < {n_frames - 1}"
-    )  # the slider moved with them
-    # let it play to the end: Pause mid-animation makes plotly.js reject the interrupted animation's promise,
-    # an "undefined" page error that the page fixture would count
-    page.wait_for_function("() => window._ended", timeout=60_000)
-
+        "() => document.querySelector('.st-key-runs_probe_step_play button').innerText.includes('Pause')",
+        timeout=30_000,
+    )
+    time.sleep(2.5)
+    play.click()
+    page.wait_for_function(
+        "() => document.querySelector('.st-key-runs_probe_step_play button').innerText.includes('Play')",
+        timeout=30_000,
+    )
+    wait_idle(page, timeout=60_000)
+    time.sleep(1)
+    shown = [chart(page, k).evaluate(STEP_OF) for k in ("runs_act_dist", "runs_layer_profile")]
+    slider = int(page.locator(".st-key-runs_probe_step [data-testid='stSliderThumbValue']").inner_text())
+    assert shown[0] == shown[1] == slider < last[0], (shown, slider, last)  # one step everywhere, it moved
     assert page.get_by_test_id("stException").count() == 0
     settled_screenshot(page, "runs_act_dist_played")
     page.locator(".st-key-runs_loss_chart").scroll_into_view_if_needed()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, chart, settled_screenshot, wait_idle
+from tests.e2e.conftest import ARTIFACTS, STEP_OF, chart, settled_screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -67,8 +67,6 @@ def test_the_lecture_view_fits_one_screen_and_switches_without_the_url(server, b
 
 
 TINY = "depth=2&d=32&heads=2&batch=8&seq=16&steps=60&probe=5&eval=30"
-STEP_OF = """gd => { const t = (gd.layout.title || {}).text || ''; const m = t.match(/(\\d+)\\s*$/);
-                     return m ? +m[1] : null; }"""
 
 
 def test_play_moves_the_distribution_and_the_profile_together(server, page):
