@@ -207,7 +207,11 @@ def _ratio_lines(fig: go.Figure, data: RunData, lang: str, presenter: bool, heig
                 "cmax": max(L, 2),
                 "colorscale": scale,
                 "showscale": True,
-                "colorbar": _colorbar(t("chart.layer", lang), ticks, [str(v) for v in ticks], presenter, None, height),
+                # the last layer's label sits at the bar's top end: below its tick, clear of the title
+                "colorbar": {
+                    **_colorbar(t("chart.layer", lang), ticks, [str(v) for v in ticks], presenter, None, height),
+                    "ticklabelposition": "outside bottom",
+                },
             },
         )
     )

