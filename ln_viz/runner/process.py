@@ -152,10 +152,14 @@ class WorkerProcess:
 
     def exit_description(self) -> str:
         """How the process ended, in words: "killed by SIGKILL", "exit code 1"."""
-        code = self.process.exitcode
-        if code is not None and code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exit code {code}"
+        return exit_description(self.process.exitcode)
+
+
+def exit_description(code: int | None) -> str:
+    """A process's exit code in words: "killed by SIGKILL" (a negative code), "exit code 1"."""
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"

@@ -27,6 +27,7 @@ from typing import Any
 
 from ln_viz.config import RunConfig
 from ln_viz.runner import worker_context
+from ln_viz.runner.process import exit_description
 from ln_viz.sweep.executors import OnEnd, OnStep
 from ln_viz.sweep.spec import Cell
 
@@ -97,13 +98,10 @@ class _Worker:
     def death(self) -> str:
         """How the worker ended, in words, once its pipe has closed."""
         self.process.join(0.5)
-        code = self.process.exitcode
-        if code is not None and code < 0:
-            try:
-                return f"the worker process was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"the worker process was killed by signal {-code}"
-        return f"the worker process ended unexpectedly (exit code {code})"
+        how = exit_description(self.process.exitcode)
+        if how.startswith("killed"):
+            return f"the worker process was {how}"
+        return f"the worker process ended unexpectedly ({how})"
 
 
 class LocalExecutor:
