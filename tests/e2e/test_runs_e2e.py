@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ln_viz.export import CHARTS
 from tests.e2e.conftest import STEP_OF, Server, chart, settled_screenshot, stop_and_check, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -104,5 +105,6 @@ def test_downloads_are_built_when_asked_for(demo_server, page) -> None:
     with page.expect_download(timeout=60_000) as download:
         page.locator(".st-key-runs_dl_charts button").click()
     names = zipfile.ZipFile(download.value.path()).namelist()
-    assert {"act_dist.png", "act_dist.svg", "act_dist.html", "loss.png"} <= set(names) and len(names) == 15
+    assert {"act_dist.png", "act_dist.svg", "act_dist.html", "loss.png", "attn_entropy.svg"} <= set(names)
+    assert len(names) == 3 * len(CHARTS)  # every chart as png, svg and html
     assert page.get_by_test_id("stException").count() == 0
