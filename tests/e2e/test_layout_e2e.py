@@ -249,6 +249,13 @@ def test_the_checks_pass_a_clean_chart_and_catch_a_broken_one(browser, broken):
     try:
         pg.set_content(_figure_html(broken), wait_until="load")
         pg.wait_for_selector(".js-plotly-plot .main-svg")
+        # measured only once every text is drawn in its final font (on a busy machine the legend and the
+        # titles arrive a moment after the plot's SVG)
+        pg.wait_for_selector(".js-plotly-plot .legend .traces >> nth=1")
+        pg.wait_for_selector(".js-plotly-plot .xtitle")
+        pg.wait_for_selector(".js-plotly-plot .gtitle")
+        pg.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => r(true))))")
+        pg.wait_for_timeout(300)
         chart = pg.wait_for_function(geometry.MEASURE).json_value()["charts"][0]
     finally:
         pg.close()
