@@ -6,7 +6,7 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
-from ln_viz.ui import live, runs_view, session, stepper
+from ln_viz.ui import layout, live, runs_view, session, stepper
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
 
@@ -60,6 +60,7 @@ else:
         data = runs_view.open_or_report(store, summary, lang)  # None: damaged, said so, delete offered
         if data is not None:
             runs_view.run_heading(summary, lang)
+            layout.scroll_into_view("runs_opened", shown)  # the table is above: show that the run opened
             with st.expander(t("runs.manage", lang), icon=":material/settings:"):
                 runs_view.label_editor(store, summary, lang)
                 runs_view.downloads(data, summary, lang)

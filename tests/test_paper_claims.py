@@ -70,22 +70,24 @@ def test_pre_ln_residual_stream_grows_with_depth_and_post_ln_stays_at_one():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_post_ln_without_warmup_fails_where_pre_ln_and_warmup_learn(seed):
-    """6 layers, d 64, Adam 3e-3, batch 32, seq 64, 200 steps, the same seed and batches for all three."""
+    """6 layers, d 64, Adam 3e-3, batch 16, seq 32, 300 steps (the stability map's warm-up preset's cell),
+    the same seed and batches for all three; measured 2026-12-01 (unigram 2.958): Post-LN stalls at
+    2.971 / 2.958 (seeds 0 / 1), Pre-LN ends at 1.985 / 1.946, Post-LN with warm-up 100 at 2.163 / 2.096."""
     cfg = RunConfig(
         depth=6,
         d_model=64,
         heads=4,
         lr=3e-3,
-        batch_size=32,
-        seq_len=64,
-        steps=200,
+        batch_size=16,
+        seq_len=32,
+        steps=300,
         seed=seed,
         probe_every=0,
         eval_every=0,
     )
     post = run(cfg.replace(norm_position="post", warmup_steps=0))
     pre = run(cfg.replace(norm_position="pre", warmup_steps=0))
-    warm = run(cfg.replace(norm_position="post", warmup_steps=60))
+    warm = run(cfg.replace(norm_position="post", warmup_steps=100))
     unigram = post.info.unigram_entropy
     assert post.status in ("stalled", "diverged")
     assert post.final_loss(20) > unigram - 0.15  # stuck at letter frequencies

@@ -22,7 +22,18 @@ from ln_viz.charts.sample import (
     downsample_index,
     step_range,
 )
-from ln_viz.charts.style import GREY, NORM_COLORS, _corner_note, _empty_note, _f32, _hover, _layout, _px, norm_label
+from ln_viz.charts.style import (
+    GREY,
+    NORM_COLORS,
+    _corner_note,
+    _empty_note,
+    _f32,
+    _hover,
+    _layout,
+    _px,
+    norm_label,
+    two_lines,
+)
 from ln_viz.i18n import t
 from ln_viz.names import lr_schedule
 from ln_viz.snapshot import RunData
@@ -152,7 +163,7 @@ def _reference_line(
             xanchor="right",
             yanchor="top",  # under the line: a stalled Post-LN loss runs along its top side
             showarrow=False,
-            text=t(key, lang),
+            text=two_lines(t(key, lang)),  # narrow enough for a phone's plot (~220 px)
             font={"size": _px(14, presenter), "color": color},
             bgcolor="rgba(255,255,255,0.75)",
         )
@@ -203,7 +214,7 @@ def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, presente
         xanchor="left",
         yanchor="top",
         showarrow=False,
-        text=t("chart.stalled_since", lang, step=data.stalled_since),
+        text=two_lines(t("chart.stalled_since", lang, step=data.stalled_since)),
         font={"color": "#8A5A00", "size": _px(15, presenter)},
         bgcolor="rgba(255,255,255,0.8)",
     )

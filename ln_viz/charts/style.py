@@ -148,6 +148,13 @@ def _wrap_em(text: str, budget: float) -> list[str]:
     return lines
 
 
+def two_lines(text: str) -> str:
+    """A label's text broken after its first ": " ("unigram loss:<br>letter frequencies only"), for a
+    label that must fit a phone's plot area; a text without one is left whole."""
+    head, sep, tail = text.partition(": ")
+    return f"{head}:<br>{tail}" if sep and tail else text
+
+
 def _wrap(text: str, width: int = 12) -> str:
     """Break a short label into lines of about `width` characters at spaces (Plotly's <br>)."""
     return "<br>".join(_wrap_em(text, width * 0.56))

@@ -17,10 +17,13 @@ LOSS = "loss__"  # Compare's losses: under its scenario row and settings, still 
 FULL, HALF = "full__", "half__"  # the lecture view: the whole chart area, half of it
 
 # Every page: Korean words stay whole (they wrap at spaces, as in print); on touch screens Plotly's
-# modebar would sit for good over the chart's title, so it is not shown there.
+# modebar would sit for good over the chart's title, so it is not shown there; on a phone the page's side
+# margins are narrow (8 px), so that charts get the screen's width (374 of 390 px).
 FRAME_CSS = """
 .stApp, .stApp p, .stApp li, .stApp span, .stApp label {word-break: keep-all; overflow-wrap: break-word;}
 @media (hover: none) { .modebar-container {display: none !important;} }
+@media (max-width: 640px) { [data-testid="stMainBlockContainer"] {padding-left: 0.5rem !important;
+    padding-right: 0.5rem !important;} }
 """
 # Presenter mode on any page: larger text for the back of the room (charts scale their own fonts).
 PRESENTER_CSS = """
@@ -41,11 +44,13 @@ BOX_CSS = f"""
 
 
 # Live and Compare outside the lecture view: a shorter top and title, so Start and the first row of
-# charts are in a 1280x720 laptop's first screen.
+# charts are in a 1280x720 laptop's first screen (a phone keeps its narrow side margins).
 PAGE_CSS = """
 [data-testid="stMainBlockContainer"] {padding-top: 3.2rem !important; padding-left: 2rem !important;
     padding-right: 2rem !important;}
 [data-testid="stMainBlockContainer"] h1 {font-size: 2rem; padding: 0.2rem 0 0.4rem 0;}
+@media (max-width: 640px) { [data-testid="stMainBlockContainer"] {padding-left: 0.5rem !important;
+    padding-right: 0.5rem !important;} }
 """
 
 
@@ -59,3 +64,22 @@ def chart(fig: Any, key: str, box: str, presenter: bool = False) -> None:
     config = {"displayModeBar": False} if presenter else {"displaylogo": False}
     with st.container(key=box + key):
         st.plotly_chart(fig, key=key, width="stretch", height="stretch", theme=None, config=config)
+
+
+# Scrolls the element with a Streamlit key into view once it is drawn (it may arrive after this script).
+_SCROLL_JS = """<script>(() => {{ let tries = 0; /* {token} */
+  const go = () => {{ const el = document.querySelector('.st-key-{key}');
+    if (el) el.scrollIntoView({{behavior: 'smooth', block: 'start'}}); else if (tries++ < 100) setTimeout(go, 100); }};
+  go(); }})();</script>"""
+
+
+def scroll_into_view(key: str, token: int) -> None:
+    """Bring the container with this key into view in the browser, once per `token` (a new token, a new
+    scroll: e.g. the id of the run just opened). Streamlit has no scroll API: a small script does it.
+    Its slot is drawn on every run, so the elements after it keep their place (an expander below stays
+    open)."""
+    slot = st.empty()
+    if st.session_state.get("_scrolled_" + key) == token:
+        return
+    st.session_state["_scrolled_" + key] = token
+    slot.html(_SCROLL_JS.format(key=key, token=int(token)), unsafe_allow_javascript=True)

@@ -234,7 +234,8 @@ def open_or_report(store: Store, summary: RunSummary, lang: str) -> RunData | No
 def run_heading(summary: RunSummary, lang: str) -> None:
     """The run's title and one line saying what it was and how it ended."""
     label = summary.label or t("runs.unlabelled", lang)
-    st.subheader(md(t("runs.heading", lang, id=summary.id, label=label)), anchor=False)  # a label is text
+    with st.container(key="runs_opened"):  # scrolled into view when a row is opened (the charts are below)
+        st.subheader(md(t("runs.heading", lang, id=summary.id, label=label)), anchor=False)  # a label is text
     loss = final_loss_text(summary, lang)
     st.markdown(
         t(

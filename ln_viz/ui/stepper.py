@@ -35,19 +35,20 @@ def timer(key: str, refresh_s: float | None) -> float | None:
     return PLAY_S if playing(key) else None
 
 
+def _chosen_key(key: str) -> str:
+    return key + "__step"
+
+
 def _toggle(key: str, first: int) -> None:
     on = not playing(key)
     st.session_state[_playing_key(key)] = on
     if on and st.session_state.get(key + "__at_end"):
-        st.session_state[key] = first  # Play at the last step starts over
+        st.session_state[_chosen_key(key)] = first  # Play at the last step starts over
 
 
-def _advance(key: str, steps: Sequence[int]) -> None:
-    i = steps.index(st.session_state[key])
-    if i + 1 < len(steps):
-        st.session_state[key] = steps[i + 1]
-    else:
-        st.session_state[_playing_key(key)] = False
+def _picked(key: str) -> None:
+    """The user moved the slider: that step is the one shown."""
+    st.session_state[_chosen_key(key)] = st.session_state[key]
 
 
 def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking: bool, row: Any = None) -> int | None:
@@ -70,16 +71,28 @@ def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking:
             label_visibility=shown,
         )
         st.session_state[_playing_key(key)] = False
+        st.session_state.pop(_chosen_key(key), None)  # a new run opens at its last step
         return steps[-1] if steps else None
-    if st.session_state.get(key) not in steps:
-        st.session_state[key] = steps[-1]
-    if playing(key) and ticking:
-        _advance(key, steps)
-    st.session_state[key + "__at_end"] = st.session_state[key] == steps[-1]
+    # The step shown is kept apart from the slider's own value and written into the slider on every run:
+    # a click that reaches the server with the browser's slider value from before the last Play tick
+    # would otherwise leave the charts at one step and the slider at the next.
+    step = st.session_state.get(_chosen_key(key))
+    if step not in steps:
+        step = steps[-1]
     on = playing(key)
+    if on and ticking:
+        i = steps.index(step)
+        if i + 1 < len(steps):
+            step = steps[i + 1]
+        else:
+            st.session_state[_playing_key(key)] = on = False
+    st.session_state[_chosen_key(key)] = st.session_state[key] = step
+    st.session_state[key + "__at_end"] = step == steps[-1]
     label = "❚❚ " + t("chart.pause", lang) if on else "▶ " + t("chart.play", lang)
     row.button(label, key=key + "_play", on_click=_toggle, args=(key, steps[0]))
-    step = row.select_slider(t("ui.step_select", lang), options=steps, key=key, label_visibility=shown)
+    row.select_slider(
+        t("ui.step_select", lang), options=steps, key=key, on_change=_picked, args=(key,), label_visibility=shown
+    )
     if on != ticking:  # Play or Pause was pressed, or the last step was reached: reset the timer
         st.rerun(scope="app")
     return step

@@ -1,15 +1,17 @@
 """The layout as a room, a laptop and a phone see it, measured in headless Chromium.
 
-For each viewport (the lecture view: 1920x1080 with `?present=1`; a 1280x720 laptop; a 390x844 phone),
-each page (Live with post-ln-no-warmup while it trains and once it has ended, Compare's default scenario
-after "Start both" once both have ended, Init lab at its defaults) and each language, one test asserts,
-from the SVG Plotly.js rendered:
+For each viewport (the lecture view: 1920x1080 with `?present=1`; a 1280x720 laptop; a 390x844 phone)
+and each page (Live with post-ln-no-warmup while it trains and once it has ended, Compare's default
+scenario after "Start both" once both have ended, Init lab at its defaults), one test opens the page in
+English, switches to Korean and back with the page's own language control (the run carries on: one
+training per case, not one per language), and asserts in each state and language, from the SVG Plotly.js
+rendered:
   (a) no two text boxes of one chart overlap (titles, axis titles, legend items, colourbar labels,
       annotations, tick labels, the Play/Pause buttons, the animation slider, a visible modebar);
   (b) no text sticks out of its chart's drawing area (where it is cut);
   (c) in the lecture view, every chart is inside the first screen and the loss plot area is at least a
       third of the viewport's height.
-Every problem found is listed in the failure message (viewport, page, language, chart, both texts).
+Every problem found is listed in the failure message (state, language, chart, both texts).
 A full-page screenshot of each case goes to test-artifacts/layout/, and the DOM figures (the loss plot's
 height, the Start button's position) to test-artifacts/layout/figures.jsonl.
 """
@@ -21,6 +23,7 @@ import time
 
 import pytest
 
+from ln_viz.ui.session import LANG_NAMES  # the sidebar radio's options, in order
 from tests.e2e import geometry
 from tests.e2e.conftest import ARTIFACTS, wait_idle
 
@@ -34,7 +37,6 @@ VIEWPORTS = {  # name: (browser context options, presenter mode)
     "390x844": ({"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}, False),
 }
 PAGES = ("live", "compare", "init-lab")
-LANGS = ("en", "ko")
 LOSS_CHART = {"live": "loss_chart", "compare": "compare_loss"}
 START = {"live": "start", "compare": "compare_start"}
 # The step the first run's status line reports (`Step 120/300 | ...`, `스텝 120/300 | ...`).
@@ -87,24 +89,54 @@ def wait_live_training(pg, steps: int = 30, timeout: float = 120) -> None:
     raise AssertionError(f"the Live run drew fewer than {steps} steps in {timeout} s")
 
 
-def open_case(pg, server, page: str, lang: str, present: bool, figures: dict):
-    """Bring the page to each state the case measures, yielding the state's name there (Live: while
-    it trains, then once it has ended); the figures read on the way go into `figures`."""
-    pg.goto(url(server, page, lang, present))
+def switch_lang(pg, lang: str, present: bool) -> None:
+    """Switch the page's language with its own control: the lecture view's language button on Live and
+    Compare, else the sidebar's radio (a dispatched click: on a phone the sidebar is collapsed)."""
+    wait_idle(pg, timeout=60_000)
+    stage = pg.locator(".st-key-stage_lang button")
+    if present and stage.count():
+        stage.first.click()
+    else:
+        pg.locator(".st-key-lang_choice input[type='radio']").nth(list(LANG_NAMES).index(lang)).dispatch_event("click")
+    pg.wait_for_function(f"() => new URL(location.href).searchParams.get('lang') === '{lang}'", timeout=30_000)
+    wait_idle(pg, timeout=60_000)
+
+
+def open_case(pg, server, page: str, present: bool, figures: dict):
+    """Bring the page to each state the case measures, yielding (state, language) there: Live while it
+    trains in English then Korean, and once it has ended in Korean then English; Compare once both runs
+    have ended, and Init lab, in English then Korean. The figures read on the way go into `figures`."""
+    pg.goto(url(server, page, "en", present))
     wait_idle(pg, timeout=60_000)
     if page == "init-lab":
         pg.wait_for_selector(".st-key-init_resid .js-plotly-plot", timeout=120_000)
-        yield page
+        yield page, "en"
+        switch_lang(pg, "ko", present)
+        pg.wait_for_selector(".st-key-init_resid .js-plotly-plot", timeout=120_000)
+        yield page, "ko"
         return
     pg.wait_for_selector(f".st-key-{START[page]} button", state="attached", timeout=60_000)
     figures["start_y"] = start_y(pg, START[page])
     press(pg, START[page])
     if page == "live":
         wait_live_training(pg)
-        yield "live-running"
+        yield "live-running", "en"
+        switch_lang(pg, "ko", present)
+        wait_live_training(pg)
+        yield "live-running", "ko"
     pg.wait_for_function(ALL_DONE, timeout=240_000, polling=500)
     wait_idle(pg, timeout=60_000)
-    yield "live-done" if page == "live" else page
+    state = "live-done" if page == "live" else page
+    if page == "live":
+        yield state, "ko"
+        switch_lang(pg, "en", present)
+        yield state, "en"
+    else:
+        yield state, "en"
+        switch_lang(pg, "ko", present)
+        yield state, "ko"
+    pg.wait_for_selector(f".st-key-{START[page]} button", state="attached", timeout=60_000)
+    figures["start_y_after"] = start_y(pg, START[page])  # no layout jump when a run ends
 
 
 def read_layout(pg) -> dict:
@@ -181,44 +213,36 @@ def case_page(browser, request):
     context.close()
 
 
-# Cases that still fail on main (issue 13 stays open for them), measured 2026-12-01: each is reported as
-# xfail with its messages, so the suite shows them; every other case must pass. Remove a case here once
-# it is fixed (an xpass is reported, not hidden).
-KNOWN_FAILURES = {
-    "live-1920x1080-present-ko": "while training, the loss plot was 234 px tall (< 360) in one run of two",
-    "live-390x844-en": "phone: titles, the stall note and long x titles cut at 326 px wide; unigram label on y title",
-    "live-390x844-ko": "phone: the same as in English",
-    "compare-390x844-en": "phone: the heatmaps' titles cut by 21 px",
-    "compare-390x844-ko": "phone: the heatmaps' titles cut",
-    "init-lab-390x844-en": "phone: titles and the legend crowded at 326 px wide",
-}
+# Cases that still fail on main (issue 13 stays open for them): each is reported as xfail with its
+# messages, so the suite shows them; every other case must pass. Remove a case here once it is fixed (an
+# xpass is reported, not hidden).
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _case_params() -> list:
     return [
-        pytest.param(page, viewport, lang, marks=[pytest.mark.xfail(reason=KNOWN_FAILURES[case], strict=False)])
-        if (case := f"{page}-{viewport}-{lang}") in KNOWN_FAILURES
-        else pytest.param(page, viewport, lang)
+        pytest.param(page, viewport, marks=[pytest.mark.xfail(reason=KNOWN_FAILURES[case], strict=False)])
+        if (case := f"{page}-{viewport}") in KNOWN_FAILURES
+        else pytest.param(page, viewport)
         for page in PAGES
         for viewport in VIEWPORTS
-        for lang in LANGS
     ]
 
 
-@pytest.mark.parametrize(("page", "viewport", "lang"), _case_params(), ids=lambda v: str(v))
-def test_layout(server, case_page, page, viewport, lang):
+@pytest.mark.parametrize(("page", "viewport"), _case_params(), ids=lambda v: str(v))
+def test_layout(server, case_page, page, viewport):
     present = VIEWPORTS[viewport][1]
-    case = f"{page}-{viewport}-{lang}"
+    case = f"{page}-{viewport}"
     figures: dict = {"case": case}
     found: list[str] = []
     LAYOUT.mkdir(parents=True, exist_ok=True)
     try:
-        for state in open_case(case_page, server, page, lang, present, figures):
+        for state, lang in open_case(case_page, server, page, present, figures):
             reading = read_layout(case_page)
             full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
             state_found, loss_h = problems(reading, page, lecture=present)
-            found += [f"[{state}] {p}" for p in state_found]
-            figures |= {f"{state}_loss_plot_px": loss_h, f"{state}_charts": len(reading["charts"])}
+            found += [f"[{state}, {lang}] {p}" for p in state_found]
+            figures |= {f"{state}_{lang}_loss_plot_px": loss_h, f"{state}_{lang}_charts": len(reading["charts"])}
     except Exception:
         full_screenshot(case_page, LAYOUT / f"{case}-error.png")  # what the page showed when it gave up
         raise
@@ -226,52 +250,4 @@ def test_layout(server, case_page, page, viewport, lang):
     with open(LAYOUT / "figures.jsonl", "a") as f:
         f.write(json.dumps(figures | {"problems": len(found)}) + "\n")
     print(figures)
-    assert not found, f"{page} at {viewport}, lang={lang}: {len(found)} layout problem(s)\n" + "\n".join(found)
-
-
-def _figure_html(broken: bool) -> str:
-    import plotly.graph_objects as go
-
-    fig = go.Figure([go.Scatter(x=[0, 1, 2], y=[3, 1, 2], name="training loss"),
-                     go.Scatter(x=[0, 1, 2], y=[2, 2, 2], name="unigram loss")])  # fmt: skip
-    title = "Training loss, a title far too long to fit the width of this small chart" if broken else "Training loss"
-    fig.update_layout(title=title, xaxis_title="training step", yaxis_title="loss", width=500, height=350)
-    if broken:  # the defects the review found: a legend on the x title, a title cut at the right edge
-        fig.update_layout(legend={"orientation": "h", "x": 0.3, "y": -0.15, "yanchor": "top"})
-    return fig.to_html(include_plotlyjs=True, full_html=True)
-
-
-@pytest.mark.parametrize(
-    "broken",
-    [
-        False,
-        # passes alone and with the file's -k; after the 18 browser cases of a full clean-clone run it found
-        # no overlap on the broken chart (2 of 2 CI runs, 2026-12-01): cause not found yet (issue 13)
-        pytest.param(True, marks=pytest.mark.xfail(reason="flaky after the 18 cases in a full run", strict=False)),
-    ],
-    ids=["clean", "broken"],
-)
-def test_the_checks_pass_a_clean_chart_and_catch_a_broken_one(browser, broken):
-    """The checks themselves, on a plain Plotly page: nothing reported on a well laid out chart (so a
-    failure above is the app's), and a legend on the x title and a cut title reported when present."""
-    pg = browser.new_page(viewport={"width": 800, "height": 600})
-    try:
-        pg.set_content(_figure_html(broken), wait_until="load")
-        pg.wait_for_selector(".js-plotly-plot .main-svg")
-        # measured only once every text is drawn in its final font (on a busy machine the legend and the
-        # titles arrive a moment after the plot's SVG)
-        pg.wait_for_selector(".js-plotly-plot .legend .traces >> nth=1")
-        pg.wait_for_selector(".js-plotly-plot .xtitle")
-        pg.wait_for_selector(".js-plotly-plot .gtitle")
-        pg.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => r(true))))")
-        pg.wait_for_timeout(300)
-        chart = pg.wait_for_function(geometry.MEASURE).json_value()["charts"][0]
-    finally:
-        pg.close()
-    overlaps, cuts = geometry.overlaps(chart), geometry.cut_texts(chart)
-    if not broken:
-        assert overlaps == [] and cuts == [], overlaps + cuts
-        assert {"title", "x title", "y title", "legend item"} <= {item["kind"] for item in chart["items"]}
-    else:
-        assert any("x title 'training step'" in o and "legend item" in o for o in overlaps), overlaps
-        assert any(": title 'Training loss, a title" in c for c in cuts), cuts
+    assert not found, f"{page} at {viewport}: {len(found)} layout problem(s)\n" + "\n".join(found)

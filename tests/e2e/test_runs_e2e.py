@@ -17,6 +17,8 @@ from ln_viz.export import CHARTS
 from tests.e2e.conftest import STEP_OF, Server, chart, settled_screenshot, stop_and_check, wait_idle
 
 pytestmark = pytest.mark.e2e
+OPENED_IN_VIEW = """() => { const el = document.querySelector('.st-key-runs_opened');
+  if (!el) return false; const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }"""
 ROW_H = 35  # px: glide-data-grid's default row height, also its header's, in st.dataframe
 
 
@@ -50,6 +52,8 @@ def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
     click_row(page, 0)
     chart(page, "runs_act_dist").wait_for(timeout=60_000)
     wait_idle(page, timeout=60_000)
+    # the run opens below the table, out of the first screen: the page brings its heading into view
+    page.wait_for_function(OPENED_IN_VIEW, timeout=10_000)
     play = page.locator(".st-key-runs_probe_step_play button")
     play.wait_for(timeout=60_000)
     last = [chart(page, k).evaluate(STEP_OF) for k in ("runs_act_dist", "runs_layer_profile")]
