@@ -56,7 +56,6 @@ def _profile_figure(grad_title: str, lang: str, presenter: bool, height: int | N
             "text": text,
             "x": 0,
             "xanchor": "left",
-            "xshift": -40,  # over the tick labels' margin: a phone's chart is ~370 px wide
             "xref": "paper",
             "y": y,
             "yanchor": "bottom",

@@ -68,7 +68,7 @@ def worker_count(server) -> int:
 
 
 def test_start_shows_moving_charts_then_stop(server, page):
-    open_app(page, server.url + "/?steps=5000")  # long enough to be still training when it is watched
+    open_app(page, server.url + "/?steps=1000")  # still training while the charts are watched (300 ended first)
     baseline = worker_count(server)
     t0 = time.monotonic()
     page.locator(".st-key-start button").click()
