@@ -22,13 +22,25 @@ if stored:  # two runs from the store: draw them, train nothing
     if st.button(t("compare.clear_stored", lang), key="compare_clear"):
         del st.session_state["compare_runs"]
         st.rerun()
+    from ln_viz.ui.runs_view import open_run
+
     store = get_store()
-    try:
-        datas = [store.open_run(run_id) for run_id in stored]
+    if store is None:
+        st.error(t("runs.no_store", lang))
+        st.stop()
+    try:  # read once per run and change, shared with the Runs page (not on every Play tick)
+        datas = [open_run(store, store.summary(run_id)) for run_id in stored]
     except LocalizedError as e:  # deleted meanwhile
         st.error(md(e.message(lang)))
         st.stop()
-    compare_view.draw(datas, compare_view.stored_labels(datas, stored, lang), lang, done=True)
+    labels = compare_view.stored_labels(datas, stored, lang)
+    stored_timer = stepper.timer("compare_step", None)  # Play's tick; the fragment's own reruns keep it
+
+    @st.fragment(run_every=stored_timer)
+    def stored_view() -> None:
+        compare_view.draw(datas, labels, lang, done=True, ticking=stored_timer is not None)
+
+    stored_view()
     st.stop()
 
 if "_compare_notices" not in st.session_state:  # a shared link sets both forms once per session

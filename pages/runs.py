@@ -14,11 +14,15 @@ lang = session.current_lang()
 store = get_store()
 
 
-@st.fragment(run_every=stepper.timer("runs_probe_step", None))  # Play ticks here: the rest stays put
+# Play's tick, read once per full run: a click inside the fragment reruns only the fragment, and its timer
+# is set only by a full run, so the step control compares the two and asks for one when they differ.
+timer = stepper.timer("runs_probe_step", None)
+
+
+@st.fragment(run_every=timer)  # Play ticks here: the rest stays put
 def run_charts(data, done: bool) -> None:
     """The opened run in the live page's charts; one step control (with Play) drives every step chart."""
-    ticking = stepper.timer("runs_probe_step", None) is not None
-    live.draw_charts(data, lang, done=done, key_prefix="runs_", ticking=ticking)
+    live.draw_charts(data, lang, done=done, key_prefix="runs_", ticking=timer is not None)
 
 
 st.title(t("runs.title", lang))

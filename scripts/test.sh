@@ -18,4 +18,4 @@ fi
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt
 
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -m "" "$@"
+.venv/bin/python -m pytest -m "" --durations=25 "$@"  # the 25 slowest, to keep the suite under 15 min

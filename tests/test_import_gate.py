@@ -546,9 +546,10 @@ def test_a_mutated_run_file_is_refused_in_one_sentence_or_usable_everywhere(
 
 def test_the_property_test_tried_files(request: pytest.FixtureRequest) -> None:
     """The count for the note (run after the property test, in file order)."""
-    if TRIED["files"]:
-        print(f"\n[import gate] mutated run files tried: {TRIED['files']}, accepted: {TRIED['accepted']}")
-    assert TRIED["files"] == 0 or TRIED["files"] >= 100
+    if TRIED["files"] == 0:
+        pytest.skip("the property test was deselected (-k): nothing to count")
+    print(f"\n[import gate] mutated run files tried: {TRIED['files']}, accepted: {TRIED['accepted']}")
+    assert TRIED["files"] >= 100
 
 
 @pytest.mark.e2e

@@ -246,3 +246,43 @@ def test_a_damaged_row_is_shown_as_damaged_and_can_be_deleted(store_path: Path, 
     assert list(stored(store_path)) == [good]
     select(at, 0)
     assert set(charts(at)) == CHART_KEYS  # the good run opens as before
+
+
+def _played(at: AppTest, key: str, ticks: int) -> list[int]:
+    """Press Play on the step control `key`, then let its timer tick `ticks` times (a tick is a rerun of
+    the page's fragment; AppTest reruns the whole script, which the step control treats the same way);
+    the steps shown after each."""
+    at.button(key=key + "_play").click().run()
+    assert not at.exception, at.exception
+    shown = [at.select_slider(key=key).value]
+    for _ in range(ticks):
+        at.run()
+        assert not at.exception, at.exception
+        shown.append(at.select_slider(key=key).value)
+    return shown
+
+
+def test_play_on_a_stored_run_moves_one_probe_step_per_tick(two_runs: dict[str, int], measured) -> None:
+    at = open_page()
+    select(at, 1)
+    steps = measured["pre"].probe_steps
+    # Play at the last step starts over, then each tick moves one probe step. (AppTest reruns the whole
+    # script, so the fragment-only rerun of a click is tested in Chromium: tests/e2e/test_runs_e2e.py.)
+    assert _played(at, "runs_probe_step", 2) == [steps[1], steps[2], steps[3]]
+    at.button(key="runs_probe_step_play").click().run()  # Pause
+    assert at.select_slider(key="runs_probe_step").value == steps[3]
+    at.run()
+    assert at.select_slider(key="runs_probe_step").value == steps[3]  # paused: no more ticks
+
+
+def test_play_on_two_stored_runs_in_compare_moves_and_stops(two_runs: dict[str, int], measured) -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["compare_runs"] = [two_runs["post"], two_runs["pre"]]  # as the Runs page's button sets
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, at.exception
+    steps = measured["pre"].probe_steps
+    assert at.select_slider(key="compare_step").value == steps[-1]
+    # before, Play here reran the page without end (no timer on the stored view) and never moved
+    assert _played(at, "compare_step", 2) == [steps[1], steps[2], steps[3]]
+    at.button(key="compare_step_play").click().run()
+    assert at.select_slider(key="compare_step").value == steps[3]

@@ -150,6 +150,22 @@ def test_non_finite_values_and_missing_probes_come_back(tmp_path: Path, trained)
     assert np.isnan(back.probe("grad_norm")[-1]).all()
 
 
+def test_sorting_by_loss_counts_a_diverged_run_as_the_worst(tmp_path: Path, trained) -> None:
+    """A diverged run's stored final loss is its last finite one (lower than the whole run's here): the
+    table shows "diverged", so by loss it sorts last when the lowest come first, first otherwise."""
+    info, snaps = trained
+    last = snaps[9]
+    bad = Snapshot(last.step + 1, math.nan, last.lr, math.inf, last.elapsed, last.steps_per_sec,
+                   status="diverged", message="msg.diverged")  # fmt: skip
+    with Store(tmp_path / "runs.sqlite") as store:
+        whole = write_run(store, info, snaps[:4])  # a short run: its final loss is higher
+        diverged = write_run(store, info, [*snaps, bad])  # its last finite losses are the lower ones
+        early = store.summary(diverged)
+        assert early.status == "diverged"
+        assert [r.id for r in store.list_runs(sort="final_loss")] == [whole, diverged]
+        assert [r.id for r in store.list_runs(sort="-final_loss")] == [diverged, whole]
+
+
 def test_add_run_stores_a_finished_run(tmp_path: Path, trained) -> None:
     info, snaps = trained
     measured = RunData.from_snapshots(info, snaps)

@@ -19,7 +19,7 @@ import pytest
 
 from ln_viz.cli import main
 from ln_viz.config import ConfigError, RunConfig
-from ln_viz.store import Store
+from ln_viz.store import Store, StoreError
 from ln_viz.sweep import charts as sweep_charts
 from ln_viz.sweep.driver import SweepRun
 from ln_viz.sweep.local import LocalExecutor
@@ -208,6 +208,29 @@ def test_the_sweep_tables_live_in_the_run_store_and_export(tiny_sweep, tmp_path)
         assert frame.final_loss.tolist() == pytest.approx([r.final_loss for r in final.results])
 
 
+def test_opening_an_up_to_date_sweep_store_writes_nothing_and_a_newer_one_is_refused(tiny_sweep, tmp_path):
+    """The map page opens the sweep tables on every rerun: that must not take the write lock (a live run's
+    writer waits for it) nor write a newer ln-viz's version number down to ours."""
+    import shutil
+
+    path = tmp_path / "copy.sqlite"  # a copy: the module's store stays as it was for the other tests
+    for suffix in ("", "-wal"):
+        if os.path.exists(str(tiny_sweep[0]) + suffix):
+            shutil.copy(str(tiny_sweep[0]) + suffix, str(path) + suffix)
+    watcher = sqlite3.connect(path)  # data_version changes for a connection when another one commits
+    seen = watcher.execute("PRAGMA data_version").fetchone()
+    SweepStore(path).close()
+    assert watcher.execute("PRAGMA data_version").fetchone() == seen
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'sweep_schema'")
+    db.commit()
+    with pytest.raises(StoreError, match="newer ln-viz"):
+        SweepStore(path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'sweep_schema'").fetchone() == ("99",)
+    db.close()
+    watcher.close()
+
+
 def test_cli_json_resumes_from_the_store(tiny_sweep):
     path, _, final = tiny_sweep
     cmd = [sys.executable, "-m", "ln_viz", "sweep", "--norm-position", "post,pre", "--lr", "1e-3,1e-2", "--warmup",
@@ -242,6 +265,8 @@ def crash_one_cell_then_stop(executor, spec: SweepConfig) -> None:
         time.sleep(0.05)
     (failed,) = sweep.progress().results
     assert failed.status == "failed" and failed.error and failed.key == sweep.cells[victim].key
+    # the failed cell's untrained steps are no longer work: the progress counts the cell as done
+    assert sweep.progress().steps_done >= spec.steps
     while len(executor.running_pids()) < 2 and time.monotonic() < deadline:  # the next cell took its place
         time.sleep(0.05)
     assert thread.is_alive() and len(executor.running_pids()) == 2
@@ -309,6 +334,18 @@ def test_the_page_draws_the_default_map_in_korean_and_keeps_the_spec_in_the_url(
     assert at.query_params["sm_lr"] == "0.0003,0.001,0.003,0.01" and at.query_params["sm_warmup"] == "0,30,100,200"
 
 
+def test_a_bookmark_with_any_value_the_spec_accepts_opens_the_page(start_app):
+    """Steps and seeds beyond the old sliders' 20-1000 and 1-4 are valid sweeps: the page shows them (it
+    raised StreamlitValueAboveMaxError for every visitor of such a link)."""
+    at = start_app(120)
+    at.query_params.update({"sm_norm": "post", "sm_lr": "0.001", "sm_warmup": "0", "sm_depth": "1",
+                            "sm_steps": "2000", "sm_seeds": "8"})  # fmt: skip
+    at.switch_page("pages/stability_map.py").run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="sm_steps").value == 2000 and at.slider(key="sm_seeds").value == 8
+    assert any("8 runs x 2000 steps" in c.value for c in at.caption)
+
+
 @pytest.mark.slow  # two worker processes start: ~15 s on an idle 2-core machine
 def test_the_page_runs_a_sweep_and_fills_the_map_from_the_store(start_app):
     at = start_app(120)
@@ -339,3 +376,22 @@ def test_the_sweep_benchmark_runs_and_reports_its_ratio(tmp_path):
     result = json.loads(out.read_text())
     assert result["local"]["runs"] == 8 and result["local"]["failed"] == 0
     assert result["local_vs_ideal_steady"] > 0 and "x ideal" in proc.stdout
+
+
+def test_a_worker_told_to_stop_after_its_cell_ended_waits_for_the_next_job():
+    """A stop can reach a worker after its cell has ended (the driver stops every busy worker at once):
+    the worker takes it as nothing to stop and leaves cleanly at the exit message (it raised IndexError
+    on the stop and died with a traceback)."""
+    import multiprocessing as mp
+
+    from ln_viz.sweep.local import _worker_main
+
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=True)
+    proc = ctx.Process(target=_worker_main, args=(child, os.getpid(), 0))
+    proc.start()
+    child.close()
+    parent.send(("stop",))
+    parent.send(None)
+    proc.join(30)
+    assert proc.exitcode == 0

@@ -232,9 +232,12 @@ class Store:
             raise StoreError("err.choice", "sort", value=sort, choices=", ".join(SORT_KEYS))
         order = "DESC" if sort.startswith("-") else "ASC"
         where, args = (filters or RunFilter()).sql()
+        # a diverged run's stored final loss is its last finite one: by loss it counts as infinite (last
+        # when the lowest come first, first when the highest do), as the table shows it
+        diverged = f"status = 'diverged' {order}, " if key == "final_loss" else ""
         sql = (
             f"SELECT {SUMMARY_COLUMNS} FROM runs{where} "
-            f"ORDER BY {SORT_KEYS[key]} IS NULL, {SORT_KEYS[key]} {order}, id {order}"
+            f"ORDER BY {diverged}{SORT_KEYS[key]} IS NULL, {SORT_KEYS[key]} {order}, id {order}"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"

@@ -27,7 +27,7 @@ class Progress:
     done: int  # cells with a result (stored before, or finished now)
     skipped: int  # of those, found in the store at the start (resume)
     running: int
-    steps_done: int  # steps trained by this sweep so far (skipped cells not counted)
+    steps_done: int  # steps trained by this sweep so far, plus those a cell that ended early will not train
     steps_total: int  # steps this sweep has to train
     elapsed_s: float
     eta_s: float | None  # None until a rate is known
@@ -59,6 +59,7 @@ class SweepRun:
         self._todo: list[int] = list(range(len(self.cells)))
         self._skipped = 0
         self._steps = 0
+        self._ended_early = 0  # steps a cell will not train: it diverged, stalled out or failed first
         self._started: float | None = None
         self._elapsed = 0.0
         self._state = "pending"
@@ -124,6 +125,7 @@ class SweepRun:
                 self._steps -= len(run.steps)  # not a result: its steps come back when it is trained again
                 return
             run.trainer_status, run.error = status, error
+            self._ended_early += max(0, self.spec.steps - len(run.steps))  # no longer work to do
             run.elapsed_s = time.monotonic() - run.started
             result = summarize(run)
             self._results[result.fingerprint] = result
@@ -138,15 +140,16 @@ class SweepRun:
         with self._lock:
             elapsed = self._elapsed if self._state not in ("running",) else time.monotonic() - (self._started or 0)
             steps_total = len(self._todo) * self.spec.steps
-            rate = self._steps / elapsed if elapsed > 1 and self._steps else 0.0
-            eta = (steps_total - self._steps) / rate if rate > 0 else None
+            rate = self._steps / elapsed if elapsed > 1 and self._steps else 0.0  # steps trained per second
+            steps_done = self._steps + self._ended_early
+            eta = (steps_total - steps_done) / rate if rate > 0 else None
             results = tuple(self._results[c.fingerprint] for c in self.cells if c.fingerprint in self._results)
             return Progress(
                 total=len(self.cells),
                 done=len(results),
                 skipped=self._skipped,
                 running=len(self._runs),
-                steps_done=self._steps,
+                steps_done=steps_done,
                 steps_total=steps_total,
                 elapsed_s=elapsed,
                 eta_s=eta if eta is None or math.isfinite(eta) else None,

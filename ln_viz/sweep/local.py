@@ -52,6 +52,8 @@ def _worker_main(conn: Connection, parent_pid: int, nice: int) -> None:
             job = conn.recv()
             if job is None:
                 break
+            if job == ("stop",):  # a stop that arrived after its cell had ended: nothing to stop
+                continue
             _train_cell(conn, job[0], job[1], parent_pid)
     except (EOFError, OSError):
         pass  # the driver is gone

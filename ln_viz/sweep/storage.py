@@ -94,16 +94,27 @@ class SweepStore:
         self._lock = threading.Lock()
         try:
             self._migrate()
+        except StoreError:
+            self._db.close()
+            raise
         except sqlite3.Error as e:
             self._db.close()
             raise StoreError("err.store_open", path=str(self.path), reason=str(e)) from None
 
+    def _version(self) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (SCHEMA_KEY,)).fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):  # never written down to ours: a newer ln-viz's tables stay as they are
+            raise StoreError("err.store_newer", path=str(self.path), have=version, know=len(MIGRATIONS))
+        return version
+
     def _migrate(self) -> None:
         with self._lock:
+            if self._version() == len(MIGRATIONS):  # up to date: opening writes nothing (a page opens it per rerun)
+                return
             self._db.execute("BEGIN IMMEDIATE")  # two processes opening a new store at once take turns
             try:
-                row = self._db.execute("SELECT value FROM meta WHERE key = ?", (SCHEMA_KEY,)).fetchone()
-                version = int(row[0]) if row else 0
+                version = self._version()
                 for step in MIGRATIONS[version:]:
                     for statement in step.split(";"):
                         if statement.strip():

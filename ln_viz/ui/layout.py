@@ -69,7 +69,8 @@ def chart(fig: Any, key: str, box: str, presenter: bool = False) -> None:
 # Scrolls the element with a Streamlit key into view once it is drawn (it may arrive after this script).
 _SCROLL_JS = """<script>(() => {{ let tries = 0; /* {token} */
   const go = () => {{ const el = document.querySelector('.st-key-{key}');
-    if (el) el.scrollIntoView({{behavior: 'smooth', block: 'start'}}); else if (tries++ < 100) setTimeout(go, 100); }};
+    if (el) {{ el.style.scrollMarginTop = '4.5rem';  /* below Streamlit's fixed header */
+      el.scrollIntoView({{behavior: 'smooth', block: 'start'}}); }} else if (tries++ < 100) setTimeout(go, 100); }};
   go(); }})();</script>"""
 
 

@@ -42,13 +42,23 @@ FINISHED_PROBE_STEPS = 512
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _stored_run(store_id: int) -> RunData:
-    """A finished run read back from the store, shared by every tab showing it (it no longer changes)."""
+def _stored_run(store_id: int, store_path: str, generation: int) -> RunData:
+    """A finished run read back from the store, shared by every tab showing it (it no longer changes).
+    Keyed by the store's file too (its path and `generation`): a store file deleted or replaced under the
+    server numbers its runs from 1 again, and an old id must not bring back the old file's run."""
     from ln_viz.ui.storage import get_store
 
     store = get_store()
     assert store is not None  # only called with an id the store's recorder gave
     return store.open_run(store_id, max_probe_steps=FINISHED_PROBE_STEPS)
+
+
+def _open_stored(store_id: int) -> RunData:
+    from ln_viz.ui.storage import get_store
+
+    store = get_store()
+    assert store is not None
+    return _stored_run(store_id, str(store.path), store.generation)
 
 
 def _store_id(handle: RunHandle) -> int | None:
@@ -67,7 +77,7 @@ def complete_data(handle: RunHandle, view: RunView) -> RunData | None:
     recorder = get_recorder()
     if recorder is None:
         return view.data
-    return recorder.complete_data(handle.run_id, view.data, handle.done, open_stored=_stored_run)
+    return recorder.complete_data(handle.run_id, view.data, handle.done, open_stored=_open_stored)
 
 
 def thinning_notes(datas: list[RunData], handles: list[RunHandle], lang: str) -> None:

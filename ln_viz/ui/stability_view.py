@@ -16,16 +16,17 @@ from typing import Any
 
 import streamlit as st
 
+from ln_viz.config import FIELDS, NORM_POSITIONS
 from ln_viz.i18n import t
 from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
-from ln_viz.sweep.spec import SweepConfig, spec_from_query, spec_to_query
+from ln_viz.sweep.spec import MAX_SEEDS, SweepConfig, spec_from_query, spec_to_query
 
 SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 WARMUP_CHOICES = (0, 10, 30, 50, 100, 200, 400)
 DEPTH_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24)
-NORM_CHOICES = ("post", "pre", "peri", "deepnorm", "none")
+NORM_CHOICES = NORM_POSITIONS
 
 
 @dataclass
@@ -161,8 +162,11 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
     depth = c4.multiselect(t("sweep.ui.depth", lang), sorted(set(DEPTH_CHOICES) | set(spec.depth)),
                            default=list(spec.depth), key="sm_depth")  # fmt: skip
     d1, d2 = container.columns(2)
-    steps = d1.slider(t("sweep.ui.steps", lang), 20, 1000, spec.steps, step=10, key="sm_steps")
-    seeds = d2.slider(t("sweep.ui.seeds", lang), 1, 4, spec.seeds, key="sm_seeds")
+    # the bounds validate() applies (a bookmark may hold any value it accepts)
+    steps_field = FIELDS["steps"]
+    steps = d1.number_input(t("sweep.ui.steps", lang), steps_field.lo, steps_field.hi, spec.steps, step=10,
+                            key="sm_steps")  # fmt: skip
+    seeds = d2.slider(t("sweep.ui.seeds", lang), 1, MAX_SEEDS, spec.seeds, key="sm_seeds")
     return dataclasses.replace(spec, norm_position=tuple(n for n in NORM_CHOICES if n in norm), lr=tuple(sorted(lrs)),
                                warmup_steps=tuple(sorted(warm)), depth=tuple(sorted(depth)), seeds=seeds,
                                steps=steps)  # fmt: skip

@@ -18,7 +18,9 @@ from tests.e2e.conftest import STEP_OF, Server, chart, settled_screenshot, stop_
 
 pytestmark = pytest.mark.e2e
 OPENED_IN_VIEW = """() => { const el = document.querySelector('.st-key-runs_opened');
-  if (!el) return false; const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }"""
+  const header = document.querySelector('[data-testid="stHeader"]');
+  const below = header ? header.getBoundingClientRect().bottom : 0;  // not under the fixed header
+  if (!el) return false; const r = el.getBoundingClientRect(); return r.top >= below && r.bottom <= innerHeight; }"""
 ROW_H = 35  # px: glide-data-grid's default row height, also its header's, in st.dataframe
 
 
@@ -67,7 +69,11 @@ def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
         "() => document.querySelector('.st-key-runs_probe_step_play button').innerText.includes('Pause')",
         timeout=30_000,
     )
-    time.sleep(2.5)
+    seen = set()  # the steps shown while playing: the timer keeps moving it (once it moved one step and stopped)
+    for _ in range(12):
+        time.sleep(0.3)
+        seen.add(page.locator(".st-key-runs_probe_step [data-testid='stSliderThumbValue']").inner_text())
+    assert len(seen) >= 3, seen
     play.click()
     page.wait_for_function(
         "() => document.querySelector('.st-key-runs_probe_step_play button').innerText.includes('Play')",
