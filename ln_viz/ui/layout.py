@@ -59,9 +59,19 @@ def css(text: str) -> None:
     st.html(f"<style>{text}</style>")
 
 
+# Each box's height in the views it is designed for (the CSS above; the lecture view's boxes in its own
+# 1920x1080 px, which it zooms: the same at 1280x720). A figure without a height is first painted at
+# Plotly's default 450 px on every update, then stretched to its box: the charts pulsed once a second
+# while a run trained (the lecture view's loss plot 632 -> 234 -> 632 px). Painted at its box's height
+# first, there is nothing to see.
+NOMINAL_PX = {TALL: 470, LOSS: 420, MID: 440, SHORT: 320, FULL: 848, HALF: 420}
+
+
 def chart(fig: Any, key: str, box: str, presenter: bool = False) -> None:
     """Draw a Plotly figure filling a box of size class `box` (TALL, MID, SHORT, FULL, HALF)."""
     config = {"displayModeBar": False} if presenter else {"displaylogo": False}
+    if fig.layout.height is None:
+        fig.layout.height = NOMINAL_PX[box]
     with st.container(key=box + key):
         st.plotly_chart(fig, key=key, width="stretch", height="stretch", theme=None, config=config)
 

@@ -92,3 +92,31 @@ def test_play_moves_the_distribution_and_the_profile_together(server, page):
     slider = int(page.locator(".st-key-probe_step [data-testid='stSliderThumbValue']").inner_text())
     assert shown[0] == shown[1] == slider < 60, (shown, slider)  # one step everywhere, and it moved
     settled_screenshot(page, "stage-live-paused")
+
+
+# The loss plot area's height now (0 while Plotly rebuilds its drag layer: nothing drawn changes then).
+LOSS_PLOT_H = """() => { const d = document.querySelector('.st-key-loss_chart .nsewdrag');
+  return d ? d.getBoundingClientRect().height : 0; }"""
+
+
+def test_the_lecture_view_charts_keep_their_height_while_a_run_trains(server, browser):
+    """Every refresh used to paint each chart at Plotly's default 450 px before stretching it to its box:
+    the lecture view's loss plot pulsed 632 -> 234 -> 632 px once a second. Sampled every 50 ms while the
+    run trains, it stays over a third of the screen."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    try:
+        page.goto(server.url + "/?present=1&preset=post-ln-no-warmup&steps=1000")
+        wait_idle(page)
+        page.locator(".st-key-start button").click()
+        page.wait_for_function(f"() => ({LOSS_PLOT_H})() > 0", timeout=60_000)
+        heights = []
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            heights.append(page.evaluate(LOSS_PLOT_H))
+            time.sleep(0.05)
+        page.locator(".st-key-stop button").click()
+    finally:
+        context.close()
+    drawn = [h for h in heights if h > 0]
+    assert len(drawn) > 20 and min(drawn) >= 1080 / 3, sorted(drawn)[:10]
