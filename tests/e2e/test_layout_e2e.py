@@ -139,12 +139,25 @@ def open_case(pg, server, page: str, present: bool, figures: dict):
     figures["start_y_after"] = start_y(pg, START[page])  # no layout jump when a run ends
 
 
-def read_layout(pg) -> dict:
-    """One settled reading of every chart's text boxes, with the page scrolled to the top."""
+def _frame(reading: dict) -> list:
+    return [(c["key"], c["box"], c["plot"]) for c in reading["charts"]]
+
+
+def read_layout(pg, timeout_s: float = 20.0) -> dict:
+    """One settled reading of every chart's text boxes, with the page scrolled to the top: two readings
+    400 ms apart with the same charts in the same places (a page that has just rerun may still be
+    mounting some charts: a reading then held 1 chart of 4)."""
     pg.mouse.move(0, 0)  # no hover label, no hover modebar
     pg.evaluate(geometry.SCROLL_TOP)
     time.sleep(0.3)
-    return pg.wait_for_function(geometry.MEASURE, timeout=30_000, polling=200).json_value()
+    last = None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        reading = pg.wait_for_function(geometry.MEASURE, timeout=30_000, polling=200).json_value()
+        if (last is not None and _frame(reading) == _frame(last)) or time.monotonic() > deadline:
+            return reading
+        last = reading
+        time.sleep(0.4)
 
 
 def problems(reading: dict, page: str, lecture: bool) -> tuple[list[str], float | None]:
