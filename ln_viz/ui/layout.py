@@ -19,12 +19,15 @@ FULL, HALF = "full__", "half__"  # the lecture view: the whole chart area, half 
 # Every page: Korean words stay whole (they wrap at spaces, as in print); on touch screens Plotly's
 # modebar would sit for good over the chart's title, so it is not shown there; on a phone the page's side
 # margins are narrow (8 px), so that charts get the screen's width (374 of 390 px).
-FRAME_CSS = """
-.stApp, .stApp p, .stApp li, .stApp span, .stApp label {word-break: keep-all; overflow-wrap: break-word;}
-@media (hover: none) { .modebar-container {display: none !important;} }
+# A phone's narrow side margins: in every page's frame, and again after PAGE_CSS's own margins.
+_PHONE_MARGINS = """
 @media (max-width: 640px) { [data-testid="stMainBlockContainer"] {padding-left: 0.5rem !important;
     padding-right: 0.5rem !important;} }
 """
+FRAME_CSS = """
+.stApp, .stApp p, .stApp li, .stApp span, .stApp label {word-break: keep-all; overflow-wrap: break-word;}
+@media (hover: none) { .modebar-container {display: none !important;} }
+""" + _PHONE_MARGINS
 # Presenter mode on any page: larger text for the back of the room (charts scale their own fonts).
 PRESENTER_CSS = """
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {font-size: 1.3rem;}
@@ -49,9 +52,7 @@ PAGE_CSS = """
 [data-testid="stMainBlockContainer"] {padding-top: 3.2rem !important; padding-left: 2rem !important;
     padding-right: 2rem !important;}
 [data-testid="stMainBlockContainer"] h1 {font-size: 2rem; padding: 0.2rem 0 0.4rem 0;}
-@media (max-width: 640px) { [data-testid="stMainBlockContainer"] {padding-left: 0.5rem !important;
-    padding-right: 0.5rem !important;} }
-"""
+""" + _PHONE_MARGINS
 
 
 def css(text: str) -> None:
