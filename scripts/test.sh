@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need on a fresh machine, then run every test (lint, unit, app, browser,
 # slow training). A bare `pytest` is the fast lane (no Chromium, no slow training, see pyproject.toml);
-# `-m ""` here lifts that filter. Extra arguments go to pytest after it, e.g. `bash scripts/test.sh -m "not e2e"`.
+# `-m ""` here lifts that filter. Extra arguments make it one pytest run of your selection, e.g.
+# `bash scripts/test.sh -m "not e2e"` or `bash scripts/test.sh tests/e2e/test_layout_e2e.py`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,4 +19,15 @@ fi
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt
 
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -m "" --durations=25 "$@"  # the 25 slowest, to keep the suite under 15 min
+if [ "$#" -gt 0 ]; then  # a selection of your own: one run, in file order
+  exec .venv/bin/python -m pytest -m "" --durations=25 "$@"
+fi
+# Every test in two lanes, each with its 25 slowest printed (the suite must stay under 15 min on 2 cores):
+# everything but the browser tests on both cores (pytest-xdist, one process per core, each test file kept
+# in one process so module fixtures and counters work as in a serial run; the tests share no files, ports
+# or processes), then the browser tests one at a time (they time clicks and count worker processes, so
+# they get the machine to themselves). Both lanes run; the script fails if either failed.
+status=0
+.venv/bin/python -m pytest -m "not e2e" -n 2 --dist loadfile --durations=25 || status=$?
+.venv/bin/python -m pytest -m e2e --durations=25 || status=$?
+exit "$status"

@@ -102,7 +102,7 @@ def test_a_disk_that_fills_under_the_server_is_said_once_and_sigterm_leaves_no_r
         finally:
             context.close()
             server.stop()
-        filler.unlink()
+        filler.unlink(missing_ok=True)
         with Store(store_path, readonly=True) as store:
             [row] = store.list_runs()
             steps = store.open_run(row.id).scalars["step"]
