@@ -80,13 +80,12 @@ def mounted_tmpfs(size: str, ro_after: Path | None = None) -> Iterator[Path]:
 
 
 def fill(folder: Path) -> Path:
-    """Write a file until the disk is full; its path. A run writing fast can fill a small disk on its own
-    before the filler is opened (CI: ENOSPC on the open itself): the disk is full, as the test wants."""
+    """Write a file until the disk is full; its path. Unbuffered: a buffered file kept the tail of the
+    write that failed and raised ENOSPC again when closed (CI: OSError at the `with open` line)."""
     filler = folder / "filler"
-    with contextlib.suppress(OSError), open(filler, "wb") as f:
+    with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
         while True:
             f.write(b"\0" * 65536)
-            f.flush()
     return filler
 
 
