@@ -240,6 +240,65 @@ def test_a_store_deleted_or_replaced_under_the_server_is_said_and_its_runs_no_lo
     store.close()
 
 
+# Another process (a CLI training) that made a new store where the old one was deleted: it writes a run,
+# its log is checkpointed (the database is written after its -wal, so the log is older than the file), and
+# it keeps its connection, then writes a second run when told.
+OTHER_WRITER = """
+import sys, time
+from ln_viz.store import Store, RunWriter
+from ln_viz.train import Trainer
+from tests.runs import TINY
+trainer = Trainer(TINY)
+info, snaps = trainer.info, list(trainer)
+def write():
+    with RunWriter(store) as writer:
+        writer.begin(info)
+        for snap in snaps:
+            writer.add(snap)
+store = Store(sys.argv[1])
+write()
+time.sleep(0.1)
+store._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+print("ready", flush=True)
+sys.stdin.readline()
+write()
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_server_reopening_a_new_file_keeps_the_log_another_process_is_writing(tmp_path: Path, trained) -> None:
+    """rm runs.sqlite* while the server runs, then a CLI run makes a new store there before the server
+    notices: the server's reopen must not take the CLI's live -wal and -shm for the deleted file's (they
+    are older than the file once checkpointed), or the CLI's next run is written where the server never
+    reads it."""
+    info, snaps = trained
+    path = tmp_path / "runs.sqlite"
+    store = Store(path)
+    write_run(store, info, snaps)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    other = subprocess.Popen(
+        [sys.executable, "-c", OTHER_WRITER, str(path)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert other.stdout.readline().strip() == "ready"
+        assert os.stat(f"{path}-wal").st_mtime < os.stat(path).st_ctime  # the log is older than the file
+        assert store.reopen_if_moved()
+        assert [r.steps_done for r in store.list_runs()] == [len(snaps)]  # the CLI's first run
+        other.stdin.write("go\n")
+        other.stdin.flush()
+        assert other.stdout.readline().strip() == "done"
+        assert [r.steps_done for r in store.list_runs()] == [len(snaps)] * 2  # and its second, live
+    finally:
+        other.stdin.close()
+        other.wait(30)
+        store.close()
+    with Store(path, readonly=True) as reader:
+        assert len(reader.list_runs()) == 2
+
+
 def test_the_app_says_the_store_was_deleted_and_the_runs_page_no_longer_lists_its_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trained
 ) -> None:

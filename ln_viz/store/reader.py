@@ -57,6 +57,7 @@ class Store:
         self.notice: StoreError | None = None  # set when the file was deleted or replaced under us
         self.usable = True  # False while what replaced the file cannot be opened as a store
         self.generation = 0  # counts the files opened at the path: a run id is only good in its own
+        self._logs: list[tuple[int, int] | None] = [None, None]
         self._db, self._identity = self._connect()
 
     def _connect(self) -> tuple[sqlite3.Connection, tuple[int, int] | None]:
@@ -79,6 +80,7 @@ class Store:
         except BaseException:
             db.close()
             raise
+        self._logs = [file_identity(log) for log in self._log_paths()]  # what this connection reads through
         return db, file_identity(self.path)
 
     def moved(self) -> bool:
@@ -95,12 +97,15 @@ class Store:
                 return False
             gone = not self.path.exists()
             self.notice = StoreError("err.store_deleted" if gone else "err.store_replaced", path=str(self.path))
+            stale = self._stale_logs()  # while this connection is open: it keeps their inodes from reuse
             self._db.close()
-            self._drop_stale_log()
+            for log in stale:
+                log.unlink(missing_ok=True)
             try:
                 self._db, self._identity = self._connect()
             except BaseException as e:
                 self._identity, self.usable = file_identity(self.path), False  # retried when it changes again
+                self._logs = [None, None]  # the old logs are gone: nothing at the path is this store's now
                 if isinstance(e, StoreError):
                     self.notice = e
                 raise
@@ -108,23 +113,17 @@ class Store:
             self.generation += 1
             return True
 
-    def _drop_stale_log(self) -> None:
+    def _log_paths(self) -> list[Path]:
+        return [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
+
+    def _stale_logs(self) -> list[Path]:
         """SQLite pairs a database with the `-wal` and `-shm` files beside it by name, and a connection
         whose file was moved leaves them behind: the file now at the path would be read through the old
-        file's log (its runs listed again, or pages mixed). A log older than that file's arrival (its
-        ctime: a rename sets it) is the old file's; one written since is the new file's own."""
-        try:
-            arrived = os.stat(self.path).st_ctime
-        except FileNotFoundError:
-            arrived = float("inf")
-        wal, shm = (self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))
-        try:
-            stale = os.stat(wal).st_mtime <= arrived
-        except FileNotFoundError:
-            stale = True
-        if stale:
-            wal.unlink(missing_ok=True)
-            shm.unlink(missing_ok=True)
+        file's log (its runs listed again, or pages mixed). The old file's logs are the very files this
+        store's connection opened (the same inode: a file it holds open cannot be replaced by another
+        with that inode); a log made since is the new file's own, however old it looks (a checkpoint
+        writes the file after its log), and is kept: another process may be writing through it."""
+        return [log for log, mine in zip(self._log_paths(), self._logs) if mine and file_identity(log) == mine]
 
     @property
     def lock_dir(self) -> Path:
