@@ -111,7 +111,7 @@ def _finite_or_none(x: float | None) -> float | None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """`train`: one run, a progress bar on stderr, a summary (or --json) on stdout."""
-    from ln_viz.snapshot import RunData
+    from ln_viz.snapshot import FINAL_LOSS_WINDOW, RunData
     from ln_viz.train import Trainer
 
     cfg = config_from_args(args)
@@ -141,7 +141,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "status": data.status,
         "steps_done": data.steps_done,
         "final_loss": _finite_or_none(data.final_loss()),
-        "final_loss_window": 10,
+        "final_loss_window": FINAL_LOSS_WINDOW,
         "last_loss": _finite_or_none(data.scalars["loss"][-1]),
         "loss": [_finite_or_none(x) for x in data.scalars["loss"]],
         "lr": data.scalars["lr"],

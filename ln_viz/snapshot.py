@@ -25,6 +25,18 @@ from ln_viz.schema import PROBE_NAMES, PROBES, SCALAR_NAMES, STAT_NAMES, probe_d
 FINAL_LOSS_WINDOW = 10  # steps: a run's final loss is the mean of its last this-many finite losses
 
 
+def final_loss(losses: Sequence[float], window: int = FINAL_LOSS_WINDOW) -> float | None:
+    """A run's final loss: the mean of its last `window` finite losses (None before the first). Read from
+    the end: the store's writer asks twice a second."""
+    finite: list[float] = []
+    for x in reversed(losses):
+        if math.isfinite(x):
+            finite.append(x)
+            if len(finite) == window:
+                break
+    return sum(reversed(finite)) / len(finite) if finite else None
+
+
 @dataclass
 class RunInfo:
     """What does not change during a run: the header every consumer of snapshots needs."""
@@ -214,13 +226,7 @@ class RunData:
 
     def final_loss(self, window: int = FINAL_LOSS_WINDOW) -> float | None:
         """Mean of the last `window` finite losses (None before the first)."""
-        finite: list[float] = []
-        for x in reversed(self.scalars["loss"]):  # from the end: the store's writer asks twice a second
-            if math.isfinite(x):
-                finite.append(x)
-                if len(finite) == window:
-                    break
-        return sum(reversed(finite)) / len(finite) if finite else None
+        return final_loss(self.scalars["loss"], window)
 
     def snapshots(self) -> Iterator[Snapshot]:
         """The run step by step, as `from_snapshots` reads it back: every step's scalars, `stalled` from

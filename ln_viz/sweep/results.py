@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ln_viz.snapshot import final_loss
 from ln_viz.sweep.spec import Cell
 
 CELL_STATUSES = ("learned", "stalled", "diverged", "failed")
-FINAL_WINDOW = 10  # steps averaged for the final loss, as `python -m ln_viz train`
 CURVE_POINTS = 100
 _TRAINER_STATUS = {"completed": "learned", "stalled": "stalled", "diverged": "diverged"}
 
@@ -97,7 +97,7 @@ def summarize(run: CellRun) -> CellResult:
         depth=c.depth,
         seed=c.seed,
         status=status,
-        final_loss=sum(finite[-FINAL_WINDOW:]) / len(finite[-FINAL_WINDOW:]) if finite else None,
+        final_loss=final_loss(run.losses),  # as every run's: `python -m ln_viz train`, the store
         eval_loss=run.eval_losses[-1][1] if run.eval_losses else None,
         best_loss=min(finite) if finite else None,
         init_loss=run.losses[0] if run.losses and math.isfinite(run.losses[0]) else None,
