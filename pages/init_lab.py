@@ -22,7 +22,7 @@ D = DEFAULT_SCENARIO  # shipped measured: the page draws at once
 
 c1, c2, c3, c4 = st.columns(4)
 positions = c1.multiselect(
-    t("ui.norm_position", lang), NORM_POSITIONS, default=list(D["positions"]), key="init_positions",
+    t("ui.norm_position", lang), NORM_POSITIONS, default=list(D["positions"]), key=session.translated("init_positions"),
     format_func=lambda v: t(f"norm.{v}", lang),
 )  # fmt: skip
 depth = c2.slider(t("ui.depth", lang), value=D["depth"], key="init_depth", **widget_bounds("depth"))

@@ -32,7 +32,8 @@ if not present:
     st.caption(t("sweep.ui.intro", lang))
 
 with st.expander(t("sweep.ui.settings", lang), expanded=False):
-    preset = st.radio(t("sweep.ui.preset", lang), ["-", *SWEEP_PRESETS], horizontal=True, key="sm_preset",
+    preset = st.radio(t("sweep.ui.preset", lang), ["-", *SWEEP_PRESETS], horizontal=True,
+                      key=session.translated("sm_preset"),
                       format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang))
     if preset != "-" and st.session_state.get("sm_preset_applied") != preset:
         st.session_state["sm_preset_applied"] = preset

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from ln_viz.i18n import LANGS, t
 from ln_viz.urlstate import Notice, lang_from_query, present_from_query, unknown_params
@@ -220,13 +221,39 @@ def session_runs() -> SessionRuns:
 
 def current_lang() -> str:
     """The language picked in the sidebar, else the URL's `lang`, else English (a `lang` that is not one
-    of the languages leaves a notice for `link_notices`)."""
+    of the languages leaves a notice for `link_notices`). Called first thing on every page."""
     lang = st.session_state.get("lang")
     if lang not in LANGS:
         lang, notice = lang_from_query(st.query_params.get_all("lang") or None)
         _note_link(notice)
         st.session_state["lang"] = lang
+    _keep_translated_values(lang)
     return lang
+
+
+# Widgets whose options are shown in the page's language (`translated(key)`). Streamlit keeps a keyed
+# widget's identity when its labels change and reads what the browser sends back by label: after a
+# language switch the browser sent the label it last showed, in the old language, which matched no option,
+# so the box fell back to its first one (the chosen preset became "Pre-LN, no warm-up", the lecture view's
+# takeaway went blank, the corpus became the string "영어 텍스트").
+_TRANSLATED = "_translated_widgets"
+
+
+def translated(key: str) -> str:
+    """`key`, noted as the key of a widget whose option labels are translated: on the first run in another
+    language its value is set again before it is drawn, so the browser is sent the new labels."""
+    st.session_state.setdefault(_TRANSLATED, set()).add(key)
+    return key
+
+
+def _keep_translated_values(lang: str) -> None:
+    if st.session_state.get("_widgets_lang", lang) != lang:
+        for key in st.session_state.get(_TRANSLATED, ()):
+            try:
+                st.session_state[key] = st.session_state[key]  # read through the labels of the run that drew it
+            except (KeyError, StreamlitAPIException):  # not drawn yet, or already drawn in this run
+                continue
+    st.session_state["_widgets_lang"] = lang
 
 
 def _note_link(notice: Notice | None) -> None:

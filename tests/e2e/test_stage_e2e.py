@@ -120,3 +120,46 @@ def test_the_lecture_view_charts_keep_their_height_while_a_run_trains(server, br
         context.close()
     drawn = [h for h in heights if h > 0]
     assert len(drawn) > 20 and min(drawn) >= 1080 / 3, sorted(drawn)[:10]
+
+
+QUERY = "() => Object.fromEntries(new URL(location.href).searchParams)"
+
+
+@pytest.mark.parametrize(
+    ("path", "choice", "takeaway"),
+    [
+        ("/?preset=post-ln-warmup", ("preset", "post-ln-warmup"),
+         ("Warm-up rescues Post-LN", "웜업이 Post-LN을 살립니다")),
+        ("/compare?cpreset=warmup-vs-none", ("cpreset", "warmup-vs-none"),
+         ("Warm-up is the only difference", "다른 점은 웜업뿐")),
+    ],
+    ids=["live", "compare"],
+)  # fmt: skip
+def test_switching_the_language_back_and_forth_keeps_the_scenario_and_every_setting(
+    server, browser, path, choice, takeaway
+):
+    """The browser sends back the labels it last showed; a keyed box whose labels changed language could
+    not match them and fell back to its first choice on the second switch (the preset became "Pre-LN, no
+    warm-up", the takeaway went blank, the corpus became the string "영어 텍스트")."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server.url + path + "&lang=en&present=1")
+    wait_idle(page, 60_000)
+    page.wait_for_selector(".st-key-stage_lang button", timeout=60_000)
+    first = page.evaluate(QUERY)
+    assert first[choice[0]] == choice[1]
+    seen = []
+    for lang in ("ko", "en", "ko", "en"):
+        page.locator(".st-key-stage_lang button").click()
+        page.wait_for_function(f"() => new URL(location.href).searchParams.get('lang') === '{lang}'", timeout=30_000)
+        time.sleep(1.0)  # the next reruns send the widgets' labels back
+        wait_idle(page, 30_000)
+        query = page.evaluate(QUERY)
+        text = page.locator(".st-key-stage_takeaway").inner_text()
+        seen.append((lang, query.get(choice[0]), text[:40]))
+        assert query == first | {"lang": lang}, seen  # every setting kept, none in the other language's words
+        assert takeaway[lang == "ko"] in text, seen
+    context.close()
+    assert errors == []
