@@ -65,9 +65,10 @@ else:
         if data is not None:
             runs_view.run_heading(summary, lang)
             layout.scroll_into_view("runs_opened", shown)  # the table is above: show that the run opened
+            runs_view.thinned_note(data, lang)
             with st.expander(t("runs.manage", lang), icon=":material/settings:"):
                 runs_view.label_editor(store, summary, lang)
-                runs_view.downloads(data, summary, lang)
+                runs_view.downloads(store, data, summary, lang)
                 runs_view.delete_control(store, summary, lang)
             run_charts(data, summary.status not in LIVE_STATUSES)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -286,3 +287,36 @@ def test_play_on_two_stored_runs_in_compare_moves_and_stops(two_runs: dict[str, 
     assert _played(at, "compare_step", 2) == [steps[1], steps[2], steps[3]]
     at.button(key="compare_step_play").click().run()
     assert at.select_slider(key="compare_step").value == steps[3]
+
+
+def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_path: Path) -> None:
+    """A run with more probe steps than the charts draw (storage.SHOWN_PROBE_STEPS) is read into the
+    shared cache thinned, not whole (a 10,000-step depth-48 run probed every step would hold ~750 MB per
+    cached copy), the page says so, and the tables and the run file still hold every probe step."""
+    import gzip
+    import io
+    import zipfile
+
+    from ln_viz.ui import runs_view
+    from ln_viz.ui.storage import SHOWN_PROBE_STEPS
+
+    long_run = run(TINY.replace(steps=SHOWN_PROBE_STEPS + 88, probe_every=1, eval_every=0))
+    with Store(store_path) as store:
+        run_id = store.add_run(long_run, label="long", source="train")
+    at = open_page()
+    select(at, 0)
+    shown = [int(s) for s in at.select_slider(key="runs_probe_step").options]
+    assert 2 <= len(shown) <= SHOWN_PROBE_STEPS and shown[-1] == SHOWN_PROBE_STEPS + 88
+    assert any("one in 2, evenly spaced" in c.value for c in at.caption), [c.value for c in at.caption]
+    with Store(store_path) as store:
+        summary = store.summary(run_id)
+        data = runs_view.open_run(store, summary)
+        assert data.probe_steps == shown  # the charts' copy, thinned
+        builds = {ext: build for _, ext, build, _ in runs_view.lazy_downloads(store, data, summary)}
+        run_file = json.loads(gzip.decompress(builds["json.gz"]()))
+        with zipfile.ZipFile(io.BytesIO(builds["csv.zip"]())) as archive:
+            grads = pd.read_csv(archive.open("grad_norms.csv"))
+    assert len(long_run.probe_steps) == SHOWN_PROBE_STEPS + 88
+    assert run_file["probe_steps"] == long_run.probe_steps  # every one, not the charts' copy
+    assert sorted(grads["step"].unique()) == long_run.probe_steps
+    print(f"\n{len(long_run.probe_steps)} probe steps stored and downloaded, {len(shown)} drawn")

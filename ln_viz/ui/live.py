@@ -36,29 +36,12 @@ def wait_first_step(handle: RunHandle | None, timeout: float = 0.5) -> None:
         time.sleep(0.02)
 
 
-# A finished run's charts show at most this many probe steps (evenly spaced): the heatmap draws 400
-# columns at most, and at depth 48 with a probe every step a whole 10,000-step run would hold ~750 MB.
-FINISHED_PROBE_STEPS = 512
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _stored_run(store_id: int, store_path: str, generation: int) -> RunData:
-    """A finished run read back from the store, shared by every tab showing it (it no longer changes).
-    Keyed by the store's file too (its path and `generation`): a store file deleted or replaced under the
-    server numbers its runs from 1 again, and an old id must not bring back the old file's run."""
-    from ln_viz.ui.storage import get_store
+def _open_stored(store_id: int) -> RunData:
+    from ln_viz.ui.storage import get_store, stored_run
 
     store = get_store()
     assert store is not None  # only called with an id the store's recorder gave
-    return store.open_run(store_id, max_probe_steps=FINISHED_PROBE_STEPS)
-
-
-def _open_stored(store_id: int) -> RunData:
-    from ln_viz.ui.storage import get_store
-
-    store = get_store()
-    assert store is not None
-    return _stored_run(store_id, str(store.path), store.generation)
+    return stored_run(store, store_id)
 
 
 def _store_id(handle: RunHandle) -> int | None:
@@ -89,7 +72,7 @@ def thinning_notes(datas: list[RunData], handles: list[RunHandle], lang: str) ->
             continue
         stored = _store_id(handle) is not None
         if handle.done and data is not handle.view().data:
-            key = "ui.thinned_finished"  # read back from the store, thinned to FINISHED_PROBE_STEPS
+            key = "ui.thinned_finished"  # read back from the store, thinned to storage.SHOWN_PROBE_STEPS
         elif not stored or handle.done:
             key = "ui.thinned_unstored"
         else:

@@ -21,7 +21,9 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.names import STATUSES
 from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
+from ln_viz.ui import session
 from ln_viz.ui.safe import md
+from ln_viz.ui.storage import stored_run
 
 LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
 COMPARE_PAGE = "pages/compare.py"
@@ -85,7 +87,8 @@ def demo_offer(store: Store, lang: str) -> None:
 def _any_of(col, label: str, options, key: str, names: str, lang: str) -> list[str]:
     """A filter of several choices, each shown by its catalog name `names.<option>`; none chosen: any."""
     return col.multiselect(
-        t(label, lang), options, key=key, format_func=lambda o: t(f"{names}.{o}", lang), placeholder=t("runs.any", lang)
+        t(label, lang), options, key=session.translated(key), format_func=lambda o: t(f"{names}.{o}", lang),
+        placeholder=t("runs.any", lang),
     )
 
 
@@ -97,13 +100,14 @@ def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     depth = cols[1].selectbox(
         t("runs.col.depth", lang),
         [0, *depths],  # 0: any depth (None would give the box a clear button with no room for it)
-        key="runs_f_depth",
+        key=session.translated("runs_f_depth"),
         format_func=lambda d: str(d) if d else t("runs.any", lang),
     )
     status = _any_of(cols[2], "runs.col.status", STATUSES, "runs_f_status", "status", lang)
     label = cols[3].text_input(t("runs.filter_label", lang), key="runs_f_label")
     sort = cols[4].selectbox(
-        t("runs.sort", lang), list(SORTS), key="runs_sort", format_func=lambda k: t(f"runs.sort.{k}", lang)
+        t("runs.sort", lang), list(SORTS), key=session.translated("runs_sort"),
+        format_func=lambda k: t(f"runs.sort.{k}", lang),
     )
     run_filter = RunFilter(
         status=tuple(status) or None,
@@ -206,14 +210,9 @@ def compare_button(selected: list[int], lang: str) -> None:
 
 
 # --- one run ----------------------------------------------------------------------------------------------
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _open_run(_store: Store, store_path: str, run_id: int, updated: float) -> RunData:
-    """A stored run read back once per (store, run, last change) and shared: the charts only read it."""
-    return _store.open_run(run_id)
-
-
 def open_run(store: Store, summary: RunSummary) -> RunData:
-    return _open_run(store, str(store.path), summary.id, summary.updated)
+    """The run as its charts show it, through the server's shared cache (storage.stored_run)."""
+    return stored_run(store, summary.id, summary.updated)
 
 
 def open_or_report(store: Store, summary: RunSummary, lang: str) -> RunData | None:
@@ -307,26 +306,41 @@ def _file_stem(summary: RunSummary) -> str:
     return f"ln-viz-run-{summary.id}" + (f"-{safe}" if safe else "")
 
 
-def downloads(data: RunData, summary: RunSummary, lang: str) -> None:
+def thinned_note(data: RunData, lang: str) -> None:
+    """Say so when the charts show a thinned copy of the run (storage.SHOWN_PROBE_STEPS)."""
+    if data.probe_stride > 1:
+        st.caption(t("runs.thinned", lang, stride=data.probe_stride, kept=data.max_probe_steps))
+
+
+def lazy_downloads(
+    store: Store, data: RunData, summary: RunSummary
+) -> list[tuple[str, str, Callable[[], bytes], str]]:
+    """(label key, file extension, builder, MIME type) of each download built on click: the tables and
+    the run file, from the whole run (read from the store then, when the charts' copy is thinned)."""
+    from ln_viz import export
+
+    def whole() -> RunData:
+        return data if data.probe_stride == 1 else store.open_run(summary.id)
+
+    header = {"run_id": summary.id, "label": summary.label, "status": data.status, "message": data.message}
+    return [
+        ("runs.dl_csv", "csv.zip", lambda: export.tables_zip(whole(), "csv", header), "application/zip"),
+        ("runs.dl_parquet", "parquet.zip", lambda: export.tables_zip(whole(), "parquet", header), "application/zip"),
+        ("runs.dl_run", "json.gz", lambda: export.run_file_bytes(whole(), summary.label, summary.created),
+         "application/gzip"),  # fmt: skip
+    ]
+
+
+def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> None:
     """Tables (CSV, Parquet), the run file and the chart files. Each is built only when asked for:
-    the table and run-file buttons build their bytes on click; chart files (kaleido, seconds) are
-    drawn by a Prepare button, then offered."""
+    the table and run-file buttons build their bytes on click, from the whole run (read from the store
+    then when the charts' copy is thinned); chart files (kaleido, seconds) are drawn from what the
+    charts show by a Prepare button, then offered."""
     from ln_viz import export
 
     stem = _file_stem(summary)
-    header = {"run_id": summary.id, "label": summary.label, "status": data.status, "message": data.message}
-    lazy: list[tuple[str, str, Callable[[], bytes], str]] = [
-        ("runs.dl_csv", "csv.zip", lambda: export.tables_zip(data, "csv", header), "application/zip"),
-        ("runs.dl_parquet", "parquet.zip", lambda: export.tables_zip(data, "parquet", header), "application/zip"),
-        (
-            "runs.dl_run",
-            "json.gz",
-            lambda: export.run_file_bytes(data, summary.label, summary.created),
-            "application/gzip",
-        ),
-    ]
     row = st.container(horizontal=True)
-    for key, ext, build, mime in lazy:
+    for key, ext, build, mime in lazy_downloads(store, data, summary):
         row.download_button(
             t(key, lang),
             data=build,

@@ -9,6 +9,7 @@ import streamlit as st
 
 from ln_viz.i18n import LocalizedError
 from ln_viz.recorder import Recorder
+from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,26 @@ def get_store() -> Store | None:
     except LocalizedError as e:  # what is there now is no store we can open (said once, here)
         log.warning("ln-viz: runs will not be stored: %s", e)
     return store if store.usable else None
+
+
+# A stored run's charts show at most this many probe steps (evenly spaced): the heatmap draws 400 columns at
+# most, and at depth 48 with a probe every step a whole 10,000-step run would hold ~750 MB in the cache.
+# The downloads read the whole run from the store when they are built.
+SHOWN_PROBE_STEPS = 512
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _read_run(_store: Store, store_path: str, generation: int, run_id: int, updated: float | None) -> RunData:
+    return _store.open_run(run_id, max_probe_steps=SHOWN_PROBE_STEPS)
+
+
+def stored_run(store: Store, run_id: int, updated: float | None = None) -> RunData:
+    """A stored run as the charts show it (at most SHOWN_PROBE_STEPS probe steps), read once and shared
+    by every tab and page (Live's finished runs, Runs, Compare): the charts only read it. Keyed by the
+    store's file (its path and `generation`: a file deleted or replaced under the server numbers its runs
+    from 1 again, and an old id must not bring back the old file's run) and by the row's last change
+    (`updated`; None for a finished run, which no longer changes)."""
+    return _read_run(store, str(store.path), store.generation, run_id, updated)
 
 
 def store_notice(lang: str) -> None:
