@@ -46,6 +46,7 @@ def test_init_lab_draws_within_ten_seconds_in_korean(server, page):
     print(f"Init lab drawn {took:.1f} s after opening it")
 
 
+@pytest.mark.shares_cores  # static text: nothing timed
 def test_theory_typesets_its_formulas_in_both_languages(server, page):
     for lang, heading in (("en", "Theory"), ("ko", "이론")):
         page.goto(server.url + f"/theory?lang={lang}")
