@@ -21,8 +21,9 @@ st.caption(t("init.intro", lang))
 D = DEFAULT_SCENARIO  # shipped measured: the page draws at once
 
 c1, c2, c3, c4 = st.columns(4)
+st.session_state.setdefault("init_positions", list(D["positions"]))  # no default= beside a key set in code
 positions = c1.multiselect(
-    t("ui.norm_position", lang), NORM_POSITIONS, default=list(D["positions"]), key=session.translated("init_positions"),
+    t("ui.norm_position", lang), NORM_POSITIONS, key=session.translated("init_positions"),
     format_func=lambda v: t(f"norm.{v}", lang),
 )  # fmt: skip
 depth = c2.slider(t("ui.depth", lang), value=D["depth"], key="init_depth", **widget_bounds("depth"))

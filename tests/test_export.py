@@ -26,8 +26,6 @@ from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.train import run
 
-pytestmark = pytest.mark.shares_cores  # chart images and files: nothing timed (e2e via conftest: Chromium)
-
 TINY = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=20, probe_every=4, eval_every=10)
 NAMES = [spec.name for spec in CHARTS]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -553,7 +553,6 @@ def test_the_property_test_tried_files(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.shares_cores  # chart images: nothing timed
 def test_an_accepted_mutated_file_exports_png_and_svg(tmp_path: Path, base_doc: dict) -> None:
     """The chart images (kaleido and Chromium: seconds) of a file the gate accepts at its edges."""
     doc = copy.deepcopy(base_doc)

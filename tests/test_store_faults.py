@@ -271,7 +271,7 @@ def test_the_server_reopening_a_new_file_keeps_the_log_another_process_is_writin
     """rm runs.sqlite* while the server runs, then a CLI run makes a new store there before the server
     notices: the server's reopen must not take the CLI's live -wal and -shm for the deleted file's (they
     are older than the file once checkpointed), or the CLI's next run is written where the server never
-    reads it."""
+    reads it. (After `rm runs.sqlite` alone SQLite refuses the new file while the old logs are open.)"""
     info, snaps = trained
     path = tmp_path / "runs.sqlite"
     store = Store(path)

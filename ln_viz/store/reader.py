@@ -5,6 +5,7 @@ recovers runs whose writer died (see ln_viz.store for the lock protocol).
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -42,6 +43,7 @@ from ln_viz.store.rows import (
     write_rows,
 )
 
+logger = logging.getLogger(__name__)
 
 class Store:
     """One SQLite file of runs. Thread-safe (one connection behind a lock); use as a context manager.
@@ -80,7 +82,9 @@ class Store:
         except BaseException:
             db.close()
             raise
-        self._logs = [file_identity(log) for log in self._log_paths()]  # what this connection reads through
+        # the logs this connection reads through (none when a read-only folder made it open the file immutable)
+        opens_logs = not self.readonly or os.access(self.path.parent, os.W_OK)
+        self._logs = [file_identity(log) if opens_logs else None for log in self._log_paths()]
         return db, file_identity(self.path)
 
     def moved(self) -> bool:
@@ -100,7 +104,10 @@ class Store:
             stale = self._stale_logs()  # while this connection is open: it keeps their inodes from reuse
             self._db.close()
             for log in stale:
-                log.unlink(missing_ok=True)
+                try:
+                    log.unlink(missing_ok=True)
+                except OSError as e:  # a folder that turned read-only: SQLite will say what it can
+                    logger.warning("ln-viz: cannot remove %s: %s", log, e.strerror or e)
             try:
                 self._db, self._identity = self._connect()
             except BaseException as e:
@@ -122,8 +129,13 @@ class Store:
         file's log (its runs listed again, or pages mixed). The old file's logs are the very files this
         store's connection opened (the same inode: a file it holds open cannot be replaced by another
         with that inode); a log made since is the new file's own, however old it looks (a checkpoint
-        writes the file after its log), and is kept: another process may be writing through it."""
-        return [log for log, mine in zip(self._log_paths(), self._logs) if mine and file_identity(log) == mine]
+        writes the file after its log), and is kept with its partner: another process may be writing
+        through them (after `rm runs.sqlite` a new store takes the old `-shm` as its index)."""
+        logs = self._log_paths()
+        now = [file_identity(log) for log in logs]
+        if any(n is not None and n != mine for n, mine in zip(now, self._logs)):
+            return []  # one of the pair is the new file's, and SQLite uses the pair together: keep both
+        return [log for log, n, mine in zip(logs, now, self._logs) if mine is not None and n == mine]
 
     @property
     def lock_dir(self) -> Path:

@@ -319,8 +319,12 @@ def lazy_downloads(
     the run file, from the whole run (read from the store then, when the charts' copy is thinned)."""
     from ln_viz import export
 
+    generation = store.generation  # built on a later click: the same file must still be there
+
     def whole() -> RunData:
-        return data if data.probe_stride == 1 else store.open_run(summary.id)
+        if data.probe_stride == 1 or store.generation != generation or store.moved():
+            return data  # whole already; or the file was replaced, and its run of this id is another run
+        return store.open_run(summary.id)
 
     header = {"run_id": summary.id, "label": summary.label, "status": data.status, "message": data.message}
     return [

@@ -47,17 +47,21 @@ SHOWN_PROBE_STEPS = 512
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _read_run(_store: Store, store_path: str, generation: int, run_id: int, updated: float | None) -> RunData:
-    return _store.open_run(run_id, max_probe_steps=SHOWN_PROBE_STEPS)
+def _read_run(
+    _store: Store, store_path: str, generation: int, run_id: int, updated: float | None, cap: int | None
+) -> RunData:
+    return _store.open_run(run_id, max_probe_steps=cap)
 
 
-def stored_run(store: Store, run_id: int, updated: float | None = None) -> RunData:
+def stored_run(store: Store, run_id: int, updated: float | None = None, whole: bool = False) -> RunData:
     """A stored run as the charts show it (at most SHOWN_PROBE_STEPS probe steps), read once and shared
     by every tab and page (Live's finished runs, Runs, Compare): the charts only read it. Keyed by the
     store's file (its path and `generation`: a file deleted or replaced under the server numbers its runs
     from 1 again, and an old id must not bring back the old file's run) and by the row's last change
-    (`updated`; None for a finished run, which no longer changes)."""
-    return _read_run(store, str(store.path), store.generation, run_id, updated)
+    (`updated`; None for a finished run, which no longer changes). `whole`: every probe step (Compare's
+    stored pair: two copies thinned apart would share only a few steps)."""
+    cap = None if whole else SHOWN_PROBE_STEPS
+    return _read_run(store, str(store.path), store.generation, run_id, updated, cap)
 
 
 def store_notice(lang: str) -> None:

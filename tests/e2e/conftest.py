@@ -188,3 +188,19 @@ def chart(page, key: str):
 STEP_OF = """gd => { const title = gd.layout.title || {};
                      const t = (title.text || '') + ' ' + ((title.subtitle || {}).text || '');
                      const m = t.match(/(\\d+)\\s*$/); return m ? +m[1] : null; }"""
+
+
+def chart_value(page, key: str, js: str, ok=bool, timeout: float = 60):
+    """`js` evaluated on the chart with this key, once it answers and `ok(value)` holds: a chart being
+    redrawn has no `_fullData` for a moment, and on a loaded machine a reading can land there repeatedly."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        try:
+            value = chart(page, key).evaluate(js, timeout=2_000)
+            if ok(value):
+                return value
+        except Exception:  # noqa: BLE001 - mid-redraw: the chart is being replaced
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"{key}: no reading passed its check in {timeout} s (last: {value!r})")

@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e import geometry
 
-pytestmark = [pytest.mark.e2e, pytest.mark.shares_cores]  # static figures: nothing timed
+pytestmark = pytest.mark.e2e
 
 
 def _figure_html(broken: bool) -> str:

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import chart, settled_screenshot, wait_idle
+from tests.e2e.conftest import chart_value, settled_screenshot, wait_idle
 from tests.e2e.test_live_e2e import wait_points
 
 pytestmark = pytest.mark.e2e
@@ -16,13 +16,13 @@ def test_compare_trains_both_and_draws_them_on_shared_charts(server, page):
     page.locator(".st-key-compare_start button").click()
     n = wait_points(page, "compare_loss", 0, timeout=90)
     wait_points(page, "compare_loss", n + 10, timeout=90)  # both curves grow
-    names = chart(page, "compare_loss").evaluate("gd => gd._fullData.map(t => t.name).join(' | ')")
+    names = chart_value(page, "compare_loss", "gd => gd._fullData.map(t => t.name).join(' | ')")
     assert "Post-LN" in names and "Pre-LN" in names
     for key in ("compare_heatmap_0", "compare_heatmap_1", "compare_profile"):
         assert wait_points(page, key, 0) > 0
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # both runs have probed: both heatmaps have their colour range
-        ranges = [chart(page, f"compare_heatmap_{i}").evaluate("gd => [gd._fullData[0].zmin, gd._fullData[0].zmax]")
+        ranges = [chart_value(page, f"compare_heatmap_{i}", "gd => [gd._fullData[0].zmin, gd._fullData[0].zmax]")
                   for i in (0, 1)]  # fmt: skip
         if None not in ranges[0] + ranges[1]:
             break
@@ -46,7 +46,6 @@ def test_init_lab_draws_within_ten_seconds_in_korean(server, page):
     print(f"Init lab drawn {took:.1f} s after opening it")
 
 
-@pytest.mark.shares_cores  # static text: nothing timed
 def test_theory_typesets_its_formulas_in_both_languages(server, page):
     for lang, heading in (("en", "Theory"), ("ko", "이론")):
         page.goto(server.url + f"/theory?lang={lang}")

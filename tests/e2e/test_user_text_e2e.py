@@ -14,7 +14,7 @@ from ln_viz.text import one_line
 from ln_viz.ui.safe import WORD_JOINER
 from tests.e2e.conftest import Server, stop_and_check, wait_idle
 
-pytestmark = [pytest.mark.e2e, pytest.mark.shares_cores]  # nothing timed, no process counted
+pytestmark = pytest.mark.e2e
 HOST = "evil.invalid"
 LABEL = f"![i](http://{HOST}/p.png) **bold** [link](http://{HOST}) <b>x</b>\n# out :red[r] $x$ :smile: a->b"
 
