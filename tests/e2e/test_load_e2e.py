@@ -13,7 +13,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_three_sessions_queue_behind_a_cap_of_one_and_leave_nothing(capsys):
-    code = load_test.main(["--sessions", "3", "--cap", "1", "--steps", "400", "--smoke", "--time-limit", "180"])
+    code = load_test.main(["--sessions", "3", "--cap", "1", "--steps", "200", "--smoke", "--time-limit", "180"])
     out = capsys.readouterr().out
     print(out)
     assert code == 0, out
