@@ -27,8 +27,7 @@ from ln_viz.ui.session import LANG_NAMES  # the sidebar radio's options, in orde
 from tests.e2e import geometry
 from tests.e2e.conftest import ARTIFACTS, wait_idle
 
-# geometry once the page has settled, nothing timed: it shares the cores with the non-browser tests
-pytestmark = [pytest.mark.e2e, pytest.mark.parallel_lane]
+pytestmark = pytest.mark.e2e
 
 LAYOUT = ARTIFACTS / "layout"
 LIVE_PRESET = "post-ln-no-warmup"
