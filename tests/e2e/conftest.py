@@ -190,14 +190,17 @@ STEP_OF = """gd => { const title = gd.layout.title || {};
                      const m = t.match(/(\\d+)\\s*$/); return m ? +m[1] : null; }"""
 
 
-def chart_value(page, key: str, js: str, ok=bool, timeout: float = 60):
+def chart_value(page, key: str, js: str, ok=bool, timeout: float = 60, fresh: bool = True):
     """`js` evaluated on the chart with this key, once it answers and `ok(value)` holds: a chart being
-    redrawn has no `_fullData` for a moment, and on a loaded machine a reading can land there repeatedly."""
+    redrawn has no `_fullData` for a moment, and on a loaded machine a reading can land there repeatedly.
+    `fresh=False` also reads the chart while its fragment reruns (marked stale, still the last drawing):
+    on a loaded machine a page refreshing every second is stale most of the time."""
     deadline = time.monotonic() + timeout
     value = None
     while time.monotonic() < deadline:
         try:
-            value = chart(page, key).evaluate(js, timeout=2_000)
+            where = chart(page, key) if fresh else page.locator(f".st-key-{key} .js-plotly-plot").first
+            value = where.evaluate(js, timeout=2_000)
             if ok(value):
                 return value
         except Exception:  # noqa: BLE001 - mid-redraw: the chart is being replaced
