@@ -6,7 +6,7 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
-from ln_viz.ui import layout, live, runs_view, session, stepper
+from ln_viz.ui import layout, live, run_downloads, runs_view, session, stepper
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
 
@@ -65,10 +65,10 @@ else:
         if data is not None:
             runs_view.run_heading(summary, lang)
             layout.scroll_into_view("runs_opened", shown)  # the table is above: show that the run opened
-            runs_view.thinned_note(data, lang)
+            run_downloads.thinned_note(data, lang)
             with st.expander(t("runs.manage", lang), icon=":material/settings:"):
                 runs_view.label_editor(store, summary, lang)
-                runs_view.downloads(store, data, summary, lang)
+                run_downloads.downloads(store, data, summary, lang)
                 runs_view.delete_control(store, summary, lang)
             run_charts(data, summary.status not in LIVE_STATUSES)
 

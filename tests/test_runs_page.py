@@ -297,7 +297,7 @@ def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_p
     import io
     import zipfile
 
-    from ln_viz.ui import runs_view
+    from ln_viz.ui import run_downloads, runs_view
     from ln_viz.ui.storage import SHOWN_PROBE_STEPS
 
     long_run = run(TINY.replace(steps=SHOWN_PROBE_STEPS + 88, probe_every=1, eval_every=0))
@@ -312,7 +312,7 @@ def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_p
         summary = store.summary(run_id)
         data = runs_view.open_run(store, summary)
         assert data.probe_steps == shown  # the charts' copy, thinned
-        builds = {ext: build for _, ext, build, _ in runs_view.lazy_downloads(store, data, summary)}
+        builds = {ext: build for _, ext, build, _ in run_downloads.lazy_downloads(store, data, summary)}
         run_file = json.loads(gzip.decompress(builds["json.gz"]()))
         with zipfile.ZipFile(io.BytesIO(builds["csv.zip"]())) as archive:
             grads = pd.read_csv(archive.open("grad_norms.csv"))

@@ -1,0 +1,91 @@
+"""The Runs page's downloads of one run: the tables (CSV, Parquet) and the run file, built on click from
+the whole run, and the chart files (kaleido) drawn by a Prepare button; and the note that the charts
+show a thinned copy. Split from runs_view.py (which lists, opens, labels and deletes runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.snapshot import RunData
+from ln_viz.store import RunSummary, Store
+from ln_viz.ui.safe import md
+
+
+def _file_stem(summary: RunSummary) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in (summary.label or "").strip())[:40].strip("-")
+    return f"ln-viz-run-{summary.id}" + (f"-{safe}" if safe else "")
+
+
+def thinned_note(data: RunData, lang: str) -> None:
+    """Say so when the charts show a thinned copy of the run (storage.SHOWN_PROBE_STEPS)."""
+    if data.probe_stride > 1:
+        st.caption(t("runs.thinned", lang, stride=data.probe_stride, kept=data.max_probe_steps))
+
+
+def lazy_downloads(
+    store: Store, data: RunData, summary: RunSummary
+) -> list[tuple[str, str, Callable[[], bytes], str]]:
+    """(label key, file extension, builder, MIME type) of each download built on click: the tables and
+    the run file, from the whole run (read from the store then, when the charts' copy is thinned)."""
+    from ln_viz import export
+
+    generation = store.generation  # built on a later click: the same file must still be there
+
+    def whole() -> RunData:
+        if data.probe_stride == 1 or store.generation != generation or store.moved():
+            return data  # whole already; or the file was replaced, and its run of this id is another run
+        return store.open_run(summary.id)
+
+    header = {"run_id": summary.id, "label": summary.label, "status": data.status, "message": data.message}
+    return [
+        ("runs.dl_csv", "csv.zip", lambda: export.tables_zip(whole(), "csv", header), "application/zip"),
+        ("runs.dl_parquet", "parquet.zip", lambda: export.tables_zip(whole(), "parquet", header), "application/zip"),
+        ("runs.dl_run", "json.gz", lambda: export.run_file_bytes(whole(), summary.label, summary.created),
+         "application/gzip"),  # fmt: skip
+    ]
+
+
+def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> None:
+    """Tables (CSV, Parquet), the run file and the chart files. Each is built only when asked for:
+    the table and run-file buttons build their bytes on click, from the whole run (read from the store
+    then when the charts' copy is thinned); chart files (kaleido, seconds) are drawn from what the
+    charts show by a Prepare button, then offered."""
+    from ln_viz import export
+
+    stem = _file_stem(summary)
+    row = st.container(horizontal=True)
+    for key, ext, build, mime in lazy_downloads(store, data, summary):
+        row.download_button(
+            t(key, lang),
+            data=build,
+            file_name=f"{stem}.{ext}",
+            mime=mime,
+            key=f"runs_{key.split('.')[-1]}",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+    ready = st.session_state.get("_runs_charts")
+    if ready and ready[0] == (summary.id, summary.updated, lang):
+        row.download_button(
+            t("runs.dl_charts", lang),
+            data=ready[1],
+            file_name=f"{stem}-charts.zip",
+            mime="application/zip",
+            key="runs_dl_charts",
+            on_click="ignore",
+            icon=":material/download:",
+            type="primary",
+        )
+    elif row.button(t("runs.dl_charts_prepare", lang), key="runs_prepare_charts", icon=":material/image:"):
+        with st.spinner(t("runs.dl_charts_wait", lang)):
+            try:
+                blob = export.charts_zip(data, lang=lang)
+            except LocalizedError as e:
+                st.error(md(e.message(lang)))
+                return
+        st.session_state["_runs_charts"] = ((summary.id, summary.updated, lang), blob)  # one run's at a time
+        st.rerun()
+    st.caption(t("runs.dl_help", lang))
