@@ -130,7 +130,7 @@ class Store:
         store's connection opened (the same inode: a file it holds open cannot be replaced by another
         with that inode); a log made since is the new file's own, however old it looks (a checkpoint
         writes the file after its log), and is kept with its partner: another process may be writing
-        through them (after `rm runs.sqlite` a new store takes the old `-shm` as its index)."""
+        through them."""
         logs = self._log_paths()
         now = [file_identity(log) for log in logs]
         if any(n is not None and n != mine for n, mine in zip(now, self._logs)):
