@@ -10,7 +10,7 @@ import os
 import time
 from typing import Any
 
-from ln_viz.cli import Parser, UsageError
+from ln_viz.cli.parser import Parser, UsageError
 from ln_viz.i18n import LocalizedError
 from ln_viz.text import one_line
 
