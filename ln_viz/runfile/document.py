@@ -21,9 +21,9 @@ import numpy as np
 
 from ln_viz.config import FIELDS
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.runmeta import iso_time
 from ln_viz.schema import PROBES, SCALAR_NAMES
 from ln_viz.snapshot import thinned
-from ln_viz.store.rows import iso_time
 
 if TYPE_CHECKING:
     from ln_viz.snapshot import RunData
