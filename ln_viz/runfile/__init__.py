@@ -73,14 +73,11 @@ another program) is read back as damaged: one sentence, never a page's exception
 """
 
 from ln_viz.runfile.document import (
-    FORMAT,
-    FORMAT_VERSION,
     MAX_FILE_BYTES,
     MAX_JSON_VALUES,
     MAX_LISTED_VALUES,
     MAX_UNPACKED_BYTES,
     LoadedRun,
-    RunFileError,
     count_values,
     encode_run,
     fingerprint_of,
@@ -93,6 +90,7 @@ from ln_viz.runfile.document import (
     unpack_run_bytes,
     write_run_file,
 )
+from ln_viz.runfile.format import FORMAT, FORMAT_VERSION, RunFileError
 from ln_viz.tables import (
     EXPORT_FORMATS,
     TABLE_FORMATS,
