@@ -158,7 +158,7 @@ def _finite(name: str, value: Any) -> float:
 @dataclass(frozen=True)
 class FieldSpec:
     """What one RunConfig field accepts and where it appears: the one declaration from which
-    `RunConfig.validate`, the CLI flags (ln_viz/cli.py), the URL parser (ln_viz/urlstate.py) and the
+    `RunConfig.validate`, the CLI flags (ln_viz/cli/train.py), the URL parser (ln_viz/urlstate.py) and the
     sidebar form (ln_viz/ui/config_form.py) take its range, kind and names."""
 
     name: str

@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from ln_viz import charts  # noqa: E402
 from ln_viz.init_lab import InitLab, bundled_default  # noqa: E402
-from ln_viz.runfile import DEMO_DIR, read_run_file  # noqa: E402
+from ln_viz.runfile import read_run_file  # noqa: E402
 from ln_viz.snapshot import RunData, Snapshot  # noqa: E402
+from ln_viz.store.transfer import DEMO_DIR  # noqa: E402
 
 Build = Callable[[str, bool], go.Figure]  # (lang, presenter) -> figure
 

@@ -18,9 +18,10 @@ from ln_viz.config import RunConfig
 from ln_viz.i18n import EN, KO
 from ln_viz.init_lab import InitLab, bundled_default
 from ln_viz.names import HIST_BINS, HIST_EDGES, PARAM_NAMES
-from ln_viz.runfile import DEMO_DIR, read_run_file
+from ln_viz.runfile import read_run_file
 from ln_viz.schema import STAT_NAMES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
+from ln_viz.store.transfer import DEMO_DIR
 
 DIVERGED_AT = 151  # the step at which `diverged_run` diverges
 

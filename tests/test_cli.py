@@ -201,8 +201,9 @@ def test_run_ids_no_run_can_have_are_refused_with_one_sentence(tmp_path, run_id,
 
 
 def test_runs_list_shows_a_label_s_control_characters_as_escapes(tmp_path):
-    from ln_viz.runfile import DEMO_DIR, add_loaded_run, read_run_file
+    from ln_viz.runfile import read_run_file
     from ln_viz.store import Store
+    from ln_viz.store.transfer import DEMO_DIR, add_loaded_run
 
     path = tmp_path / "runs.sqlite"
     label = "ok\n   9  2020-01-01 00:00  completed  pre  fake\x1b[2J\x1b]0;title\x07\r\t\u202e"

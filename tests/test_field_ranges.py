@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ln_viz.cli import UsageError, build_parser, config_from_args
+from ln_viz.cli import build_parser
+from ln_viz.cli.parser import UsageError
+from ln_viz.cli.train import config_from_args
 from ln_viz.config import FIELDS, MAX_STEPS, ConfigError, RunConfig
 from ln_viz.i18n import t
 from ln_viz.ui.config_form import FORM_FIELDS, lr_stops

@@ -35,14 +35,13 @@ from ln_viz.i18n import LocalizedError
 from ln_viz.runfile import (
     MAX_JSON_VALUES,
     RunFileError,
-    add_loaded_run,
-    export_run,
     read_run_data,
     read_run_file,
     run_document,
 )
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
+from ln_viz.store.transfer import add_loaded_run, export_run
 from ln_viz.train import run
 from tests.runs import TINY
 

@@ -24,9 +24,6 @@ from ln_viz.runfile import (
     FORMAT_VERSION,
     MAX_FILE_BYTES,
     RunFileError,
-    export_run,
-    import_run,
-    load_demo_runs,
     read_run_file,
     run_document,
     tables,
@@ -34,6 +31,7 @@ from ln_viz.runfile import (
 )
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
+from ln_viz.store.transfer import export_run, import_run, load_demo_runs
 from ln_viz.train import run
 from tests.runs import TINY, assert_same_run
 

@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 from ln_viz.config import RunConfig
 from ln_viz.export import run_file_bytes
-from ln_viz.runfile import DEMO_DIR
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
+from ln_viz.store.transfer import DEMO_DIR
 from ln_viz.train import run
 
 APP = "../app.py"

@@ -17,8 +17,9 @@ from streamlit.testing.v1 import AppTest
 from ln_viz.config import FIELDS, ConfigError, RunConfig
 from ln_viz.corpus import CorpusError, decode_text, load_corpus
 from ln_viz.i18n import t
-from ln_viz.runfile import DEMO_DIR, add_loaded_run, read_run_file
+from ln_viz.runfile import read_run_file
 from ln_viz.store import Store
+from ln_viz.store.transfer import DEMO_DIR, add_loaded_run
 from ln_viz.text import one_line, quoted, shown
 from ln_viz.ui.safe import WORD_JOINER, md
 

@@ -1,5 +1,6 @@
-"""Runs as files: one JSON run file to share (this package), beside the tidy tables (ln_viz.tables) and
-the store's import/export (ln_viz.store.transfer), both re-exported here.
+"""Runs as files: one JSON run file to share (this package), and the tidy tables (ln_viz.tables),
+re-exported here. Putting a run file into a store and getting it out again is the store's part
+(ln_viz.store.transfer: import_run, add_loaded_run, export_run, load_demo_runs, DEMO_DIR).
 
 The run file (`write_run_file`, `read_run_file`): one JSON object, UTF-8, gzip-compressed when the
 name ends in `.gz` (reading detects gzip by its magic bytes, not the name):
@@ -71,17 +72,12 @@ the file's values are counted (`count_values`) and capped at MAX_JSON_VALUES, so
 another program) is read back as damaged: one sentence, never a page's exception.
 """
 
-from typing import Any
-
 from ln_viz.runfile.document import (
-    FORMAT,
-    FORMAT_VERSION,
     MAX_FILE_BYTES,
     MAX_JSON_VALUES,
     MAX_LISTED_VALUES,
     MAX_UNPACKED_BYTES,
     LoadedRun,
-    RunFileError,
     count_values,
     encode_run,
     fingerprint_of,
@@ -94,6 +90,7 @@ from ln_viz.runfile.document import (
     unpack_run_bytes,
     write_run_file,
 )
+from ln_viz.runfile.format import FORMAT, FORMAT_VERSION, RunFileError
 from ln_viz.tables import (
     EXPORT_FORMATS,
     TABLE_FORMATS,
@@ -107,21 +104,7 @@ from ln_viz.tables import (
     tables,
 )
 
-# The store's import/export (ln_viz.store.transfer) imports this package, so its old names here are
-# looked up on first use rather than imported at the top (which would be a cycle).
-_TRANSFER = ("DEMO_DIR", "add_loaded_run", "export_run", "import_run", "load_demo_runs")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _TRANSFER:
-        from ln_viz.store import transfer
-
-        return getattr(transfer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
-    "DEMO_DIR",
     "EXPORT_FORMATS",
     "FORMAT",
     "FORMAT_VERSION",
@@ -133,18 +116,14 @@ __all__ = [
     "TABLE_FORMATS",
     "LoadedRun",
     "RunFileError",
-    "add_loaded_run",
     "encode_run",
-    "export_run",
     "export_tables",
     "count_values",
     "fingerprint_of",
     "grad_norm_table",
     "histogram_table",
-    "import_run",
     "layer_stats_table",
     "layer_table",
-    "load_demo_runs",
     "parse_run",
     "read_run_bytes",
     "read_run_data",

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ln_viz.config import FIELDS
-from ln_viz.i18n import LocalizedError, t
+from ln_viz.i18n import LocalizedError
+from ln_viz.runfile.format import FORMAT, FORMAT_VERSION, RunFileError
+from ln_viz.runfile.validate import Validator
+from ln_viz.runmeta import iso_time
 from ln_viz.schema import PROBES, SCALAR_NAMES
 from ln_viz.snapshot import thinned
-from ln_viz.store.rows import iso_time
 
 if TYPE_CHECKING:
     from ln_viz.snapshot import RunData
 
-FORMAT = "ln-viz-run"
-FORMAT_VERSION = 1
 MAX_FILE_BYTES = 50 * 1024**2  # a 1,000-step depth-12 run with all probes is about 3 MB
 MAX_UNPACKED_BYTES = 50 * 1024**2  # guards against a small gzip that unpacks to gigabytes
 # Python's json holds each value as an object of 24-64 bytes: 50 MB of `[],[],...` took 1.3 GB. Before
@@ -40,21 +40,6 @@ MAX_UNPACKED_BYTES = 50 * 1024**2  # guards against a small gzip that unpacks to
 MAX_LISTED_VALUES = 1_000_000
 MAX_JSON_VALUES = (len(SCALAR_NAMES) + 1) * int(FIELDS["steps"].hi) + MAX_LISTED_VALUES + 10_000
 _USER_TEXT = re.compile(r'"user_text"\s*:\s*"')
-
-
-class RunFileError(LocalizedError):
-    """A run file ln-viz refuses: one sentence. `cause` is a nested error whose sentence is the reason."""
-
-    def __init__(self, key: str, *, cause: LocalizedError | None = None, **params: object) -> None:
-        self.cause = cause
-        if cause is not None:
-            params["reason"] = str(cause)
-        super().__init__(key, **params)
-
-    def message(self, lang: str = "en") -> str:
-        if self.cause is None:
-            return super().message(lang)
-        return t(self.key, lang, **{**self.params, "reason": self.cause.message(lang)})
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -247,8 +232,6 @@ def parse_run(raw: bytes, name: str) -> LoadedRun:
         ) from None
     except (ValueError, RecursionError) as e:
         raise RunFileError("err.runfile_json", path=name, reason=str(e)[:80]) from None
-    from ln_viz.runfile.validate import Validator
-
     data, label, created = Validator(name).run(doc)
     return LoadedRun(data, label, created, fingerprint_of(raw))
 

@@ -18,16 +18,12 @@ from ln_viz.config import FIELDS, RunConfig
 from ln_viz.corpus import MAX_USER_CHARS, MAX_VOCAB, user_text_corpus
 from ln_viz.i18n import EN, LocalizedError
 from ln_viz.names import HIST_EDGES, PARAM_NAMES, STATUSES, norm_names
-from ln_viz.runfile.document import FORMAT, FORMAT_VERSION, RunFileError
+from ln_viz.runfile.format import FORMAT, FORMAT_VERSION, RunFileError
+from ln_viz.runmeta import MAX_LABEL_CHARS, in_time_range
 from ln_viz.schema import FINITE_LIMIT, PROBES, SCALAR_NAMES, SCALARS, STAT_NAMES, STAT_RANGES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
-from ln_viz.store.rows import MAX_LABEL_CHARS
 from ln_viz.text import Echo
 
-# What a created time may be: after 1970 and before 3000 (a run's start, as time.time() gave it), so every
-# page, table and export can show it in any time zone.
-CREATED_RANGE = (0.0, datetime(3000, 1, 1, tzinfo=UTC).timestamp())
-MAX_MESSAGE_CHARS = 64  # a status message is a catalog key ("msg.diverged")
 MAX_N_PARAMS = 10**12
 _LIMIT = f"{FINITE_LIMIT:.2g}"  # a bound as a sentence shows it: 3.4e+38
 _FROM_THE_FILE = {"value", "have", "name", "prev", "version"}  # the parameters a sentence echoes from the file
@@ -240,7 +236,7 @@ class Validator:
         return self.number(value, where)
 
     def created(self, value: Any) -> float | None:
-        """The run's start as unix seconds, one a page can show in any time zone (CREATED_RANGE)."""
+        """The run's start as unix seconds, one a page can show in any time zone (runmeta.TIME_RANGE)."""
         if value is None:
             return None
         when = None
@@ -254,7 +250,7 @@ class Validator:
                 when = None
         if when is None:
             raise self.fail("err.runfile_field", where="created", expected="ISO 8601 string")
-        if not CREATED_RANGE[0] <= seconds < CREATED_RANGE[1]:
+        if not in_time_range(seconds):
             raise self.fail("err.runfile_created", value=value)
         return seconds
 

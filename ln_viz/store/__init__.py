@@ -45,19 +45,16 @@ from ln_viz.store.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 from ln_viz.store.reader import Store
 from ln_viz.store.rows import (
     LIVE_STATUSES,
-    MAX_LABEL_CHARS,
     SORT_KEYS,
     RunFilter,
     RunSummary,
     array_to_blob,
     blob_to_array,
-    iso_time,
 )
 from ln_viz.store.writer import RunWriter
 
 __all__ = [
     "LIVE_STATUSES",
-    "MAX_LABEL_CHARS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "SORT_KEYS",
@@ -71,7 +68,6 @@ __all__ = [
     "blob_to_array",
     "connect",
     "default_store_path",
-    "iso_time",
     "migrate",
     "resolve_store_path",
 ]

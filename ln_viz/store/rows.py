@@ -14,7 +14,6 @@ import socket
 import sqlite3
 import time
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -22,16 +21,14 @@ import numpy as np
 from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.names import STATUSES
+from ln_viz.runfile.validate import Validator
+from ln_viz.runmeta import MAX_LABEL_CHARS, in_time_range, iso_time
 from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.db import StoreError
 
 LIVE_STATUSES = ("queued", "running")
 LIVE_SQL = "('queued', 'running')"  # LIVE_STATUSES as an SQL list
-MAX_LABEL_CHARS = 200
-# A run's times: after 1970 and before 3000 (what time.time() gives), so every page, table and export can
-# show them in any time zone; an import refuses others, and a row holding one is shown as damaged.
-TIME_RANGE = (0.0, datetime(3000, 1, 1, tzinfo=UTC).timestamp())
 SOURCES = ("train", "import", "demo")
 # RunConfig fields copied into the runs row, so lists sort and filter without parsing JSON
 CONFIG_COLUMNS = ("norm_position", "norm_type", "depth", "d_model", "lr", "warmup_steps", "steps", "corpus", "seed")
@@ -59,13 +56,6 @@ def nan_to_none(x: float | None) -> float | None:
 
 def none_to_nan(x: float | None) -> float:
     return math.nan if x is None else float(x)
-
-
-def iso_time(t: float | None) -> str | None:
-    """Unix seconds as ISO 8601 UTC text to the millisecond (what the run file round-trips), or None."""
-    if t is None:
-        return None
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
 
 
 # --- the runs list --------------------------------------------------------------------------------------
@@ -103,7 +93,7 @@ class RunSummary:
             return d
         d = {k: _json_safe(v) for k, v in asdict(self).items()}
         for key in ("created", "updated"):
-            d[key] = iso_time(d[key]) if _is_time(d[key]) else None
+            d[key] = iso_time(d[key]) if in_time_range(d[key]) else None
         return {**d, "damaged": damage.message()}
 
     def damage(self) -> LocalizedError | None:
@@ -111,8 +101,8 @@ class RunSummary:
         Imports refuse such values; a row may still hold one from an older ln-viz or another program."""
         checks = (
             ("id", isinstance(self.id, int)),
-            ("created", _is_time(self.created)),
-            ("updated", _is_time(self.updated)),
+            ("created", in_time_range(self.created)),
+            ("updated", in_time_range(self.updated)),
             ("label", self.label is None or (isinstance(self.label, str) and len(self.label) <= MAX_LABEL_CHARS)),
             ("status", self.status in STATUSES),
             ("message", self.message is None or isinstance(self.message, str)),
@@ -165,10 +155,6 @@ class RunFilter:
             where.append("instr(lower(coalesce(label, '')), lower(?)) > 0")
             args.append(self.label_contains)
         return (" WHERE " + " AND ".join(where)) if where else "", args
-
-
-def _is_time(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and TIME_RANGE[0] <= x < TIME_RANGE[1]
 
 
 def _is_number(x: object) -> bool:
@@ -292,8 +278,6 @@ def read_run(
 def stored_info(config: str, info: str, name: str) -> RunInfo:
     """A runs row's header, held to what an import accepts (ln_viz.runfile.validate), so a row written by
     an older ln-viz or another program is damaged rather than a page's exception."""
-    from ln_viz.runfile.validate import Validator  # it imports this module
-
     header = json.loads(info)
     if not isinstance(header, dict):
         raise TypeError("the header is not an object")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ln_viz.i18n import LocalizedError
 from ln_viz.runfile.document import LoadedRun, fingerprint_of, parse_run, read_run_bytes, read_run_file, write_run_file
+from ln_viz.runmeta import iso_time
 from ln_viz.store.reader import Store
-from ln_viz.store.rows import iso_time
 from ln_viz.tables import EXPORT_FORMATS, export_tables
 
 DEMO_DIR = Path(__file__).parent.parent / "data" / "demo_runs"

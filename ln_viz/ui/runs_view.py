@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 # --- demo runs ------------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
 def _autoloaded(store_path: str) -> list[int]:
-    from ln_viz.runfile import load_demo_runs
+    from ln_viz.store.transfer import load_demo_runs
 
     with Store(store_path) as store:  # its own connection: this runs once per server and store
         return load_demo_runs(store)
@@ -58,7 +58,8 @@ def autoload_demos(store: Store) -> None:
 def load_demos(store: Store) -> list[int]:
     """The "Load the demo runs" button: add every bundled demo not stored now (an explicit request, so
     demos deleted earlier come back); the ids added. Idempotent: a stored demo is found by fingerprint."""
-    from ln_viz.runfile import DEMO_DIR, add_loaded_run, read_run_file
+    from ln_viz.runfile import read_run_file
+    from ln_viz.store.transfer import DEMO_DIR, add_loaded_run
 
     added = []
     for path in sorted(DEMO_DIR.glob("*.json.gz")):

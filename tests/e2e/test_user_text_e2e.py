@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from ln_viz.runfile import DEMO_DIR, add_loaded_run, read_run_file
+from ln_viz.runfile import read_run_file
 from ln_viz.store import Store
+from ln_viz.store.transfer import DEMO_DIR, add_loaded_run
 from ln_viz.text import one_line
 from ln_viz.ui.safe import WORD_JOINER
 from tests.e2e.conftest import Server, stop_and_check, wait_idle

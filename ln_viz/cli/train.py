@@ -1,7 +1,5 @@
-"""`python -m ln_viz ...`: train a run, measure gradients at initialisation, manage stored runs.
-
-Every error a user can cause exits with status 2 and one line `error: ...` on stderr.
-"""
+"""`python -m ln_viz train` and `init-grads`: one run trained and reported, the gradient norm of every
+layer at initialisation; both take a flag per RunConfig field (`config_from_args`)."""
 
 from __future__ import annotations
 
@@ -12,23 +10,11 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from ln_viz.cli.parser import UsageError
 from ln_viz.config import FIELDS, PRESETS, ConfigError, RunConfig, preset
-from ln_viz.i18n import LocalizedError
-from ln_viz.text import one_line, shown
-
-MAX_ERROR_CHARS = 1000  # an error line is cut here: argparse repeats a bad value in full
-
-
-class UsageError(Exception):
-    """A bad flag: printed as one line, exit status 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, status 2
-        raise UsageError(message)
+from ln_viz.text import one_line
 
 
 def _add_config_flags(p: argparse.ArgumentParser, train: bool = False) -> None:
@@ -43,14 +29,8 @@ def _add_config_flags(p: argparse.ArgumentParser, train: bool = False) -> None:
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
 
 
-def build_parser() -> Parser:
-    """The whole command line: train, init-grads, runs ..."""
-    parser = Parser(
-        prog="python -m ln_viz",
-        description="Watch LayerNorm placement decide whether a transformer trains.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-
+def add_train_commands(sub: Any) -> None:
+    """The `train` and `init-grads` subcommands, added to the top-level parser `sub`."""
     tr = sub.add_parser("train", help="train one run and report its loss")
     _add_config_flags(tr, train=True)
     tr.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
@@ -69,14 +49,6 @@ def build_parser() -> Parser:
     ig.add_argument("--seeds", type=int, default=5, help="number of seeds (0..N-1), 1-100")
     ig.add_argument("--csv", action="store_true", help="print seed,layer,param,grad_norm rows")
     ig.set_defaults(func=cmd_init_grads)
-
-    from ln_viz.cli_runs import add_runs_commands  # imports this module's Parser: loaded on use
-
-    add_runs_commands(sub)
-    from ln_viz.sweep.cli import add_parser as add_sweep_command  # imports nothing heavy until it runs
-
-    add_sweep_command(sub)
-    return parser
 
 
 def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) -> RunConfig:
@@ -220,18 +192,3 @@ def cmd_init_grads(args: argparse.Namespace) -> int:
         print(f"gradient norm at init, mean over {args.seeds} seeds ({cfg.norm_position}, depth {cfg.depth})")
         print(means.to_string(float_format=lambda v: f"{v:.4f}"))
     return 0
-
-
-# --- runs: the run store ------------------------------------------------------------------------------
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line's entry point: the exit status (2 with one `error: ...` line for a user's error)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        return args.func(args)
-    except (UsageError, LocalizedError) as e:  # one line, whatever the message echoes
-        sys.stderr.write(f"error: {shown(str(e), MAX_ERROR_CHARS)}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("\nerror: interrupted\n")
-        return 130

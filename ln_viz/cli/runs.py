@@ -10,7 +10,7 @@ import os
 import time
 from typing import Any
 
-from ln_viz.cli import Parser, UsageError
+from ln_viz.cli.parser import Parser, UsageError
 from ln_viz.i18n import LocalizedError
 from ln_viz.text import one_line
 
@@ -135,7 +135,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 def cmd_runs_export(args: argparse.Namespace) -> int:
     """`runs export`: a run as tables, chart files or one run file; prints the paths written."""
-    from ln_viz.runfile import export_run
+    from ln_viz.store.transfer import export_run
 
     if args.probe_stride < 1:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
@@ -154,7 +154,8 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
 def cmd_runs_import(args: argparse.Namespace) -> int:
     """`runs import`: add a run file to the store, once."""
-    from ln_viz.runfile import add_loaded_run, read_run_file
+    from ln_viz.runfile import read_run_file
+    from ln_viz.store.transfer import add_loaded_run
 
     loaded = read_run_file(args.file)  # refuse a bad file before creating a store for it
     with _open_store(args, create=True) as store:
@@ -194,7 +195,7 @@ def _check_run_id(run_id: int) -> None:
 
 def cmd_runs_demo(args: argparse.Namespace) -> int:
     """`runs demo`: import the bundled demo runs (each once)."""
-    from ln_viz.runfile import load_demo_runs
+    from ln_viz.store.transfer import load_demo_runs
 
     with _open_store(args, create=True) as store:
         added = load_demo_runs(store)
