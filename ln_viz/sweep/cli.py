@@ -89,8 +89,8 @@ def parse_list(name: str, raw: str, parse: type) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """The `sweep` command: estimate, train (with a progress bar), report."""
+    from ln_viz.sweep.chooser import make_executor
     from ln_viz.sweep.driver import SweepRun
-    from ln_viz.sweep.executors import make_executor
     from ln_viz.sweep.spec import estimate
 
     spec = spec_from_args(args)

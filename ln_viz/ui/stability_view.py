@@ -45,8 +45,8 @@ class SweepService:
 
     def start(self, spec: SweepConfig, executor: str, address: str | None) -> bool:
         """Start a sweep of `spec`; False when one is already training."""
+        from ln_viz.sweep.chooser import make_executor
         from ln_viz.sweep.driver import SweepRun
-        from ln_viz.sweep.executors import make_executor
         from ln_viz.sweep.storage import SweepStore
 
         with self.lock:
