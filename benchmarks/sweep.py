@@ -65,8 +65,8 @@ def sweep_rate(executor: Executor, spec: SweepConfig) -> dict[str, float]:
 
 
 def ray_rate(spec: SweepConfig, cpus: int) -> dict[str, float]:
-    from ln_viz.sweep.ray_cluster import HeadNode
     from ln_viz.sweep.ray_exec import RayExecutor, disconnect
+    from tests.ray_cluster import HeadNode
 
     with HeadNode(cpus=cpus) as head:
         try:
