@@ -89,9 +89,9 @@ def main() -> None:
     # 8 runs of one setting (lrs and norm positions only change numbers, not the work per step)
     spec = SweepConfig(base=base, norm_position=("pre", "post"), lr=(3e-4, 1e-3, 3e-3, 1e-2), warmup_steps=(0,),
                        depth=(base.depth,), steps=steps)  # fmt: skip
-    # One run's rate in the same kind of worker (same priority: sweep workers run at nice 10, so on a
-    # loaded machine an in-process run at nice 0 is no fair reference), before and after the sweep,
-    # averaged: on a shared machine the load drifts meanwhile.
+    # One run's rate in the same kind of worker (same process setup and priority as the sweep's, so an
+    # in-process run is no fair reference), before and after the sweep, averaged: on a shared machine
+    # the load drifts meanwhile.
     one = dataclasses.replace(spec, norm_position=spec.norm_position[:1], lr=spec.lr[:1])
     before = sweep_rate(LocalExecutor(workers=1), one)["steps_per_s_steady"]
     local = sweep_rate(LocalExecutor(workers=cores), spec)

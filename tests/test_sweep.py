@@ -440,20 +440,33 @@ def test_the_sweep_benchmark_runs_and_reports_its_ratio(tmp_path):
     assert result["local_vs_ideal_steady"] > 0 and "x ideal" in proc.stdout
 
 
-def test_a_worker_told_to_stop_after_its_cell_ended_waits_for_the_next_job():
-    """A stop can reach a worker after its cell has ended (the driver stops every busy worker at once):
-    the worker takes it as nothing to stop and leaves cleanly at the exit message (it raised IndexError
-    on the stop and died with a traceback)."""
-    import multiprocessing as mp
+def test_a_serial_worker_trains_job_after_job_at_its_nice_level_and_leaves_at_a_stop():
+    """A sweep's worker (the Runner's WorkerProcess, serial) trains one Job after another, each ending in
+    End(stopped=False), at `nice` steps below us; a Stop that reaches it between two cells (the driver
+    stops every busy worker at once) is no error: it leaves cleanly."""
+    from ln_viz.runner import worker_context
+    from ln_viz.runner.messages import End, Info, Job, Ready, Snap, Stop
+    from ln_viz.runner.process import WorkerProcess
 
-    from ln_viz.sweep.local import _worker_main
+    def niceness(pid: int) -> int:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[16])
 
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_worker_main, args=(child, os.getpid(), 0))
-    proc.start()
-    child.close()
-    parent.send(("stop",))
-    parent.send(None)
-    proc.join(30)
-    assert proc.exitcode == 0
+    w = WorkerProcess(worker_context(), warm=False, nice=5, serial=True)
+    try:
+        kinds = []
+        for seed in (0, 1):
+            w.send(Job(TINY.replace(steps=3, probe_every=0, seed=seed), threads=1))
+            while (msg := w.receive(60)) is not None:
+                kinds.append(type(msg))
+                if isinstance(msg, End):
+                    assert msg.stopped is False
+                    break
+            else:
+                pytest.fail("the worker went quiet")
+            assert niceness(w.pid) == niceness(os.getpid()) + 5
+        assert kinds == [Ready, *([Info, Snap, Snap, Snap, End] * 2)]
+        w.send(Stop())
+        w.process.join(30)
+        assert w.process.exitcode == 0
+    finally:
+        w.reap()
