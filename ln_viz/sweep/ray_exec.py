@@ -108,8 +108,10 @@ class _Driver:
         options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
         try:
             if address == "local":
-                ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), _node_ip_address="127.0.0.1",
-                         include_dashboard=False, **options)  # fmt: skip
+                cpus = num_cpus or os.cpu_count()
+                ray.init(
+                    address="local", num_cpus=cpus, _node_ip_address="127.0.0.1", include_dashboard=False, **options
+                )
             else:
                 runtime_env = {"py_modules": [str(_PACKAGE)], "excludes": ["__pycache__", "data/demo_runs"]}
                 ray.init(address=address, runtime_env=runtime_env, **options)
