@@ -35,8 +35,9 @@ def cluster():
 
 
 def _spec(steps: int = 8) -> SweepConfig:
-    return SweepConfig(base=TINY, norm_position=("post", "pre"), lr=(1e-3, 1e-2), warmup_steps=(0,), depth=(1,),
-                       steps=steps)  # fmt: skip
+    return SweepConfig(
+        base=TINY, norm_position=("post", "pre"), lr=(1e-3, 1e-2), warmup_steps=(0,), depth=(1,), steps=steps
+    )
 
 
 def test_ray_gives_the_same_final_losses_as_local(cluster):
