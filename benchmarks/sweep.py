@@ -65,8 +65,8 @@ def sweep_rate(executor: Executor, spec: SweepConfig) -> dict[str, float]:
 
 
 def ray_rate(spec: SweepConfig, cpus: int) -> dict[str, float]:
-    from ln_viz.sweep.ray_cluster import HeadNode
     from ln_viz.sweep.ray_exec import RayExecutor, disconnect
+    from tests.ray_cluster import HeadNode
 
     with HeadNode(cpus=cpus) as head:
         try:
@@ -87,35 +87,54 @@ def main() -> None:
     base = BASE.replace(depth=1, d_model=16, heads=2, seq_len=16, batch_size=4) if args.quick else BASE
     steps = 30 if args.quick else 200
     # 8 runs of one setting (lrs and norm positions only change numbers, not the work per step)
-    spec = SweepConfig(base=base, norm_position=("pre", "post"), lr=(3e-4, 1e-3, 3e-3, 1e-2), warmup_steps=(0,),
-                       depth=(base.depth,), steps=steps)  # fmt: skip
-    # One run's rate in the same kind of worker (same priority: sweep workers run at nice 10, so on a
-    # loaded machine an in-process run at nice 0 is no fair reference), before and after the sweep,
-    # averaged: on a shared machine the load drifts meanwhile.
+    spec = SweepConfig(
+        base=base,
+        norm_position=("pre", "post"),
+        lr=(3e-4, 1e-3, 3e-3, 1e-2),
+        warmup_steps=(0,),
+        depth=(base.depth,),
+        steps=steps,
+    )
+    # One run's rate in the same kind of worker (same process setup and priority as the sweep's, so an
+    # in-process run is no fair reference), before and after the sweep, averaged: on a shared machine
+    # the load drifts meanwhile.
     one = dataclasses.replace(spec, norm_position=spec.norm_position[:1], lr=spec.lr[:1])
     before = sweep_rate(LocalExecutor(workers=1), one)["steps_per_s_steady"]
     local = sweep_rate(LocalExecutor(workers=cores), spec)
     after = sweep_rate(LocalExecutor(workers=1), one)["steps_per_s_steady"]
     single = (before + after) / 2
-    result = {"cores": cores, "single_run_steps_per_s": single, "single_before_after": [before, after],
-              "ideal_steps_per_s": cores * single, "local": local}  # fmt: skip
+    result = {
+        "cores": cores,
+        "single_run_steps_per_s": single,
+        "single_before_after": [before, after],
+        "ideal_steps_per_s": cores * single,
+        "local": local,
+    }
     result["local_vs_ideal_steady"] = local["steps_per_s_steady"] / (cores * single)
     result["local_vs_ideal_whole"] = local["steps_per_s_whole"] / (cores * single)
-    print(f"one run, 1 thread: {single:.1f} steps/s (before {before:.1f}, after {after:.1f}); "
-          f"{cores} cores x that: {cores * single:.1f} steps/s", flush=True)  # fmt: skip
-    print(f"local sweep, {local['runs']} runs x {steps} steps on {local['workers']} workers: "
-          f"{local['runs_per_min']:.1f} runs/min, {local['steps_per_s_whole']:.1f} steps/s whole, "
-          f"{local['steps_per_s_steady']:.1f} steady = {result['local_vs_ideal_steady']:.2f} x ideal "
-          f"(whole {result['local_vs_ideal_whole']:.2f} x)", flush=True)  # fmt: skip
+    print(
+        f"one run, 1 thread: {single:.1f} steps/s (before {before:.1f}, after {after:.1f}); "
+        f"{cores} cores x that: {cores * single:.1f} steps/s",
+        flush=True,
+    )
+    print(
+        f"local sweep, {local['runs']} runs x {steps} steps on {local['workers']} workers: "
+        f"{local['runs_per_min']:.1f} runs/min, {local['steps_per_s_whole']:.1f} steps/s whole, "
+        f"{local['steps_per_s_steady']:.1f} steady = {result['local_vs_ideal_steady']:.2f} x ideal "
+        f"(whole {result['local_vs_ideal_whole']:.2f} x)",
+        flush=True,
+    )
     if not args.no_ray:
         ray = ray_rate(spec, cores)
         result["ray"] = ray
         result["ray_overhead_whole"] = ray["whole_s"] / local["whole_s"] - 1
         result["ray_vs_local_steady"] = ray["steps_per_s_steady"] / local["steps_per_s_steady"]
-        print(f"ray sweep (head node on 127.0.0.1): {ray['runs_per_min']:.1f} runs/min, "
-              f"{ray['steps_per_s_whole']:.1f} steps/s whole, {ray['steps_per_s_steady']:.1f} steady; "
-              f"wall time {100 * result['ray_overhead_whole']:+.0f} % against local, steady rate "
-              f"{result['ray_vs_local_steady']:.2f} x local")  # fmt: skip
+        print(
+            f"ray sweep (head node on 127.0.0.1): {ray['runs_per_min']:.1f} runs/min, "
+            f"{ray['steps_per_s_whole']:.1f} steps/s whole, {ray['steps_per_s_steady']:.1f} steady; "
+            f"wall time {100 * result['ray_overhead_whole']:+.0f} % against local, steady rate "
+            f"{result['ray_vs_local_steady']:.2f} x local"
+        )
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
 

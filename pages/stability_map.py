@@ -32,9 +32,13 @@ if not present:
     st.caption(t("sweep.ui.intro", lang))
 
 with st.expander(t("sweep.ui.settings", lang), expanded=False):
-    preset = st.radio(t("sweep.ui.preset", lang), ["-", *SWEEP_PRESETS], horizontal=True,
-                      key=session.translated("sm_preset"),
-                      format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang))
+    preset = st.radio(
+        t("sweep.ui.preset", lang),
+        ["-", *SWEEP_PRESETS],
+        horizontal=True,
+        key=session.translated("sm_preset"),
+        format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang),
+    )
     if preset != "-" and st.session_state.get("sm_preset_applied") != preset:
         st.session_state["sm_preset_applied"] = preset
         st.session_state["sm_spec"] = SWEEP_PRESETS[preset]
@@ -61,8 +65,8 @@ work = estimate(spec, workers=None)
 bar = st.container(horizontal=True, vertical_alignment="center")
 run = bar.button(t("sweep.ui.run", lang), type="primary", key="sm_run", disabled=svc.busy())
 stop = bar.button(t("sweep.ui.stop", lang), key="sm_stop", disabled=not svc.busy())
-bar.caption(t("sweep.ui.estimate", lang, runs=work.runs, steps=work.steps, time=duration_text(work.seconds, lang),
-              cores=work.workers))  # fmt: skip
+wait = duration_text(work.seconds, lang)
+bar.caption(t("sweep.ui.estimate", lang, runs=work.runs, steps=work.steps, time=wait, cores=work.workers))
 if run and not svc.start(spec, executor, address):
     st.warning(t("sweep.ui.busy", lang))
 if run or stop:
@@ -82,8 +86,10 @@ def show_map() -> None:
     results, progress, shipped = view.map_results(spec)
     if progress is not None:
         eta = duration_text(progress.eta_s, lang) if progress.eta_s is not None else "…"
-        st.progress(progress.fraction, text=t("sweep.ui.progress", lang, done=progress.done, total=progress.total,
-                                               running=progress.running, eta=eta))  # fmt: skip
+        done, total, running = progress.done, progress.total, progress.running
+        st.progress(
+            progress.fraction, text=t("sweep.ui.progress", lang, done=done, total=total, running=running, eta=eta)
+        )
     elif st.session_state.get("sm_was_busy"):
         st.session_state["sm_was_busy"] = False
         st.rerun(scope="app")  # the sweep ended: the buttons change
@@ -100,14 +106,15 @@ def show_map() -> None:
         for x_axis, axis in (("lr", spec.lr), ("depth", spec.depth)):
             if len(axis) > 1 or (x_axis == "lr" and len(spec.depth) == 1):
                 fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, x_axis)
-                event = st.plotly_chart(fig, key=f"sm_map_{x_axis}", on_select="rerun", selection_mode="points",
-                                        theme=None)  # fmt: skip
+                key = f"sm_map_{x_axis}"
+                event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points", theme=None)
                 picked += _points(event)
     below = top[1] if present else st.columns(2)
     with below if present else below[0]:
         if len(spec.lr) > 1:
-            fig = sweep_charts.sensitivity_chart(curves(results, default_init), corpus.unigram_entropy, lang, present,
-                                                 height=390 if present else 600)  # fmt: skip
+            lines = curves(results, default_init)
+            height = 390 if present else 600
+            fig = sweep_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, present, height=height)
             st.plotly_chart(fig, key="sm_sens", theme=None)
     if not present:
         with below[1]:

@@ -7,14 +7,16 @@ any change a user could see in a figure shows as a changed file.
     .venv/bin/python scripts/figure_json.py /tmp/figs-after && diff -r /tmp/figs-before /tmp/figs-after
 
 The data: the shipped demo runs (a normal, a stalled and a deep run), a diverged run cut from one of
-them, an empty run, and the Init lab's shipped default measurement; every builder in English and
-Korean, presenter mode on and off, one run and several.
+them, an empty run, the Init lab's shipped default measurement, and the stability map's shipped default
+sweep (with a depth slice, a failed cell and unfinished grids made from it); every builder in English
+and Korean, presenter mode on and off, one run and several.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -26,10 +28,16 @@ import plotly.graph_objects as go
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
 
 from ln_viz import charts  # noqa: E402
+from ln_viz.corpus import load_corpus  # noqa: E402
+from ln_viz.i18n import t  # noqa: E402
 from ln_viz.init_lab import InitLab, bundled_default  # noqa: E402
 from ln_viz.runfile import read_run_file  # noqa: E402
 from ln_viz.snapshot import RunData, Snapshot  # noqa: E402
 from ln_viz.store.transfer import DEMO_DIR  # noqa: E402
+from ln_viz.sweep import charts as sweep_charts  # noqa: E402
+from ln_viz.sweep.presets import DEFAULT_MAP, SWEEP_PRESETS  # noqa: E402
+from ln_viz.sweep.results import CellResult, curves  # noqa: E402
+from ln_viz.sweep.spec import SweepConfig  # noqa: E402
 
 Build = Callable[[str, bool], go.Figure]  # (lang, presenter) -> figure
 
@@ -113,6 +121,77 @@ def init_lab_builders(lab: InitLab) -> dict[str, Build]:
     }
 
 
+def depth_slice(shipped: list[CellResult]) -> list[CellResult]:
+    """The depth-slice preset's cells made from the shipped warm-up map's (lr 3e-3): each depth's loss a
+    little higher than the last, Post-LN without warm-up diverged from depth 6 on."""
+    by_key = {(r.norm_position, r.lr, r.warmup_steps): r for r in shipped}
+    out = []
+    for c in SWEEP_PRESETS["depth-slice"].cells():
+        r = by_key[(c.norm_position, c.lr, c.warmup_steps)]
+        loss = (r.final_loss or 0.0) + 0.05 * c.depth
+        diverged = c.norm_position == "post" and c.warmup_steps == 0 and c.depth >= 6
+        status, final = ("diverged", None) if diverged else (r.status, loss)
+        out.append(
+            dataclasses.replace(
+                r,
+                depth=c.depth,
+                fingerprint=c.fingerprint,
+                status=status,
+                final_loss=final,
+                diverged_step=40 if diverged else None,
+            )
+        )
+    return out
+
+
+def sweep_builders() -> dict[str, Build]:
+    """The stability map page's charts on the shipped warm-up map: complete, with a failed cell, half
+    trained, empty; the depth slice; the LR-sensitivity curves; one cell's loss curve."""
+    data = json.loads(DEFAULT_MAP.read_text(encoding="utf-8"))
+    spec = SweepConfig.from_dict(data["spec"])
+    shipped = [CellResult.from_dict(r) for r in data["results"]]
+    with_failed = [dataclasses.replace(shipped[5], status="failed", error="RuntimeError: boom"), *shipped[6:]]
+    deep, deep_spec = depth_slice(shipped), SWEEP_PRESETS["depth-slice"]
+    corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)
+    init, unigram = math.log(corpus.vocab_size), corpus.unigram_entropy
+    zrange = sweep_charts.colour_range(shipped, corpus.floor(spec.base.seq_len), init)
+    no_floor = sweep_charts.colour_range(deep, None, init)
+    cell = next(r for r in shipped if r.status == "stalled")
+
+    def heat(sp, rs, zr, x_axis="lr"):
+        return lambda lang, p: sweep_charts.stability_heatmap(sp, rs, zr, lang, p, x_axis)
+
+    def sens(rs):
+        return lambda lang, p: sweep_charts.sensitivity_chart(curves(rs, init), unigram, lang, p, 390 if p else 600)
+
+    def title(lang: str) -> str:
+        status = t(f"sweep.status.{cell.status}", lang)
+        return t(
+            "sweep.ui.cell_title",
+            lang,
+            norm=charts.norm_label(cell.norm_position, lang),
+            lr=sweep_charts.lr_label(cell.lr),
+            warmup=cell.warmup_steps,
+            depth=cell.depth,
+            status=status,
+            loss=f"{cell.final_loss:.2f}",
+        )
+
+    return {
+        "map": heat(spec, shipped, zrange),
+        "map_failed": heat(spec, with_failed, zrange),
+        "map_half": heat(spec, shipped[::2], zrange),
+        "map_empty": heat(spec, [], sweep_charts.colour_range([], None, init)),
+        "map_depth": heat(deep_spec, deep, no_floor, "depth"),
+        "map_depth_lr": heat(deep_spec, deep, no_floor),
+        "sens": sens(shipped),
+        "sens_failed": sens(with_failed),
+        "sens_depths": sens(shipped + deep),
+        "sens_empty": sens([]),
+        "cell": lambda lang, p: sweep_charts.cell_curve_chart(cell.curve, title(lang), unigram, lang, p),
+    }
+
+
 def figures() -> Iterator[tuple[str, Build]]:
     """(name, builder) of every figure."""
     normal, stalled, deep = demo("post-ln-warmup"), demo("post-ln-no-warmup"), demo("deep-post-ln")
@@ -145,6 +224,8 @@ def figures() -> Iterator[tuple[str, Build]]:
     assert lab is not None, "the Init lab's shipped default could not be read"
     for chart, build in init_lab_builders(lab).items():
         yield f"init-{chart}", build
+    for chart, build in sweep_builders().items():
+        yield f"sweep-{chart}", build
 
 
 def main() -> None:

@@ -231,6 +231,68 @@ def test_opening_an_up_to_date_sweep_store_writes_nothing_and_a_newer_one_is_ref
     watcher.close()
 
 
+# The sweep tables as the first released code created them (ln_viz/sweep/storage.py before its migrations
+# moved onto ln_viz.store.migrations: it split this script on ";"). A store made then must open as it is.
+_RELEASED_V1 = """
+CREATE TABLE IF NOT EXISTS sweeps (
+    id INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL UNIQUE,
+    spec TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    executor TEXT,
+    elapsed_s REAL
+);
+CREATE TABLE IF NOT EXISTS sweep_cells (
+    fingerprint TEXT PRIMARY KEY,
+    norm_position TEXT NOT NULL,
+    lr REAL NOT NULL,
+    warmup_steps INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    final_loss REAL,
+    eval_loss REAL,
+    best_loss REAL,
+    init_loss REAL,
+    diverged_step INTEGER,
+    steps_done INTEGER NOT NULL,
+    elapsed_s REAL,
+    error TEXT,
+    config TEXT NOT NULL,
+    curve TEXT NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+
+def test_a_sweep_store_made_by_the_first_release_opens_and_reads_the_same(tiny_sweep, tmp_path):
+    path, _, final = tiny_sweep
+    old = tmp_path / "old.sqlite"
+    Store(old).close()
+    db = sqlite3.connect(old)
+    for statement in _RELEASED_V1.split(";"):  # as the old code ran it
+        if statement.strip():
+            db.execute(statement)
+    db.execute("INSERT INTO meta (key, value) VALUES ('sweep_schema', '1')")
+    src = sqlite3.connect(path)
+    for table in ("sweeps", "sweep_cells"):
+        rows = src.execute(f"SELECT * FROM {table}").fetchall()
+        db.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    db.commit()
+    src.close()
+    seen = db.execute("PRAGMA data_version").fetchone()
+    with SweepStore(old) as store:
+        assert store.results(tiny_spec()) == list(final.results)
+        assert [s["spec"] for s in store.sweeps()] == [tiny_spec()]
+    assert db.execute("PRAGMA data_version").fetchone() == seen  # at version 1 already: nothing written
+    schema = "SELECT name, sql FROM sqlite_master WHERE name LIKE 'sweep%' ORDER BY name"
+    fresh = tmp_path / "fresh.sqlite"
+    SweepStore(fresh).close()
+    assert sqlite3.connect(fresh).execute(schema).fetchall() == db.execute(schema).fetchall()  # the same tables
+    db.close()
+
+
 def test_cli_json_resumes_from_the_store(tiny_sweep):
     path, _, final = tiny_sweep
     cmd = [sys.executable, "-m", "ln_viz", "sweep", "--norm-position", "post,pre", "--lr", "1e-3,1e-2", "--warmup",
@@ -378,20 +440,33 @@ def test_the_sweep_benchmark_runs_and_reports_its_ratio(tmp_path):
     assert result["local_vs_ideal_steady"] > 0 and "x ideal" in proc.stdout
 
 
-def test_a_worker_told_to_stop_after_its_cell_ended_waits_for_the_next_job():
-    """A stop can reach a worker after its cell has ended (the driver stops every busy worker at once):
-    the worker takes it as nothing to stop and leaves cleanly at the exit message (it raised IndexError
-    on the stop and died with a traceback)."""
-    import multiprocessing as mp
+def test_a_serial_worker_trains_job_after_job_at_its_nice_level_and_leaves_at_a_stop():
+    """A sweep's worker (the Runner's WorkerProcess, serial) trains one Job after another, each ending in
+    End(stopped=False), at `nice` steps below us; a Stop that reaches it between two cells (the driver
+    stops every busy worker at once) is no error: it leaves cleanly."""
+    from ln_viz.runner import worker_context
+    from ln_viz.runner.messages import End, Info, Job, Ready, Snap, Stop
+    from ln_viz.runner.process import WorkerProcess
 
-    from ln_viz.sweep.local import _worker_main
+    def niceness(pid: int) -> int:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[16])
 
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_worker_main, args=(child, os.getpid(), 0))
-    proc.start()
-    child.close()
-    parent.send(("stop",))
-    parent.send(None)
-    proc.join(30)
-    assert proc.exitcode == 0
+    w = WorkerProcess(worker_context(), warm=False, nice=5, serial=True)
+    try:
+        kinds = []
+        for seed in (0, 1):
+            w.send(Job(TINY.replace(steps=3, probe_every=0, seed=seed), threads=1))
+            while (msg := w.receive(60)) is not None:
+                kinds.append(type(msg))
+                if isinstance(msg, End):
+                    assert msg.stopped is False
+                    break
+            else:
+                pytest.fail("the worker went quiet")
+            assert niceness(w.pid) == niceness(os.getpid()) + 5
+        assert kinds == [Ready, *([Info, Snap, Snap, Snap, End] * 2)]
+        w.send(Stop())
+        w.process.join(30)
+        assert w.process.exitcode == 0
+    finally:
+        w.reap()

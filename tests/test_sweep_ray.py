@@ -11,10 +11,10 @@ pytest.importorskip("ray")
 from ln_viz.config import RunConfig  # noqa: E402
 from ln_viz.sweep.driver import SweepRun  # noqa: E402
 from ln_viz.sweep.local import LocalExecutor  # noqa: E402
-from ln_viz.sweep.ray_cluster import HeadNode  # noqa: E402
 from ln_viz.sweep.ray_exec import RayExecutor, disconnect  # noqa: E402
 from ln_viz.sweep.spec import SweepConfig  # noqa: E402
 
+from .ray_cluster import HeadNode  # noqa: E402
 from .test_sweep import crash_one_cell_then_stop  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -23,7 +23,7 @@ TINY = RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=4)
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head node on 127.0.0.1 (ln_viz.sweep.ray_cluster: `ray start --head --block` in its own process
+    """A head node on 127.0.0.1 (tests/ray_cluster.py: `ray start --head --block` in its own process
     group, 2 CPUs); yields its address; then ends its group and every process it started, by id."""
     head = HeadNode(cpus=2).start()
     try:
@@ -35,8 +35,9 @@ def cluster():
 
 
 def _spec(steps: int = 8) -> SweepConfig:
-    return SweepConfig(base=TINY, norm_position=("post", "pre"), lr=(1e-3, 1e-2), warmup_steps=(0,), depth=(1,),
-                       steps=steps)  # fmt: skip
+    return SweepConfig(
+        base=TINY, norm_position=("post", "pre"), lr=(1e-3, 1e-2), warmup_steps=(0,), depth=(1,), steps=steps
+    )
 
 
 def test_ray_gives_the_same_final_losses_as_local(cluster):

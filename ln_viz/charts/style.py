@@ -30,12 +30,13 @@ PARAM_COLORS: dict[str, str] = {
 }
 GREY = "#555555"
 FAINT = "#BBBBBB"
+GRID = "#E6E6E6"
 FONT_FAMILY = 'Arial, "Noto Sans KR", "Nanum Gothic", "Malgun Gothic", "Apple SD Gothic Neo", sans-serif'
 BASE_FONT = 16  # px; legible at 1280x720 on a projector
 PRESENTER_SCALE = 1.4
 # A small template of our own: the built-in ones add ~8 KB of JSON to every figure on every redraw.
 _AXIS_STYLE: dict[str, Any] = {
-    "gridcolor": "#E6E6E6",
+    "gridcolor": GRID,
     "linecolor": "#444444",
     "zeroline": False,
     "ticks": "outside",
@@ -220,6 +221,33 @@ def _layout(
     _fit_y_titles(merged, _plot_height(height, merged["margin"].get("t", top), bottom + 40), presenter)
     fig.layout = {**merged, "template": _TEMPLATE_OBJ}
     return fig
+
+
+def plain_layout(fig: go.Figure, title: str, presenter: bool, height: int, **extra: Any) -> go.Figure:
+    """The layout of a chart drawn once, not streamed (the stability map's): Plotly's own template, a
+    one-line title, margins that grow in presenter mode like the text; `extra` as update_layout takes
+    it, replacing any key it names."""
+    layout: dict[str, Any] = {
+        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, presenter), "color": "#222222"},
+        "title": {"text": title, "font": {"size": _px(19, presenter)}, "x": 0.01, "xanchor": "left"},
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "height": _px(height, presenter),
+        "margin": margin(presenter, top=70),
+        "hoverlabel": {"font": {"size": _px(14, presenter), "family": FONT_FAMILY}},
+    }
+    fig.update_layout(**{**layout, **extra})
+    return fig
+
+
+def margin(presenter: bool, top: int, bottom: int = 60, left: int = 70, right: int = 20) -> dict[str, int]:
+    """Plot margins (px at normal size) scaled as the text is in presenter mode (for `plain_layout`)."""
+    return {
+        "l": _px(left, presenter),
+        "r": _px(right, presenter),
+        "t": _px(top, presenter),
+        "b": _px(bottom, presenter),
+    }
 
 
 def _f32(x: Any) -> np.ndarray:

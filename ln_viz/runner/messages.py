@@ -10,7 +10,8 @@ Each direction has its own pipe (see `process.py` for why pipes). A worker's lif
     End     left the loop (stopped, or the trainer finished)
     Failed  an exception instead      (Stop instead of a Job: an idle worker just leaves)
 
-The worker sends nothing after its End or Failed and exits at once.
+The worker sends nothing after its End or Failed and exits at once; a serial worker (a sweep's) waits
+for its next Job instead, unless the End was a stop.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from ln_viz.runner.messages import Ready, ServerMessage, Stop, WorkerMessage
-from ln_viz.runner.worker import worker_main
+from ln_viz.runner.worker import WORKER_NICE, worker_main
 
 WORKER_NAME = "ln-viz-worker"
 _PATCH_LOCK = threading.Lock()
@@ -67,7 +67,8 @@ def worker_context() -> multiprocessing.context.SpawnContext:
 class WorkerProcess:
     """One spawned worker process as the server holds it: its pipes and how to end it."""
 
-    def __init__(self, ctx: Any, warm: bool) -> None:
+    def __init__(self, ctx: Any, warm: bool, nice: int = WORKER_NICE, serial: bool = False) -> None:
+        """Spawn it; `nice` and `serial` as `worker_main` takes them (a sweep's workers set both)."""
         _skip_main_module_in_workers()
         out_r, out_w = ctx.Pipe(duplex=False)
         cmd_r, cmd_w = ctx.Pipe(duplex=False)
@@ -76,7 +77,7 @@ class WorkerProcess:
         self.ready_at: float | None = None  # wall time of the worker's Ready
         self.process = ctx.Process(
             target=worker_main,
-            args=(cmd_r, out_w, warm, os.getpid()),
+            args=(cmd_r, out_w, warm, os.getpid(), nice, serial),
             name=WORKER_NAME,
             daemon=True,  # multiprocessing's own exit hook terminates it if all else fails
         )
@@ -90,6 +91,10 @@ class WorkerProcess:
     @property
     def pid(self) -> int | None:
         return self.process.pid
+
+    def fileno(self) -> int:
+        """Its messages' pipe: `multiprocessing.connection.wait` waits on several workers by it."""
+        return self._out.fileno()
 
     def send(self, msg: ServerMessage) -> None:
         """Send a command; a worker that has exited already is not an error."""

@@ -1,7 +1,9 @@
 """The worker process's side: what a spawned child runs, from its first import to `os._exit`.
 
 The child gets two one-way pipes: `cmd` (server -> worker) and `out` (worker -> server); the messages
-are the dataclasses of `messages.py`. It says Ready, waits for one Job, trains it, and leaves.
+are the dataclasses of `messages.py`. It says Ready, waits for one Job, trains it, and leaves; a
+serial worker (a sweep's: a fresh process pays 2-4 s of imports per run) waits for the next Job after
+each run that was not stopped, and leaves at a Stop instead of a Job.
 """
 
 from __future__ import annotations
@@ -23,19 +25,25 @@ WORKER_NICE = 10
 _PIPE_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
 
 
-def lower_priority() -> None:
-    """Make this (worker) process yield the CPU to the server. On 2 cores, two training runs and ten
-    tabs' page scripts contend; at equal priority the server's answers waited behind the runs' steps
-    for seconds. Best effort: a system that refuses leaves the priority as it is."""
+def lower_priority(nice: int = WORKER_NICE) -> None:
+    """Make this (worker) process yield the CPU to the server, `nice` steps below its parent. On 2
+    cores, two training runs and ten tabs' page scripts contend; at equal priority the server's answers
+    waited behind the runs' steps for seconds. Best effort: a system that refuses leaves the priority
+    as it is."""
+    if not nice:
+        return
     try:
-        os.nice(WORKER_NICE)
+        os.nice(nice)
     except OSError:
         pass
 
 
-def worker_main(cmd: Connection, out: Connection, warm: bool, parent_pid: int) -> None:
-    """Entry point of a worker process (spawned: a fresh interpreter, so it imports everything)."""
-    lower_priority()
+def worker_main(
+    cmd: Connection, out: Connection, warm: bool, parent_pid: int, nice: int = WORKER_NICE, serial: bool = False
+) -> None:
+    """Entry point of a worker process (spawned: a fresh interpreter, so it imports everything);
+    `serial`: train Job after Job (see the module docstring)."""
+    lower_priority(nice)
     # Ctrl-C in the terminal reaches the whole process group; the server decides when workers end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # OpenMP threads spin while waiting for work by default. With two threads per run and anything
@@ -48,10 +56,10 @@ def worker_main(cmd: Connection, out: Connection, warm: bool, parent_pid: int) -
         if warm:
             _warm_up()
         out.send(Ready(time.time()))
-        job = cmd.recv()
-        if isinstance(job, Job):  # a Stop instead: no job is coming
+        while isinstance(job := cmd.recv(), Job):  # a Stop instead: no job is coming
             torch.set_num_threads(job.threads)
-            _train(job.config, cmd, out, parent_pid)
+            if not _train(job.config, cmd, out, parent_pid) or not serial:
+                break
     except _PIPE_GONE:
         pass
     except Exception as e:  # noqa: BLE001 -- e.g. a broken install failing the imports: say so
@@ -81,8 +89,8 @@ def _warm_up() -> None:
         pass
 
 
-def _train(cfg: RunConfig, cmd: Connection, out: Connection, parent_pid: int) -> None:
-    """Train `cfg`, sending Info, a Snap per step, and End (or Failed)."""
+def _train(cfg: RunConfig, cmd: Connection, out: Connection, parent_pid: int) -> bool:
+    """Train `cfg`, sending Info, a Snap per step, and End (or Failed); False when told to stop."""
     from ln_viz.train import Trainer
 
     try:
@@ -93,7 +101,7 @@ def _train(cfg: RunConfig, cmd: Connection, out: Connection, parent_pid: int) ->
             # Between two steps is the only safe place to stop: the step's snapshot is complete.
             if _told_to_stop(cmd) or os.getppid() != parent_pid:
                 out.send(End(stopped=True))
-                return
+                return False
             snap = next(steps, None)
             if snap is None:
                 break
@@ -102,8 +110,9 @@ def _train(cfg: RunConfig, cmd: Connection, out: Connection, parent_pid: int) ->
         raise
     except Exception as e:  # noqa: BLE001 -- any bug or bad input in the run: report it, never hang the server
         send_failure(out, e)
-        return
+        return True
     out.send(End(stopped=False))
+    return True
 
 
 def _told_to_stop(cmd: Connection) -> bool:

@@ -9,7 +9,7 @@ checks the created table against ln_viz.schema.SCALARS).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ln_viz.store.db import StoreError
@@ -106,16 +106,33 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def migrate(db: sqlite3.Connection, path: Path, upto: int = SCHEMA_VERSION) -> int:
     """Bring the schema to version `upto`, one transaction per step; refuse a newer store."""
-    version = check_version(db, path)
-    while version < upto:
+    check_version(db, path)
+
+    def write(version: int) -> None:
+        db.execute(f"PRAGMA user_version = {version}")
+
+    return step_up(db, MIGRATIONS[:upto], lambda: db.execute("PRAGMA user_version").fetchone()[0], write)
+
+
+def step_up(
+    db: sqlite3.Connection,
+    steps: Sequence[Callable[[sqlite3.Connection], None]],
+    read_version: Callable[[], int],
+    write_version: Callable[[int], None],
+) -> int:
+    """Apply `steps[v:]` to a schema at version v (`read_version()`), one transaction per step, noting
+    each new version (`write_version`); return the version reached. Nothing is written when the schema
+    is up to date. The run store's versions are `PRAGMA user_version`, the sweep tables' a `meta` key."""
+    version = read_version()
+    while version < len(steps):
         db.execute("BEGIN IMMEDIATE")
         try:
             # re-read inside the write lock: another process may have migrated meanwhile
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version < upto:
-                MIGRATIONS[version](db)
+            version = read_version()
+            if version < len(steps):
+                steps[version](db)
                 version += 1
-                db.execute(f"PRAGMA user_version = {version}")
+                write_version(version)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -22,7 +22,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ln_viz.charts import BASE_FONT, FONT_FAMILY, NORM_COLORS, PRESENTER_SCALE, norm_label
+from ln_viz.charts.style import GREY, GRID, NORM_COLORS, _px, margin, norm_label, plain_layout
 from ln_viz.i18n import t
 from ln_viz.sweep.results import CellResult, Curve
 from ln_viz.sweep.spec import SweepConfig
@@ -37,24 +37,6 @@ def lr_label(lr: float) -> str:
     """3e-4, 1e-3, 0.01 -> '3e-4', '1e-3', '1e-2'."""
     mantissa, exp = f"{lr:.0e}".split("e")
     return f"{mantissa}e{int(exp)}" if math.isclose(float(mantissa) * 10 ** int(exp), lr) else f"{lr:.2g}"
-
-
-def _px(size: float, presenter: bool) -> int:
-    return round(size * (PRESENTER_SCALE if presenter else 1.0))
-
-
-def _style(fig: go.Figure, title: str, presenter: bool, height: int, **extra: Any) -> go.Figure:
-    layout: dict[str, Any] = {
-        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, presenter), "color": "#222222"},
-        "title": {"text": title, "font": {"size": _px(19, presenter)}, "x": 0.01, "xanchor": "left"},
-        "paper_bgcolor": "white",
-        "plot_bgcolor": "white",
-        "height": _px(height, presenter),
-        "margin": {"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(70, presenter), "b": _px(60, presenter)},
-        "hoverlabel": {"font": {"size": _px(14, presenter), "family": FONT_FAMILY}},
-    }
-    fig.update_layout(**{**layout, **extra})
-    return fig
 
 
 # --- data preparation ---------------------------------------------------------------------------
@@ -159,21 +141,37 @@ def stability_heatmap(
         fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
         for j, i in _marked(p):  # a frame inside the cell, whatever its colour
             pad = 0.06 * (edges[i + 1] - edges[i])
-            fig.add_shape(type="rect", x0=edges[i] + pad, x1=edges[i + 1] - pad, y0=j - 0.44, y1=j + 0.44,
-                          line={"color": MARK, "width": _px(3, presenter)}, row=1, col=col)  # fmt: skip
-        ticktext = [lr_label(x) for x in p.xs] if x_axis == "lr" else [str(int(x)) for x in p.xs]
-        fig.update_xaxes(tickvals=xs, ticktext=ticktext, showgrid=False, zeroline=False, range=[edges[0], edges[-1]],
-                         row=1, col=col, title_text=t(_PANEL_X_TITLE[x_axis], lang))  # fmt: skip
-    fig.update_yaxes(range=[-0.5, len(spec.warmup_steps) - 0.5], zeroline=False)
-    fig.update_yaxes(tickvals=list(range(len(spec.warmup_steps))), ticktext=[str(w) for w in sorted(spec.warmup_steps)],
-                     showgrid=False, title_text=t("sweep.axis.warmup", lang), row=1, col=1)  # fmt: skip
+            x0, x1 = edges[i] + pad, edges[i + 1] - pad
+            frame = {"color": MARK, "width": _px(3, presenter)}
+            fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=1, col=col)
+        fig.update_xaxes(
+            tickvals=xs,
+            ticktext=_x_ticks(p, x_axis),
+            showgrid=False,
+            zeroline=False,
+            range=[edges[0], edges[-1]],
+            row=1,
+            col=col,
+            title_text=t(_PANEL_X_TITLE[x_axis], lang),
+        )
+    warmups = sorted(spec.warmup_steps)
+    fig.update_yaxes(range=[-0.5, len(warmups) - 0.5], zeroline=False)
+    ytitle = t("sweep.axis.warmup", lang)
+    fig.update_yaxes(
+        tickvals=list(range(len(warmups))),
+        ticktext=[str(w) for w in warmups],
+        showgrid=False,
+        title_text=ytitle,
+        row=1,
+        col=1,
+    )
     fig.update_yaxes(showgrid=False)
     for a in fig.layout.annotations:
         a.font = {"size": _px(17, presenter)}
     key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
     value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
     title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
-    return _style(fig, title, presenter, height, showlegend=False, clickmode="event+select", dragmode=False)
+    return plain_layout(fig, title, presenter, height, showlegend=False, clickmode="event+select", dragmode=False)
 
 
 # One x title under each panel: short enough that two side by side do not run into each other (the log
@@ -181,11 +179,18 @@ def stability_heatmap(
 _PANEL_X_TITLE = {"lr": "sweep.axis.lr_panel", "depth": "sweep.axis.depth"}
 
 
+def _x_ticks(p: Panel, x_axis: str) -> list[str]:
+    """The x values as the axis and the hover say them: 3e-4 for an lr, 6 for a depth."""
+    return [lr_label(x) for x in p.xs] if x_axis == "lr" else [str(int(x)) for x in p.xs]
+
+
 def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.Heatmap:
     label = t("sweep.axis.lr" if x_axis == "lr" else "sweep.axis.depth", lang)
-    xtext = [lr_label(x) for x in p.xs] if x_axis == "lr" else [str(int(x)) for x in p.xs]
-    hover = [[f"{label} {xtext[i]}<br>{t('sweep.axis.warmup', lang)} {p.ys[j]}<br>{p.text[j][i]}"
-              for i in range(len(xs))] for j in range(len(ys))]  # fmt: skip
+    xtext = _x_ticks(p, x_axis)
+    warmup = t("sweep.axis.warmup", lang)
+    hover = [
+        [f"{label} {xtext[i]}<br>{warmup} {p.ys[j]}<br>{p.text[j][i]}" for i in range(len(xs))] for j in range(len(ys))
+    ]
     return go.Heatmap(
         x=xs,
         y=ys,
@@ -194,8 +199,10 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.He
         zmax=zrange[1],
         colorscale=COLORSCALE,
         showscale=col == 1,
-        colorbar={"title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
-                  "thickness": _px(14, presenter)},  # fmt: skip
+        colorbar={
+            "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
+            "thickness": _px(14, presenter),
+        },
         text=p.text,
         texttemplate="%{text}",
         textfont={"size": _px(14, presenter)},
@@ -223,8 +230,21 @@ def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
     """The cells not trained yet, grey with an ellipsis: the grid's shape shows from the start."""
     z = [[1 if s is None else None for s in row] for row in p.status]
     text = [["…" if s is None else "" for s in row] for row in p.status]
-    return go.Heatmap(x=xs, y=ys, z=z, zmin=0, zmax=1, colorscale=[[0, PENDING], [1, PENDING]], showscale=False,
-                      text=text, texttemplate="%{text}", hoverinfo="skip", xgap=2, ygap=2)  # fmt: skip
+    grey = [[0, PENDING], [1, PENDING]]
+    return go.Heatmap(
+        x=xs,
+        y=ys,
+        z=z,
+        zmin=0,
+        zmax=1,
+        colorscale=grey,
+        showscale=False,
+        text=text,
+        texttemplate="%{text}",
+        hoverinfo="skip",
+        xgap=2,
+        ygap=2,
+    )
 
 
 def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:
@@ -257,52 +277,75 @@ def sensitivity_chart(
     sits at the loss at init with an x; each curve's LR sensitivity is written at its right end."""
     fig = go.Figure()
     warmups = sorted({c.warmup_steps for c in curves})
-    depths = sorted({c.depth for c in curves})
+    with_depth = len({c.depth for c in curves}) > 1
     labels = []
     for c in curves:
-        ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
-        symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
-        name = _curve_name(c, lang, len(depths) > 1)  # its LR sensitivity is written at the line's end
-        fig.add_trace(
-            go.Scatter(
-                x=list(c.lrs),
-                y=ys,
-                name=name,
-                mode="lines+markers",
-                line={"color": NORM_COLORS.get(c.norm_position, "#555555"), "width": 3,
-                      "dash": _WARMUP_DASH[warmups.index(c.warmup_steps) % len(_WARMUP_DASH)]},
-                marker={"symbol": symbols, "size": _px(11, presenter), "line": {"width": 2}},
-                hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
-            )
-        )  # fmt: skip
-        labels.append((ys[-1], c))
-    fig.add_hline(y=unigram, line={"color": "#555555", "dash": "dot", "width": 2},
-                  annotation={"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, presenter)}},
-                  annotation_position="top left")  # fmt: skip
+        trace = _curve_trace(
+            c, lang, presenter, with_depth, _WARMUP_DASH[warmups.index(c.warmup_steps) % len(_WARMUP_DASH)]
+        )
+        fig.add_trace(trace)
+        labels.append((trace.y[-1], c))
+    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, presenter)}}
+    fig.add_hline(
+        y=unigram,
+        line={"color": GREY, "dash": "dot", "width": 2},
+        annotation=unigram_note,
+        annotation_position="top left",
+    )
     columns = 2 if presenter else 1  # the legend below the axis; two columns on a wide presenter screen
-    rows = math.ceil(len(curves) / columns)
-    margin = {"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(50, presenter),
-              "b": _px(75 + 21 * rows, presenter)}  # fmt: skip
+    room = margin(presenter, top=50, bottom=75 + 21 * math.ceil(len(curves) / columns))
     ys = [y for y, _ in labels] + [unigram]
     lo, hi = min(ys) - 0.08, max(ys) + 0.1
-    plot_px = _px(height, presenter) - margin["t"] - margin["b"]
-    hi = _sensitivity_labels(fig, labels, presenter, lang, gap=(hi - lo) * 1.3 * _px(13, presenter) / max(plot_px, 50),
-                             top=hi)  # fmt: skip
+    plot_px = max(_px(height, presenter) - room["t"] - room["b"], 50)
+    hi = _sensitivity_labels(fig, labels, presenter, lang, gap=(hi - lo) * 1.3 * _px(13, presenter) / plot_px, top=hi)
     lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
-    return _style(
+    legend = {
+        "font": {"size": _px(13, presenter)},
+        "orientation": "h",
+        "y": -_px(60, presenter) / plot_px,
+        "yanchor": "top",
+        "entrywidth": 1 / columns,
+        "entrywidthmode": "fraction",
+    }
+    return plain_layout(
         fig,
         t("sweep.chart.sens_title", lang),
         presenter,
         height,
         plot_bgcolor="white",
-        xaxis={"type": "log", "title": t("sweep.axis.lr", lang), "tickvals": lrs,
-               "ticktext": [lr_label(x) for x in lrs],
-               "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.75], "gridcolor": "#E6E6E6"},
-        yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": "#E6E6E6", "range": [lo, hi]},
-        legend={"font": {"size": _px(13, presenter)}, "orientation": "h", "y": -_px(60, presenter) / max(plot_px, 50),
-                "yanchor": "top", "entrywidth": 1 / columns, "entrywidthmode": "fraction"},
-        margin=margin,
-    )  # fmt: skip
+        xaxis=_lr_axis(lrs, lang),
+        yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": GRID, "range": [lo, hi]},
+        legend=legend,
+        margin=room,
+    )
+
+
+def _curve_trace(c: Curve, lang: str, presenter: bool, with_depth: bool, dash: str) -> go.Scatter:
+    """One setting's final loss against lr: a diverged lr at the loss at init, marked x; stalled, open."""
+    ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
+    symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
+    name = _curve_name(c, lang, with_depth)  # its LR sensitivity is written at the line's end
+    return go.Scatter(
+        x=list(c.lrs),
+        y=ys,
+        name=name,
+        mode="lines+markers",
+        line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
+        marker={"symbol": symbols, "size": _px(11, presenter), "line": {"width": 2}},
+        hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
+    )
+
+
+def _lr_axis(lrs: list[float], lang: str) -> dict[str, Any]:
+    """A log lr axis ticked at the grid's lrs, with room on the right for the LR sensitivity labels."""
+    return {
+        "type": "log",
+        "title": t("sweep.axis.lr", lang),
+        "tickvals": lrs,
+        "ticktext": [lr_label(x) for x in lrs],
+        "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.75],
+        "gridcolor": GRID,
+    }
 
 
 def _curve_name(c: Curve, lang: str, with_depth: bool) -> str:
@@ -310,8 +353,9 @@ def _curve_name(c: Curve, lang: str, with_depth: bool) -> str:
     return name + (t("sweep.chart.curve_depth", lang, depth=c.depth) if with_depth else "")
 
 
-def _sensitivity_labels(fig: go.Figure, labels: list[tuple[float, Curve]], presenter: bool, lang: str, gap: float,
-                        top: float) -> float:  # fmt: skip
+def _sensitivity_labels(
+    fig: go.Figure, labels: list[tuple[float, Curve]], presenter: bool, lang: str, gap: float, top: float
+) -> float:
     """Each curve's LR sensitivity right of its last point, pushed up (by `gap`, one line of text in data
     units) so none overlap; returns the y range's top, raised if the labels need it."""
     placed: list[float] = []
@@ -327,21 +371,27 @@ def _sensitivity_labels(fig: go.Figure, labels: list[tuple[float, Curve]], prese
             showarrow=False,
             xanchor="left",
             xshift=_px(12, presenter),
-            font={"size": _px(13, presenter), "color": NORM_COLORS.get(c.norm_position, "#555555")},
+            font={"size": _px(13, presenter), "color": NORM_COLORS.get(c.norm_position, GREY)},
         )
     return max([top, *(y + gap / 2 for y in placed)])
 
 
-def cell_curve_chart(curve: Sequence[tuple[int, float]], title: str, unigram: float, lang: str = "en",
-                     presenter: bool = False) -> go.Figure:  # fmt: skip
+def cell_curve_chart(
+    curve: Sequence[tuple[int, float]], title: str, unigram: float, lang: str = "en", presenter: bool = False
+) -> go.Figure:
     """One cell's training loss against step, with the unigram line."""
-    fig = go.Figure(
-        go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines",
-                   line={"width": 3, "color": "#0072B2"}, name=t("sweep.chart.train_loss", lang))  # fmt: skip
+    line = {"width": 3, "color": "#0072B2"}
+    steps, losses = [s for s, _ in curve], [v for _, v in curve]
+    fig = go.Figure(go.Scatter(x=steps, y=losses, mode="lines", line=line, name=t("sweep.chart.train_loss", lang)))
+    fig.add_hline(y=unigram, line={"color": GREY, "dash": "dot", "width": 2})
+    return plain_layout(
+        fig,
+        title,
+        presenter,
+        340,
+        plot_bgcolor="white",
+        showlegend=False,
+        margin=margin(presenter, top=85),
+        xaxis={"title": t("sweep.axis.step", lang), "gridcolor": GRID},
+        yaxis={"title": t("sweep.axis.loss", lang), "gridcolor": GRID},
     )
-    fig.add_hline(y=unigram, line={"color": "#555555", "dash": "dot", "width": 2})
-    return _style(fig, title, presenter, 340, plot_bgcolor="white", showlegend=False,
-                  margin={"l": _px(70, presenter), "r": _px(20, presenter), "t": _px(85, presenter),
-                          "b": _px(60, presenter)},
-                  xaxis={"title": t("sweep.axis.step", lang), "gridcolor": "#E6E6E6"},
-                  yaxis={"title": t("sweep.axis.loss", lang), "gridcolor": "#E6E6E6"})  # fmt: skip

@@ -38,7 +38,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     for spec in (FIELDS[name] for name in _BASE_FLAGS):
         p.add_argument(spec.cli, dest=spec.name, type=spec.kind if spec.kind is not str else None, help=spec.help())
-    p.add_argument("--executor", default="local", choices=("local", "ray"), help="where the runs train")
+    from ln_viz.sweep.chooser import EXECUTORS
+
+    p.add_argument("--executor", default="local", choices=EXECUTORS, help="where the runs train")
     p.add_argument("--address", help="ray: the cluster (default $RAY_ADDRESS, else a private one on 127.0.0.1)")
     p.add_argument("--workers", type=int, help="local: runs at once (default: the cores)")
     p.add_argument("--store", help="keep the cells in this run store and skip the ones it has (resume)")
@@ -72,7 +74,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def parse_list(name: str, raw: str, parse: type) -> tuple[Any, ...]:
-    """"3e-4,1e-3" -> (0.0003, 0.001); one sentence naming the flag for anything else."""
+    """ "3e-4,1e-3" -> (0.0003, 0.001); one sentence naming the flag for anything else."""
     from ln_viz.sweep.spec import SweepError
 
     flag = "--warmup" if name == "warmup_steps" else "--" + name.replace("_", "-")
@@ -89,8 +91,8 @@ def parse_list(name: str, raw: str, parse: type) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """The `sweep` command: estimate, train (with a progress bar), report."""
+    from ln_viz.sweep.chooser import make_executor
     from ln_viz.sweep.driver import SweepRun
-    from ln_viz.sweep.executors import make_executor
     from ln_viz.sweep.spec import estimate
 
     spec = spec_from_args(args)

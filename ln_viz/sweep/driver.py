@@ -157,11 +157,3 @@ class SweepRun:
                 error=self._error,
                 results=results,
             )
-
-    def live_curve(self, fingerprint: str) -> list[tuple[int, float]]:
-        """The loss so far of a cell training now (empty when it is not)."""
-        with self._lock:
-            for run in self._runs.values():
-                if run.cell.fingerprint == fingerprint:
-                    return list(zip(run.steps, run.losses))
-        return []

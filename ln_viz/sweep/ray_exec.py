@@ -1,5 +1,5 @@
 """The `ray` executor: each cell a Ray Core task (a streaming generator yielding every step's
-scalars, `num_cpus=1`, one torch thread) on a cluster the user names.
+Snap (the Runner's message for a step), `num_cpus=1`, one torch thread) on a cluster the user names.
 
 Where: `address` (the CLI's `--address`), else $RAY_ADDRESS, else `"local"`: a private cluster of this
 process, bound to 127.0.0.1, ended with it. Never a bare `ray.init()`, which silently joins whatever
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ln_viz.config import RunConfig
+from ln_viz.runner.messages import Snap
 from ln_viz.sweep.executors import OnEnd, OnStep
 from ln_viz.sweep.spec import Cell, SweepError
 
@@ -44,8 +45,8 @@ def _import_ray() -> Any:
     return ray
 
 
-def _train_cell(index: int, cfg: RunConfig):  # a Ray task: runs on a node
-    """Train one cell, yielding (index, step, loss, eval_loss, status, pid) per step."""
+def _train_cell(cfg: RunConfig):  # a Ray task: runs on a node
+    """Train one cell, yielding (the worker's pid, Snap) per step: the Runner's message for a step."""
     import torch
 
     from ln_viz.train import Trainer
@@ -53,7 +54,7 @@ def _train_cell(index: int, cfg: RunConfig):  # a Ray task: runs on a node
     torch.set_num_threads(1)
     pid = os.getpid()
     for snap in Trainer(cfg):
-        yield (index, snap.step, snap.loss, snap.eval_loss, snap.status, pid)
+        yield pid, Snap(snap)
 
 
 class _Driver:
@@ -108,8 +109,10 @@ class _Driver:
         options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
         try:
             if address == "local":
-                ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), _node_ip_address="127.0.0.1",
-                         include_dashboard=False, **options)  # fmt: skip
+                cpus = num_cpus or os.cpu_count()
+                ray.init(
+                    address="local", num_cpus=cpus, _node_ip_address="127.0.0.1", include_dashboard=False, **options
+                )
             else:
                 runtime_env = {"py_modules": [str(_PACKAGE)], "excludes": ["__pycache__", "data/demo_runs"]}
                 ray.init(address=address, runtime_env=runtime_env, **options)
@@ -150,7 +153,7 @@ class RayExecutor:
             while (todo or gens) and not stop.is_set():
                 while todo and len(gens) < self.workers + 1:  # one queued per cluster, so a core never waits
                     i = todo.popleft()
-                    gens[driver._task.options(name=f"ln-viz-cell-{i}").remote(i, cells[i].config)] = i
+                    gens[driver._task.options(name=f"ln-viz-cell-{i}").remote(cells[i].config)] = i
                 ready, _ = ray.wait(list(gens), num_returns=len(gens), timeout=_POLL_S)
                 for gen in ready:
                     self._read(ray, gen, gens, last, on_step, on_end)
@@ -165,7 +168,7 @@ class RayExecutor:
         i = gens[gen]
         try:
             ref = next(gen)
-            index, step, loss, eval_loss, status, pid = ray.get(ref)
+            pid, msg = ray.get(ref)
         except StopIteration:
             del gens[gen]
             self._running.pop(i, None)
@@ -178,8 +181,9 @@ class RayExecutor:
             on_end(i, "failed", f"{type(e).__name__}: {lines[-1] if lines else ''}"[:300])
             return
         self._running[i] = pid
-        last[i] = status
-        on_step(index, step, loss, eval_loss, status)
+        snap = msg.snapshot
+        last[i] = snap.status
+        on_step(i, snap.step, snap.loss, snap.eval_loss, snap.status)
 
 
 def disconnect() -> None:

@@ -18,7 +18,6 @@ from typing import Any
 from ln_viz.snapshot import final_loss
 from ln_viz.sweep.spec import Cell
 
-CELL_STATUSES = ("learned", "stalled", "diverged", "failed")
 CURVE_POINTS = 100
 _TRAINER_STATUS = {"completed": "learned", "stalled": "stalled", "diverged": "diverged"}
 

@@ -170,7 +170,7 @@ class WorkEstimate:
     seconds: float  # wall time, the runs spread over `workers` at one thread each
 
     def text(self) -> str:
-        """"32 runs x 300 steps, about 2 min on 2 cores" (the CLI's line; the page translates it)."""
+        """The CLI's line, e.g. "32 runs x 300 steps, about 2 min on 2 cores" (the page translates it)."""
         return f"{self.runs} runs x {self.steps} steps, about {duration_text(self.seconds)} on {self.workers} cores"
 
 
@@ -202,7 +202,6 @@ def duration_text(seconds: float, lang: str = "en") -> str:
     if seconds < 90 * 60:
         return t("sweep.dur.min", lang, n=round(seconds / 60))
     return t("sweep.dur.h", lang, n=f"{seconds / 3600:.1f}")
-
 
 
 # --- the spec in a URL ----------------------------------------------------------------------------

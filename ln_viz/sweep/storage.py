@@ -9,7 +9,9 @@ Two tables of our own, created (idempotently) in the same file the run store use
 A cell row belongs to no one sweep: any sweep whose grid holds the same config finds it, so a
 restarted (or overlapping) sweep trains only what is missing (resume). Failed cells are kept for the
 map but trained again on resume, since a crash says nothing about the config. Our schema version is
-the store's meta key `sweep_schema`; MIGRATIONS bring older files up.
+the store's meta key `sweep_schema`; MIGRATIONS bring older files up, through the run store's own
+migration steps and statement handling (ln_viz.store.migrations). As there, a released step is never
+edited, only followed by a new one.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, Self
 import pandas as pd
 
 from ln_viz.store import Store, StoreError, connect, resolve_store_path
+from ln_viz.store.migrations import execute_script, step_up
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import SweepConfig
 
@@ -81,7 +84,14 @@ CREATE TABLE IF NOT EXISTS sweep_cells (
     created REAL NOT NULL
 );
 """
-MIGRATIONS = [_V1]  # MIGRATIONS[v] takes our tables from version v to v + 1
+
+
+def _migrate_1(db: sqlite3.Connection) -> None:
+    """Version 1: the sweeps and their cells."""
+    execute_script(db, _V1)
+
+
+MIGRATIONS = [_migrate_1]  # MIGRATIONS[v] takes our tables from version v to v + 1
 
 
 class SweepStore:
@@ -109,23 +119,11 @@ class SweepStore:
         return version
 
     def _migrate(self) -> None:
-        with self._lock:
-            if self._version() == len(MIGRATIONS):  # up to date: opening writes nothing (a page opens it per rerun)
-                return
-            self._db.execute("BEGIN IMMEDIATE")  # two processes opening a new store at once take turns
-            try:
-                version = self._version()
-                for step in MIGRATIONS[version:]:
-                    for statement in step.split(";"):
-                        if statement.strip():
-                            self._db.execute(statement)
-                self._db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (SCHEMA_KEY, str(len(MIGRATIONS)))
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        def write(version: int) -> None:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (SCHEMA_KEY, str(version)))
+
+        with self._lock:  # up to date: opening writes nothing (a page opens it per rerun)
+            step_up(self._db, MIGRATIONS, self._version, write)
 
     def __enter__(self) -> Self:
         return self

@@ -45,8 +45,8 @@ class SweepService:
 
     def start(self, spec: SweepConfig, executor: str, address: str | None) -> bool:
         """Start a sweep of `spec`; False when one is already training."""
+        from ln_viz.sweep.chooser import make_executor
         from ln_viz.sweep.driver import SweepRun
-        from ln_viz.sweep.executors import make_executor
         from ln_viz.sweep.storage import SweepStore
 
         with self.lock:
@@ -55,8 +55,7 @@ class SweepService:
             store = SweepStore()  # the app's run store ($LN_VIZ_STORE, else the default path)
             self.sweep = SweepRun(spec, make_executor(executor, address=address, nice=SWEEP_NICE), store)
             self.error = None
-            self.thread = threading.Thread(target=self._run, args=(self.sweep, store), daemon=True,
-                                           name="ln-viz-sweep")  # fmt: skip
+            self.thread = threading.Thread(target=self._run, args=(self.sweep, store), daemon=True, name="ln-viz-sweep")
             self.thread.start()
             return True
 
@@ -155,23 +154,36 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
 
     c1, c2, c3, c4 = container.columns(4)
     st.session_state.setdefault("sm_norm", list(spec.norm_position))  # no default= beside a key set in code
-    norm = c1.multiselect(t("sweep.ui.norm", lang), NORM_CHOICES, format_func=lambda v: t(f"chart.norm.{v}", lang),
-                          key=session.translated("sm_norm"))  # fmt: skip
-    lrs = c2.multiselect(t("sweep.ui.lr", lang), sorted(set(LR_CHOICES) | set(spec.lr)), default=list(spec.lr),
-                         format_func=lambda v: f"{v:.0e}", key="sm_lr")  # fmt: skip
-    warm = c3.multiselect(t("sweep.ui.warmup", lang), sorted(set(WARMUP_CHOICES) | set(spec.warmup_steps)),
-                          default=list(spec.warmup_steps), key="sm_warmup")  # fmt: skip
-    depth = c4.multiselect(t("sweep.ui.depth", lang), sorted(set(DEPTH_CHOICES) | set(spec.depth)),
-                           default=list(spec.depth), key="sm_depth")  # fmt: skip
+    norm = c1.multiselect(
+        t("sweep.ui.norm", lang),
+        NORM_CHOICES,
+        format_func=lambda v: t(f"chart.norm.{v}", lang),
+        key=session.translated("sm_norm"),
+    )
+    lrs = _axis_select(c2, t("sweep.ui.lr", lang), LR_CHOICES, spec.lr, "sm_lr", format_func=lambda v: f"{v:.0e}")
+    warm = _axis_select(c3, t("sweep.ui.warmup", lang), WARMUP_CHOICES, spec.warmup_steps, "sm_warmup")
+    depth = _axis_select(c4, t("sweep.ui.depth", lang), DEPTH_CHOICES, spec.depth, "sm_depth")
     d1, d2 = container.columns(2)
     # the bounds validate() applies (a bookmark may hold any value it accepts)
     steps_field = FIELDS["steps"]
-    steps = d1.number_input(t("sweep.ui.steps", lang), steps_field.lo, steps_field.hi, spec.steps, step=10,
-                            key="sm_steps")  # fmt: skip
+    steps = d1.number_input(
+        t("sweep.ui.steps", lang), steps_field.lo, steps_field.hi, spec.steps, step=10, key="sm_steps"
+    )
     seeds = d2.slider(t("sweep.ui.seeds", lang), 1, MAX_SEEDS, spec.seeds, key="sm_seeds")
-    return dataclasses.replace(spec, norm_position=tuple(n for n in NORM_CHOICES if n in norm), lr=tuple(sorted(lrs)),
-                               warmup_steps=tuple(sorted(warm)), depth=tuple(sorted(depth)), seeds=seeds,
-                               steps=steps)  # fmt: skip
+    return dataclasses.replace(
+        spec,
+        norm_position=tuple(n for n in NORM_CHOICES if n in norm),
+        lr=tuple(sorted(lrs)),
+        warmup_steps=tuple(sorted(warm)),
+        depth=tuple(sorted(depth)),
+        seeds=seeds,
+        steps=steps,
+    )
+
+
+def _axis_select(column: Any, label: str, choices: tuple, values: tuple, key: str, **kwargs: Any) -> list:
+    """One axis's values, offered from `choices` and the spec's own (a bookmark may hold others)."""
+    return column.multiselect(label, sorted(set(choices) | set(values)), default=list(values), key=key, **kwargs)
 
 
 def cell_title(r: CellResult, lang: str) -> str:
@@ -180,8 +192,18 @@ def cell_title(r: CellResult, lang: str) -> str:
     from ln_viz.sweep.charts import lr_label
 
     loss = f"{r.final_loss:.2f}" if r.final_loss is not None else "-"
-    return t("sweep.ui.cell_title", lang, norm=norm_label(r.norm_position, lang), lr=lr_label(r.lr),
-             warmup=r.warmup_steps, depth=r.depth, status=t(f"sweep.status.{r.status}", lang), loss=loss)  # fmt: skip
+    status = t(f"sweep.status.{r.status}", lang)
+    norm = norm_label(r.norm_position, lang)
+    return t(
+        "sweep.ui.cell_title",
+        lang,
+        norm=norm,
+        lr=lr_label(r.lr),
+        warmup=r.warmup_steps,
+        depth=r.depth,
+        status=status,
+        loss=loss,
+    )
 
 
 def live_link(r: CellResult) -> str:

@@ -1,4 +1,4 @@
-"""A throw-away Ray head node on 127.0.0.1, for tests and benchmarks.
+"""A throw-away Ray head node on 127.0.0.1, for tests (tests/test_sweep_ray.py) and benchmarks/sweep.py.
 
 `ray start --head --block` runs as our child in a session (process group) of its own, on a random
 port, with its own temp dir and usage stats off. Ending it ends exactly what it started: the group by
@@ -63,13 +63,14 @@ class HeadNode:
         """Start the head node and wait until it takes connections (RuntimeError if it does not)."""
         ray_bin = Path(sys.executable).with_name("ray")
         temp = tempfile.mkdtemp(prefix="lnvr")  # short: Ray's socket paths must fit in 107 bytes
-        cmd = [str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
-               "--port", str(self.port), "--num-cpus", str(self.cpus), "--include-dashboard=false",
-               "--disable-usage-stats", "--temp-dir", temp]  # fmt: skip
+        cmd = [str(ray_bin), "start", "--head", "--block", "--include-dashboard=false", "--disable-usage-stats"]
+        cmd += ["--node-ip-address", "127.0.0.1", "--port", str(self.port), "--num-cpus", str(self.cpus)]
+        cmd += ["--temp-dir", temp]
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
         env.pop("RAY_ADDRESS", None)
-        self.proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
