@@ -30,6 +30,7 @@ from ln_viz.runner import worker_context
 from ln_viz.runner.process import exit_description
 from ln_viz.sweep.executors import OnEnd, OnStep
 from ln_viz.sweep.spec import Cell
+from ln_viz.text import error_line
 
 _POLL_S = 0.1
 _EXIT_GRACE_S = 0.8  # after a stop, workers get this long to leave by themselves, then SIGKILL
@@ -78,8 +79,7 @@ def _train_cell(conn: Connection, index: int, cfg: RunConfig, parent_pid: int) -
     except (EOFError, OSError):
         raise
     except Exception as e:  # noqa: BLE001 -- a bug or bad input in one cell fails that cell only
-        lines = str(e).strip().splitlines()
-        conn.send(("end", index, "failed", f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__))
+        conn.send(("end", index, "failed", error_line(e)))
 
 
 class _Worker:
