@@ -18,28 +18,16 @@ ROOT = Path(__file__).resolve().parents[1]
 # SVG exports with it. They join the `e2e` lane, so the fast lane runs on a machine without Chromium.
 NEEDS_CHROMIUM = {"test_export.py"}
 
-# Tests of modules whose owners keep them free of lane marks, each spawning workers or training for 5-30 s
-# on the 2-core machine (pytest --durations): `slow`, by module and name. A name that no longer exists
-# fails the collection, so a renamed test cannot drop back into the fast lane unnoticed.
-SLOW = {
-    "test_store.py": {"test_sigkill_of_a_training_process_leaves_a_good_store"},
-}
+E2E_DIR = ROOT / "tests" / "e2e"
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks must be on the items by then
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of NEEDS_CHROMIUM `e2e` and those named in SLOW `slow`."""
+    """Mark `e2e` every test under tests/e2e (a `pytestmark` in a conftest marks nothing, so a browser
+    module without its own would run in the fast lane) and the tests of NEEDS_CHROMIUM."""
     for item in items:
-        if item.path.name in NEEDS_CHROMIUM:
+        if item.path.name in NEEDS_CHROMIUM or item.path.is_relative_to(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
-        if item.originalname in SLOW.get(item.path.name, ()):
-            item.add_marker(pytest.mark.slow)
-    paths = {item.path.name: item.path for item in items}
-    missing = [
-        f"{f}::{n}" for f, names in SLOW.items() if f in paths for n in names if f"def {n}(" not in paths[f].read_text()
-    ]
-    if missing:
-        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {', '.join(missing)}")
 
 
 @pytest.fixture(autouse=True)

@@ -484,6 +484,7 @@ TRAIN_FLAGS = [
 ]
 
 
+@pytest.mark.slow  # spawns a training process: 5-30 s on the 2-core machine
 def test_sigkill_of_a_training_process_leaves_a_good_store(tmp_path: Path, trained) -> None:
     """`python -m ln_viz train --store` killed with SIGKILL mid-run: the store opens, the earlier run
     is intact, the killed run is `interrupted` with every step committed up to the last second."""
