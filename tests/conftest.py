@@ -39,6 +39,23 @@ def no_warm_worker_outside_the_slow_lanes(request: pytest.FixtureRequest, monkey
         monkeypatch.setenv("LN_VIZ_WARM_WORKERS", "0")
 
 
+@pytest.fixture(scope="module")
+def tiny_run():
+    """A real run of tests.runs.TINY (Pre-LN, 30 steps, 7 probe steps), trained once per session; each
+    module gets its own copy."""
+    from tests.runs import train_tiny
+
+    return train_tiny()
+
+
+@pytest.fixture(scope="module")
+def tiny_snapshots():
+    """The same run as `tiny_run` as (RunInfo, list of Snapshot), each module its own copy."""
+    from tests.runs import tiny_snapshots
+
+    return tiny_snapshots()
+
+
 @pytest.fixture
 def start_app(tmp_path, monkeypatch):
     """`start_app(timeout)` runs app.py once in AppTest on this test's own store and returns it;
