@@ -57,6 +57,28 @@ def tiny_snapshots():
 
 
 @pytest.fixture
+def replay_runner(monkeypatch: pytest.MonkeyPatch):
+    """The app's Runner replaced by a tests.replay.ReplayRunner (recorded demo runs, no worker), with the
+    store hooks the app gives its own. Set `hold_at` on it before a Start to keep the run in progress."""
+    from ln_viz.ui import session
+    from tests.replay import ReplayRunner
+
+    runner = ReplayRunner()
+
+    def get_runner() -> ReplayRunner:
+        if not runner.connected:  # in the page's script run: the app's store, as the real one gets it
+            from ln_viz.ui.storage import store_hooks
+
+            runner.connect(**store_hooks())
+        return runner
+
+    monkeypatch.setattr(session, "get_runner", get_runner)
+    yield runner
+    runner.shutdown()
+    assert not runner.errors, runner.errors
+
+
+@pytest.fixture
 def start_app(tmp_path, monkeypatch):
     """`start_app(timeout)` runs app.py once in AppTest on this test's own store and returns it;
     `start_app(timeout, "pages/runs.py")` opens that page first, through the router, as a link to it

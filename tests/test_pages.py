@@ -84,6 +84,22 @@ def test_compare_trains_both_and_draws_them_together(start_app):
     assert at.select_slider(key="compare_step").value == 20
 
 
+def test_compare_draws_two_replayed_runs_together_at_their_last_common_step(replay_runner, start_app):
+    at = start_app(120, "pages/compare.py")
+    at.button(key="compare_start").click().run()
+    assert not at.error and not at.exception
+    assert [c.norm_position for c in replay_runner.started] == ["post", "pre"]  # side A, side B
+    handles = replay_runner.handles()
+    deadline = time.monotonic() + 30
+    while not all(h.done for h in handles) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    at.run()
+    keys = {c.key for c in at.get("plotly_chart")}
+    assert {"compare_loss", "compare_heatmap_0", "compare_heatmap_1", "compare_profile"} <= keys
+    assert at.select_slider(key="compare_step").value == 300
+    assert " ".join(m.value for m in at.markdown).count("Step 300/300") == 2  # side A's line and side B's
+
+
 def test_compare_link_restores_every_setting_of_both_sides(tmp_path, monkeypatch):
     monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
     first = AppTest.from_file(APP, default_timeout=120)
