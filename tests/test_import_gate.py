@@ -84,12 +84,13 @@ def import_doc(store: Store, doc: Any) -> tuple[int, bool]:
 
 
 def draw_everything(data: RunData) -> None:
-    """Every chart a page builds from a run: the live and Runs pages' five, the Compare page's two."""
+    """Every chart a page builds from a run: the live and Runs pages' six, the Compare page's two."""
     for lang in ("en", "ko"):
         charts.loss_chart(data, lang=lang)
         charts.grad_heatmap(data, lang=lang, zrange=charts.shared_zrange([data, data]))
         charts.grad_heatmap(data, lang=lang)
         charts.update_ratio_chart(data, lang=lang)
+        charts.attention_entropy_chart(data, lang=lang)
         for step in (None, *data.probe_steps[:1]):
             charts.act_dist(data, lang=lang, step=step, animate=False)
             charts.layer_profile(data, lang=lang, step=step)
