@@ -56,6 +56,22 @@ def tiny_snapshots():
     return tiny_snapshots()
 
 
+@pytest.fixture(scope="module")
+def post_run():
+    """The shipped Post-LN run with warm-up: depth 6, 300 steps, 31 probe steps, held-out loss every 50."""
+    from tests.runs import demo
+
+    return demo("post-ln-warmup")
+
+
+@pytest.fixture(scope="module")
+def pre_run():
+    """The shipped Pre-LN run without warm-up, with the same probe steps as `post_run`."""
+    from tests.runs import demo
+
+    return demo("pre-ln-no-warmup")
+
+
 @pytest.fixture
 def replay_runner(monkeypatch: pytest.MonkeyPatch):
     """The app's Runner replaced by a tests.replay.ReplayRunner (recorded demo runs, no worker), with the

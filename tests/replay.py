@@ -17,7 +17,7 @@ from typing import Any
 
 from ln_viz.config import RunConfig
 from ln_viz.runfile import DEMO_DIR, read_run_file
-from ln_viz.runner import RunHandle
+from ln_viz.runner import RunHandle, Runner
 from ln_viz.snapshot import RunData, Snapshot
 
 
@@ -96,24 +96,11 @@ class ReplayRunner:
         thread.start()
         return handle
 
-    def get(self, run_id: str) -> RunHandle | None:
-        with self._lock:
-            return self._handles.get(run_id)
-
-    def handles(self) -> list[RunHandle]:
-        with self._lock:
-            return list(self._handles.values())
-
-    def forget(self, run_id: str) -> None:
-        with self._lock:
-            h = self._handles.get(run_id)
-            if h is not None and h.done:
-                del self._handles[run_id]
-
-    def stop(self, run_id: str) -> None:
-        h = self.get(run_id)
-        if h is not None:
-            h.stop()
+    # the runner's own bookkeeping, over the same `_lock` and `_handles`
+    get = Runner.get
+    handles = Runner.handles
+    forget = Runner.forget
+    stop = Runner.stop
 
     def busy(self) -> bool:
         with self._lock:

@@ -1,6 +1,6 @@
 """What the tests share: a tiny real run (its config, trained once per session and handed out as fresh
-copies, so no module can change another's), and run equality bit for bit. The `tiny_run` and
-`tiny_snapshots` fixtures in conftest.py serve these."""
+copies, so no module can change another's), the shipped demo runs, and run equality bit for bit. The
+`tiny_run`, `tiny_snapshots`, `post_run` and `pre_run` fixtures in conftest.py serve these."""
 
 import copy
 import functools
@@ -8,6 +8,7 @@ import functools
 import numpy as np
 
 from ln_viz.config import RunConfig
+from ln_viz.runfile import DEMO_DIR, read_run_file
 from ln_viz.schema import PROBE_NAMES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.train import Trainer
@@ -29,6 +30,11 @@ def tiny_snapshots(norm_position: str = TINY.norm_position) -> tuple[RunInfo, li
 def train_tiny(norm_position: str = TINY.norm_position) -> RunData:
     """The same run as `tiny_snapshots`, gathered (what `ln_viz.train.run(TINY)` returns), a copy."""
     return RunData.from_snapshots(*tiny_snapshots(norm_position))
+
+
+def demo(name: str) -> RunData:
+    """A shipped demo run (ln_viz/data/demo_runs/<name>.json.gz), read now: the caller's own copy."""
+    return read_run_file(DEMO_DIR / f"{name}.json.gz").data
 
 
 def assert_same_run(a: RunData, b: RunData) -> None:
