@@ -164,15 +164,16 @@ def charts_zip(data: RunData, formats: Sequence[str] = CHART_FORMATS, lang: str 
 
 
 def tables_zip(data: RunData, fmt: str = "csv", header: dict | None = None) -> bytes:
-    """The run's tidy tables (runfile.export_tables: csv or parquet, plus info.json) as a zip archive."""
-    from ln_viz.runfile import export_tables
+    """The run's tidy tables (ln_viz.tables.export_tables: csv or parquet, plus info.json) as a zip archive."""
+    from ln_viz.tables import export_tables
 
     with tempfile.TemporaryDirectory(prefix="ln-viz-tables-") as tmp:
         return zip_files(export_tables(data, tmp, fmt, header=header))
 
 
 def run_file_bytes(data: RunData, label: str | None = None, created: float | None = None) -> bytes:
-    """The run file (runfile.py's format), gzip-compressed: what `runs export --format run` writes."""
+    """The run file (its format: ln_viz/runfile/__init__.py), gzip-compressed: what `runs export --format run`
+    writes."""
     from ln_viz.runfile import encode_run, run_document
 
     return encode_run(run_document(data, label=label, created=created), compress=True)

@@ -130,35 +130,11 @@ def thinned(ordinals: Sequence[int], stride: int) -> list[int]:
 
 
 @dataclass
-class RunStatus:
-    """A run's status as its snapshots tell it (RunData keeps the same four fields)."""
-
-    status: str = "queued"
-    message: str | None = None  # i18n key of the last status message
-    stalled_since: int | None = None  # first step of the current stall (None when not stalled)
-    diverged_at: int | None = None
-
-
-def track_status(state: RunStatus | RunData, snap: Snapshot) -> None:
-    """Fold one snapshot into a run's status; the one rule for RunData and the store's writer, so a
-    stored run's summary matches the run reopened from its rows."""
-    state.status = snap.status
-    if snap.message:
-        state.message = snap.message
-    if snap.stalled and state.stalled_since is None:
-        state.stalled_since = snap.step
-    if not snap.stalled:
-        state.stalled_since = None
-    if snap.status == "diverged":
-        state.diverged_at = snap.step
-
-
-@dataclass
 class RunData:
     info: RunInfo
     status: str = "queued"
     message: str | None = None  # i18n key of the last status message
-    stalled_since: int | None = None  # first step flagged stalled (None when never)
+    stalled_since: int | None = None  # first step of the current stall (None when not stalled)
     diverged_at: int | None = None
     scalars: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in SCALAR_NAMES})
     probe_steps: list[int] = field(default_factory=list)
@@ -175,9 +151,22 @@ class RunData:
         for name, column in self.scalars.items():
             value = getattr(snap, name)
             column.append(math.nan if value is None else value)  # eval_loss None: not measured
-        track_status(self, snap)
+        self._track_status(snap)
         if snap.probes is not None:
             self.add_probe(snap.step, snap.probes)
+
+    def _track_status(self, snap: Snapshot) -> None:
+        """Fold one snapshot into the run's status: the one rule, so a stored run's summary (the store's
+        writer keeps a scalars-only RunData) matches the run reopened from its rows."""
+        self.status = snap.status
+        if snap.message:
+            self.message = snap.message
+        if snap.stalled and self.stalled_since is None:
+            self.stalled_since = snap.step
+        if not snap.stalled:
+            self.stalled_since = None
+        if snap.status == "diverged":
+            self.diverged_at = snap.step
 
     def add_probe(self, step: int, arrays: dict[str, np.ndarray]) -> None:
         """Probe arrays of one step; ones missing at this step (grads of a diverged step) become NaN."""

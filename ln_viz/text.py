@@ -39,6 +39,17 @@ def one_line(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
+def error_line(e: BaseException, *, named: bool = True, last: bool = False) -> str:
+    """An exception as one English line for a log, a table cell or a sentence: `ValueError: the first line
+    of its message` (`last`: the last line, where a remote task's traceback ends in its cause), without the
+    type's name when not `named`; the type's name alone when the message is empty."""
+    lines = str(e).strip().splitlines()
+    if not lines:
+        return type(e).__name__
+    line = lines[-1 if last else 0]
+    return f"{type(e).__name__}: {line}" if named else line
+
+
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= limit else (text[:limit], True)
 

@@ -5,7 +5,7 @@ so a class sees Post-LN stall and Pre-LN train before anyone has pressed Train.
     .venv/bin/python scripts/make_demo_runs.py --preset deep-post-ln --preset deep-pre-ln
     .venv/bin/python scripts/make_demo_runs.py --tiny --out /tmp/demo_runs   # seconds: checks the script
 
-Each file is `<preset>.json.gz` (see ln_viz/runfile.py for the format), labelled with the preset's
+Each file is `<preset>.json.gz` (see ln_viz/runfile/__init__.py for the format), labelled with the preset's
 name. Every step's scalars are kept; probes are thinned to about one every `--probe-spacing` steps,
 which keeps all the presets together under `--budget-mb` (5 MB). `load_demo_runs(store)` imports them.
 """

@@ -18,28 +18,16 @@ ROOT = Path(__file__).resolve().parents[1]
 # SVG exports with it. They join the `e2e` lane, so the fast lane runs on a machine without Chromium.
 NEEDS_CHROMIUM = {"test_export.py"}
 
-# Tests of modules whose owners keep them free of lane marks, each spawning workers or training for 5-30 s
-# on the 2-core machine (pytest --durations): `slow`, by module and name. A name that no longer exists
-# fails the collection, so a renamed test cannot drop back into the fast lane unnoticed.
-SLOW = {
-    "test_store.py": {"test_sigkill_of_a_training_process_leaves_a_good_store"},
-}
+E2E_DIR = ROOT / "tests" / "e2e"
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks must be on the items by then
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of NEEDS_CHROMIUM `e2e` and those named in SLOW `slow`."""
+    """Mark `e2e` every test under tests/e2e (a `pytestmark` in a conftest marks nothing, so a browser
+    module without its own would run in the fast lane) and the tests of NEEDS_CHROMIUM."""
     for item in items:
-        if item.path.name in NEEDS_CHROMIUM:
+        if item.path.name in NEEDS_CHROMIUM or item.path.is_relative_to(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
-        if item.originalname in SLOW.get(item.path.name, ()):
-            item.add_marker(pytest.mark.slow)
-    paths = {item.path.name: item.path for item in items}
-    missing = [
-        f"{f}::{n}" for f, names in SLOW.items() if f in paths for n in names if f"def {n}(" not in paths[f].read_text()
-    ]
-    if missing:
-        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {', '.join(missing)}")
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +37,61 @@ def no_warm_worker_outside_the_slow_lanes(request: pytest.FixtureRequest, monkey
     keep the server's default, the path a visitor takes."""
     if request.node.get_closest_marker("slow") is None and request.node.get_closest_marker("e2e") is None:
         monkeypatch.setenv("LN_VIZ_WARM_WORKERS", "0")
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    """A real run of tests.runs.TINY (Pre-LN, 30 steps, 7 probe steps), trained once per session; each
+    module gets its own copy."""
+    from tests.runs import train_tiny
+
+    return train_tiny()
+
+
+@pytest.fixture(scope="module")
+def tiny_snapshots():
+    """The same run as `tiny_run` as (RunInfo, list of Snapshot), each module its own copy."""
+    from tests.runs import tiny_snapshots
+
+    return tiny_snapshots()
+
+
+@pytest.fixture(scope="module")
+def post_run():
+    """The shipped Post-LN run with warm-up: depth 6, 300 steps, 31 probe steps, held-out loss every 50."""
+    from tests.runs import demo
+
+    return demo("post-ln-warmup")
+
+
+@pytest.fixture(scope="module")
+def pre_run():
+    """The shipped Pre-LN run without warm-up, with the same probe steps as `post_run`."""
+    from tests.runs import demo
+
+    return demo("pre-ln-no-warmup")
+
+
+@pytest.fixture
+def replay_runner(monkeypatch: pytest.MonkeyPatch):
+    """The app's Runner replaced by a tests.replay.ReplayRunner (recorded demo runs, no worker), with the
+    store hooks the app gives its own. Set `hold_at` on it before a Start to keep the run in progress."""
+    from ln_viz.ui import session
+    from tests.replay import ReplayRunner
+
+    runner = ReplayRunner()
+
+    def get_runner() -> ReplayRunner:
+        if not runner.connected:  # in the page's script run: the app's store, as the real one gets it
+            from ln_viz.ui.storage import store_hooks
+
+            runner.connect(**store_hooks())
+        return runner
+
+    monkeypatch.setattr(session, "get_runner", get_runner)
+    yield runner
+    runner.shutdown()
+    assert not runner.errors, runner.errors
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
 """The live page's logic with AppTest (no browser): widgets, presets, Start/Stop, states, language.
 
-Runs train in real worker processes (the tests that press Start on a valid configuration are `slow`);
-AppTest has no timer, so tests poll the run and call at.run() again, as a fragment tick would."""
+The `slow` tests train in real worker processes; the others that need a run on screen replay a recorded
+one (the `replay_runner` fixture: tests/replay.py). AppTest has no timer, so tests poll the run and call
+at.run() again, as a fragment tick would."""
 
+import os
 import time
 
 import pytest
@@ -10,6 +12,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from ln_viz.config import PRESETS
+from ln_viz.store import Store
 from ln_viz.ui import config_form, session
 
 APP = "../app.py"
@@ -107,9 +110,40 @@ def test_a_long_run_is_drawn_thinned_while_it_trains_and_whole_once_it_ends(at):
     assert not any("one probe step in" in c.value for c in at.caption)
 
 
-@pytest.mark.slow
-def test_a_second_start_replaces_the_first_run(at):
-    tiny(at, steps=5000)
+def test_a_replayed_run_is_drawn_whole_once_it_ends_and_read_back_from_the_store(replay_runner, at):
+    at.button(key="start").click().run()
+    assert not at.exception and not at.error
+    wait_for(lambda: live_handle(at).done, timeout=30)
+    at.run()
+    recorded = live_handle(at).view().data
+    assert replay_runner.started[0].norm_position == "pre" and recorded.info.config.norm_position == "pre"
+    assert {"loss_chart", "grad_heatmap", "act_dist", "layer_profile", "update_ratio"} <= {
+        c.key for c in at.get("plotly_chart")
+    }
+    status = at.markdown[0].value
+    assert "Step 300/300" in status and "completed" in status
+    steps = [int(o) for o in at.select_slider(key="probe_step").options]
+    assert steps == recorded.probe_steps == [1, *range(10, 301, 10)]
+    with Store(os.environ["LN_VIZ_STORE"]) as store:  # the page's hooks stored it, as they store a trained run
+        (row,) = store.list_runs()
+        assert (row.steps_done, row.status) == (300, "completed")
+
+
+def test_a_run_in_progress_says_its_step_and_stop_keeps_its_steps(replay_runner, at):
+    replay_runner.hold_at = 120
+    at.button(key="start").click().run()
+    wait_for(lambda: live_handle(at).view().steps_done == 120, timeout=30)
+    at.run()
+    assert "Step 120/300" in at.markdown[0].value and "running" in at.markdown[0].value
+    at.button(key="stop").click().run()
+    wait_for(lambda: live_handle(at).done, timeout=10)
+    at.run()
+    view = live_handle(at).view()
+    assert (view.status, view.steps_done) == ("stopped", 120) and "stopped" in at.markdown[0].value
+
+
+def test_a_second_start_replaces_the_first_run(replay_runner, at):
+    replay_runner.hold_at = 50  # both runs stay in progress until stopped
     at.button(key="start").click().run()
     first = live_handle(at)
     at.button(key="start").click().run()

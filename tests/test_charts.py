@@ -18,28 +18,12 @@ from ln_viz.config import RunConfig
 from ln_viz.i18n import EN, KO
 from ln_viz.init_lab import InitLab, bundled_default
 from ln_viz.names import HIST_BINS, HIST_EDGES, PARAM_NAMES
-from ln_viz.runfile import read_run_file
 from ln_viz.schema import STAT_NAMES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.transfer import DEMO_DIR
+from tests.runs import demo
 
 DIVERGED_AT = 151  # the step at which `diverged_run` diverges
-
-
-def demo(name: str) -> RunData:
-    return read_run_file(DEMO_DIR / f"{name}.json.gz").data
-
-
-@pytest.fixture(scope="module")
-def post_run() -> RunData:
-    """Post-LN with warm-up, depth 6, 300 steps: 31 probe steps, held-out loss every 50."""
-    return demo("post-ln-warmup")
-
-
-@pytest.fixture(scope="module")
-def pre_run() -> RunData:
-    """Pre-LN without warm-up, with the same probe steps as `post_run`."""
-    return demo("pre-ln-no-warmup")
 
 
 @pytest.fixture(scope="module")

@@ -18,31 +18,23 @@ import streamlit  # noqa: F401 - sets plotly's default template to "streamlit", 
 
 from ln_viz import export
 from ln_viz.cli import main
-from ln_viz.config import RunConfig
 from ln_viz.export import CHARTS, charts_zip, export_charts, run_file_bytes, tables_zip
 from ln_viz.i18n import t
 from ln_viz.runfile import parse_run
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
-from ln_viz.train import run
 
-TINY = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=20, probe_every=4, eval_every=10)
 NAMES = [spec.name for spec in CHARTS]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 STREAMLIT_PLACEHOLDER = "#000011"  # a colour streamlit's template leaves for its frontend to replace
 
 
 @pytest.fixture(scope="module")
-def measured() -> RunData:
-    return run(TINY)
-
-
-@pytest.fixture(scope="module")
-def exported(measured: RunData, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+def exported(tiny_run: RunData, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
     """Every chart in every format, in Korean: the module's one kaleido (Chromium) start."""
     out = tmp_path_factory.mktemp("charts")
     assert pio.templates.default == "streamlit"
-    paths = export_charts(measured, out, lang="ko")
+    paths = export_charts(tiny_run, out, lang="ko")
     assert pio.templates.default == "streamlit"  # restored for the app's own charts
     return out, paths
 
@@ -76,11 +68,11 @@ def test_svg_files_parse_and_carry_the_chosen_language(exported: tuple[Path, lis
     assert STREAMLIT_PLACEHOLDER not in text
 
 
-def test_html_is_standalone_and_keeps_the_animation(exported: tuple[Path, list[Path]], measured: RunData) -> None:
+def test_html_is_standalone_and_keeps_the_animation(exported: tuple[Path, list[Path]], tiny_run: RunData) -> None:
     html = (exported[0] / "act_dist.html").read_text(encoding="utf-8")
     assert not re.search(r"<script[^>]*\bsrc=", html), "plotly.js must be embedded, not fetched"
     assert "Plotly.addFrames" in html
-    for step in measured.probe_steps:  # one frame per probe step, named by its step
+    for step in tiny_run.probe_steps:  # one frame per probe step, named by its step
         assert f'"name":"{step}"' in html
     play = t("chart.play", "ko")
     assert play in html or json.dumps(play)[1:-1] in html  # the Korean labels, maybe JSON-escaped
@@ -89,20 +81,20 @@ def test_html_is_standalone_and_keeps_the_animation(exported: tuple[Path, list[P
 
 
 def test_zip_helpers_hold_what_the_page_offers(
-    measured: RunData, exported: tuple[Path, list[Path]], monkeypatch: pytest.MonkeyPatch
+    tiny_run: RunData, exported: tuple[Path, list[Path]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # charts_zip zips what export_charts writes; reuse the module's files rather than draw them again
     monkeypatch.setattr(export, "export_charts", lambda data, out, formats, lang: exported[1])
-    with zipfile.ZipFile(io.BytesIO(charts_zip(measured, lang="ko"))) as zf:
+    with zipfile.ZipFile(io.BytesIO(charts_zip(tiny_run, lang="ko"))) as zf:
         assert sorted(zf.namelist()) == sorted(p.name for p in exported[1])
         assert zf.read("act_dist.png")[:8] == PNG_MAGIC
     for fmt in ("csv", "parquet"):
-        with zipfile.ZipFile(io.BytesIO(tables_zip(measured, fmt, header={"run_id": 1}))) as zf:
+        with zipfile.ZipFile(io.BytesIO(tables_zip(tiny_run, fmt, header={"run_id": 1}))) as zf:
             names = set(zf.namelist())
             assert {f"scalars.{fmt}", f"layer_stats.{fmt}", "info.json"} <= names
             assert json.loads(zf.read("info.json"))["run_id"] == 1
-    loaded = parse_run(gzip.decompress(run_file_bytes(measured, label="shared")), "x")
-    assert loaded.label == "shared" and loaded.data.scalars["step"] == measured.scalars["step"]
+    loaded = parse_run(gzip.decompress(run_file_bytes(tiny_run, label="shared")), "x")
+    assert loaded.label == "shared" and loaded.data.scalars["step"] == tiny_run.scalars["step"]
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -112,9 +104,9 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_cli_exports_charts_and_refuses_bad_flags(tmp_path: Path, measured: RunData) -> None:
+def test_cli_exports_charts_and_refuses_bad_flags(tmp_path: Path, tiny_run: RunData) -> None:
     with Store(tmp_path / "runs.sqlite") as store:
-        run_id = store.add_run(measured, label="cli")
+        run_id = store.add_run(tiny_run, label="cli")
     store_flag = ("--store", str(tmp_path / "runs.sqlite"))
     code, out, err = cli("runs", "export", str(run_id), "--format", "html", "--out", str(tmp_path / "h"), *store_flag)
     assert (code, err) == (0, "")

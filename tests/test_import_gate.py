@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import functools
 import gzip
 import io
 import json
@@ -42,28 +41,15 @@ from ln_viz.runfile import (
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.store.transfer import add_loaded_run, export_run
-from ln_viz.train import run
-from tests.runs import TINY
+from tests.runs import TINY, train_tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 CREATED = 1_764_000_000.0  # 2025-11-24
 
 
-@functools.cache
-def tiny_run() -> RunData:
-    """A real run of TINY, trained once per session (the property test draws from it outside fixtures, so
-    hypothesis does not print a 37 kB document with every example)."""
-    return run(TINY)
-
-
 @pytest.fixture(scope="module")
-def measured() -> RunData:
-    return tiny_run()
-
-
-@pytest.fixture(scope="module")
-def base_doc(measured: RunData) -> dict:
-    return run_document(measured, label="tiny", created=CREATED)
+def base_doc(tiny_run: RunData) -> dict:
+    return run_document(tiny_run, label="tiny", created=CREATED)
 
 
 def state(path: Path) -> tuple:
@@ -97,12 +83,13 @@ def import_doc(store: Store, doc: Any) -> tuple[int, bool]:
 
 
 def draw_everything(data: RunData) -> None:
-    """Every chart a page builds from a run: the live and Runs pages' five, the Compare page's two."""
+    """Every chart a page builds from a run: the live and Runs pages' six, the Compare page's two."""
     for lang in ("en", "ko"):
         charts.loss_chart(data, lang=lang)
         charts.grad_heatmap(data, lang=lang, zrange=charts.shared_zrange([data, data]))
         charts.grad_heatmap(data, lang=lang)
         charts.update_ratio_chart(data, lang=lang)
+        charts.attention_entropy_chart(data, lang=lang)
         for step in (None, *data.probe_steps[:1]):
             charts.act_dist(data, lang=lang, step=step, animate=False)
             charts.layer_profile(data, lang=lang, step=step)
@@ -277,13 +264,13 @@ def damage_row(path: Path, run_id: int, sql: str, *args: object) -> None:
     ],
 )
 def test_a_damaged_row_is_listed_as_damaged_and_export_says_one_sentence(
-    tmp_path: Path, measured: RunData, sql: str
+    tmp_path: Path, tiny_run: RunData, sql: str
 ) -> None:
     """Case 5: one such row made `runs list --json` and `runs export` crash until someone deleted it."""
     path = tmp_path / "s.sqlite"
     with Store(path) as store:
-        good = store.add_run(measured, label="good", created=CREATED)
-        bad = store.add_run(measured, label="bad", created=CREATED + 1)
+        good = store.add_run(tiny_run, label="good", created=CREATED)
+        bad = store.add_run(tiny_run, label="bad", created=CREATED + 1)
     damage_row(path, bad, sql)
     code, text, err = cli("runs", "list", "--store", str(path))
     assert code == 0, err
@@ -524,7 +511,7 @@ TRIED = {"files": 0, "accepted": 0}
 def test_a_mutated_run_file_is_refused_in_one_sentence_or_usable_everywhere(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
 ) -> None:
-    doc = run_document(tiny_run(), label="tiny", created=CREATED)
+    doc = run_document(train_tiny(), label="tiny", created=CREATED)
     for _ in range(data.draw(st.integers(1, 3), label="mutations")):
         data.draw(mutation(doc), label="mutation")
     TRIED["files"] += 1

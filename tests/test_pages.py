@@ -44,6 +44,12 @@ def shrink(at: AppTest, prefix: str, steps: int = 20) -> None:
     at.number_input(key=prefix + "steps").set_value(steps)
 
 
+def wait_done(handles: list, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(h.done for h in handles) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def test_compare_opens_on_post_vs_pre_with_everything_else_equal(start_app):
     at = start_app(120, "pages/compare.py")
     assert not at.exception
@@ -72,16 +78,26 @@ def test_compare_trains_both_and_draws_them_together(start_app):
     at.run()
     at.button(key="compare_start").click().run()
     assert not at.error and not at.exception
-    runner = session.get_runner()
-    handles = [h for h in runner.handles()]
+    handles = session.get_runner().handles()
     assert len(handles) == 2
-    deadline = time.monotonic() + 180
-    while not all(h.done for h in handles) and time.monotonic() < deadline:
-        time.sleep(0.3)
+    wait_done(handles, 180)
     at.run()
     keys = {c.key for c in at.get("plotly_chart")}
     assert {"compare_loss", "compare_heatmap_0", "compare_heatmap_1", "compare_profile"} <= keys
     assert at.select_slider(key="compare_step").value == 20
+
+
+def test_compare_draws_two_replayed_runs_together_at_their_last_common_step(replay_runner, start_app):
+    at = start_app(120, "pages/compare.py")
+    at.button(key="compare_start").click().run()
+    assert not at.error and not at.exception
+    assert [c.norm_position for c in replay_runner.started] == ["post", "pre"]  # side A, side B
+    wait_done(replay_runner.handles(), 30)
+    at.run()
+    keys = {c.key for c in at.get("plotly_chart")}
+    assert {"compare_loss", "compare_heatmap_0", "compare_heatmap_1", "compare_profile"} <= keys
+    assert at.select_slider(key="compare_step").value == 300
+    assert " ".join(m.value for m in at.markdown).count("Step 300/300") == 2  # side A's line and side B's
 
 
 def test_compare_link_restores_every_setting_of_both_sides(tmp_path, monkeypatch):

@@ -32,15 +32,9 @@ from ln_viz.runfile import (
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.store.transfer import export_run, import_run, load_demo_runs
-from ln_viz.train import run
 from tests.runs import TINY, assert_same_run
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def measured() -> RunData:
-    return run(TINY)
 
 
 @pytest.fixture
@@ -50,8 +44,8 @@ def store(tmp_path: Path) -> Store:
 
 
 # --- tidy tables ------------------------------------------------------------------------------------
-def test_tables_hold_the_measured_values(measured: RunData) -> None:
-    t = tables(measured)
+def test_tables_hold_the_measured_values(tiny_run: RunData) -> None:
+    t = tables(tiny_run)
     assert list(t["scalars"].columns) == [
         "step",
         "loss",
@@ -61,7 +55,7 @@ def test_tables_hold_the_measured_values(measured: RunData) -> None:
         "elapsed",
         "steps_per_sec",
     ]
-    np.testing.assert_array_equal(t["scalars"].loss, measured.scalars["loss"])
+    np.testing.assert_array_equal(t["scalars"].loss, tiny_run.scalars["loss"])
     hist = t["histograms"]
     assert list(hist.columns) == [
         "step",
@@ -74,38 +68,38 @@ def test_tables_hold_the_measured_values(measured: RunData) -> None:
     assert set(hist.site) == {"resid", "ln1", "ln2"}
     # rebuild the dense histogram of one frame from the long table and compare exactly
     p, layer = 3, 2
-    step = measured.probe_steps[p]
+    step = tiny_run.probe_steps[p]
     frame = hist[(hist.step == step) & (hist.layer == layer) & (hist.site == "resid")]
-    edges = measured.info.hist_edges
+    edges = tiny_run.info.hist_edges
     dense = np.zeros(len(edges) - 1, np.float32)
     dense[np.searchsorted(edges, frame.bin_left.to_numpy())] = frame.fraction
-    np.testing.assert_array_equal(dense, measured.probe("resid_hist")[p, layer - 1])
+    np.testing.assert_array_equal(dense, tiny_run.probe("resid_hist")[p, layer - 1])
     stats = t["layer_stats"]
     row = stats[(stats.step == step) & (stats.layer == 1) & (stats.site == "ln2")]
     np.testing.assert_array_equal(
-        row[list(measured.info.stat_names)].to_numpy()[0],
-        measured.probe("norm_in_stats")[p, 0, 1],
+        row[list(tiny_run.info.stat_names)].to_numpy()[0],
+        tiny_run.probe("norm_in_stats")[p, 0, 1],
     )
     assert (stats[stats.site == "input"].layer == 0).all()
     grads = t["grad_norms"]
     g = grads[(grads.step == step) & (grads.layer == 2) & (grads.param == "ffn.w1")]
-    assert g.grad_norm.item() == measured.probe("grad_norm")[p, 1, 4]
+    assert g.grad_norm.item() == tiny_run.probe("grad_norm")[p, 1, 4]
     layers = t["layers"]
-    assert len(layers) == len(measured.probe_steps) * TINY.depth
+    assert len(layers) == len(tiny_run.probe_steps) * TINY.depth
     np.testing.assert_array_equal(
         layers.update_ratio.to_numpy().reshape(-1, TINY.depth),
-        measured.probe("update_ratio"),
+        tiny_run.probe("update_ratio"),
     )
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_exported_tables_read_back_exactly(tmp_path: Path, store: Store, measured: RunData, fmt: str) -> None:
-    run_id = store.add_run(measured, label="tables")
+def test_exported_tables_read_back_exactly(tmp_path: Path, store: Store, tiny_run: RunData, fmt: str) -> None:
+    run_id = store.add_run(tiny_run, label="tables")
     paths = export_run(store, run_id, fmt, tmp_path / "out")
     assert {p.name for p in paths} == {
         f"{n}.{fmt}" for n in ("scalars", "histograms", "layer_stats", "grad_norms", "layers")
     } | {"info.json"}
-    expected = tables(measured)
+    expected = tables(tiny_run)
     for name, df in expected.items():
         path = tmp_path / "out" / f"{name}.{fmt}"
         back = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
@@ -125,34 +119,34 @@ def test_exported_tables_read_back_exactly(tmp_path: Path, store: Store, measure
     assert header["label"] == "tables" and header["info"]["config"]["depth"] == 2
 
 
-def test_tables_of_a_run_without_probes(measured: RunData) -> None:
-    bare = RunData(measured.info)
-    bare.scalars = copy.deepcopy(measured.scalars)
+def test_tables_of_a_run_without_probes(tiny_run: RunData) -> None:
+    bare = RunData(tiny_run.info)
+    bare.scalars = copy.deepcopy(tiny_run.scalars)
     for name, df in tables(bare).items():
         assert len(df) == (TINY.steps if name == "scalars" else 0), name
 
 
 # --- run files --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["run.json", "run.json.gz"])
-def test_export_then_import_gives_the_same_run(tmp_path: Path, store: Store, measured: RunData, name: str) -> None:
-    first = store.add_run(measured, label="original", created=1_700_000_000.25)
+def test_export_then_import_gives_the_same_run(tmp_path: Path, store: Store, tiny_run: RunData, name: str) -> None:
+    first = store.add_run(tiny_run, label="original", created=1_700_000_000.25)
     [path] = export_run(store, first, "run", tmp_path / name)
     assert (path.read_bytes()[:2] == b"\x1f\x8b") == name.endswith(".gz")
     loaded = read_run_file(path)
-    assert_same_run(loaded.data, measured)
+    assert_same_run(loaded.data, tiny_run)
     assert loaded.label == "original" and loaded.created == 1_700_000_000.25
     copy_id, added = import_run(store, path)
     assert added and copy_id != first
-    assert_same_run(store.open_run(copy_id), measured)
+    assert_same_run(store.open_run(copy_id), tiny_run)
     summary = store.summary(copy_id)
     assert (summary.label, summary.source) == ("original", "import")
-    assert summary.final_loss == measured.final_loss()
+    assert summary.final_loss == tiny_run.final_loss()
     assert import_run(store, path) == (copy_id, False)  # the same file again: found, not copied
     assert len(store.list_runs()) == 2
 
 
-def test_run_file_encodes_non_finite_scalars(tmp_path: Path, measured: RunData) -> None:
-    data = copy.deepcopy(measured)
+def test_run_file_encodes_non_finite_scalars(tmp_path: Path, tiny_run: RunData) -> None:
+    data = copy.deepcopy(tiny_run)
     data.scalars["loss"][-1] = math.nan
     data.scalars["grad_norm"][-1] = math.inf
     data.status, data.diverged_at, data.message = "diverged", 30, "msg.diverged"
@@ -163,8 +157,8 @@ def test_run_file_encodes_non_finite_scalars(tmp_path: Path, measured: RunData) 
     assert_same_run(read_run_file(path).data, data)
 
 
-def test_list_encoding_of_probe_arrays_is_accepted(tmp_path: Path, measured: RunData) -> None:
-    doc = run_document(measured)
+def test_list_encoding_of_probe_arrays_is_accepted(tmp_path: Path, tiny_run: RunData) -> None:
+    doc = run_document(tiny_run)
     for arr in doc["probes"].values():
         values = np.frombuffer(base64.b64decode(arr["data"]), "<f4").reshape(arr["shape"])
         arr["encoding"] = "list"
@@ -172,20 +166,20 @@ def test_list_encoding_of_probe_arrays_is_accepted(tmp_path: Path, measured: Run
         arr["data"] = np.asarray(arr["data"], dtype=object).reshape(arr["shape"]).tolist()
     path = tmp_path / "lists.json"
     path.write_text(json.dumps(doc))
-    assert_same_run(read_run_file(path).data, measured)
+    assert_same_run(read_run_file(path).data, tiny_run)
 
 
-def test_probe_stride_thins_probes_but_keeps_every_step(tmp_path: Path, measured: RunData) -> None:
-    path = write_run_file(measured, tmp_path / "thin.json.gz", probe_stride=2)
+def test_probe_stride_thins_probes_but_keeps_every_step(tmp_path: Path, tiny_run: RunData) -> None:
+    path = write_run_file(tiny_run, tmp_path / "thin.json.gz", probe_stride=2)
     thin = read_run_file(path).data
-    assert thin.scalars["step"] == measured.scalars["step"]
+    assert thin.scalars["step"] == tiny_run.scalars["step"]
     assert thin.probe_steps == [1, 10, 20, 30]  # every other probe step, and the last
-    np.testing.assert_array_equal(thin.probe("resid_hist"), measured.probe("resid_hist")[[0, 2, 4, 6]])
+    np.testing.assert_array_equal(thin.probe("resid_hist"), tiny_run.probe("resid_hist")[[0, 2, 4, 6]])
 
 
 # --- bad files --------------------------------------------------------------------------------------
-def _doc(measured: RunData) -> dict:
-    return run_document(measured, label="ok")
+def _doc(tiny_run: RunData) -> dict:
+    return run_document(tiny_run, label="ok")
 
 
 def _set(path: str, value: object) -> Callable[[dict], None]:
@@ -321,20 +315,20 @@ def assert_refused(store: Store, path: Path, expected: str) -> None:
 
 @pytest.mark.parametrize("case", list(BAD_DOCUMENTS))
 def test_bad_documents_are_refused_and_the_store_unchanged(
-    tmp_path: Path, store: Store, measured: RunData, case: str
+    tmp_path: Path, store: Store, tiny_run: RunData, case: str
 ) -> None:
-    store.add_run(measured, label="already here")
+    store.add_run(tiny_run, label="already here")
     edit, expected = BAD_DOCUMENTS[case]
-    doc = _doc(measured)
+    doc = _doc(tiny_run)
     edit(doc)
     path = tmp_path / "bad.json.gz"
     path.write_bytes(gzip.compress(json.dumps(doc).encode()))
     assert_refused(store, path, expected)
 
 
-def test_bad_files_are_refused_and_the_store_unchanged(tmp_path: Path, store: Store, measured: RunData) -> None:
-    store.add_run(measured, label="already here")
-    good = json.dumps(_doc(measured)).encode()
+def test_bad_files_are_refused_and_the_store_unchanged(tmp_path: Path, store: Store, tiny_run: RunData) -> None:
+    store.add_run(tiny_run, label="already here")
+    good = json.dumps(_doc(tiny_run)).encode()
     cases: dict[str, tuple[bytes | None, str]] = {
         "missing.json": (None, "does not exist"),
         "truncated.json": (good[: len(good) // 2], "is not valid JSON"),
@@ -365,10 +359,10 @@ def test_bad_files_are_refused_and_the_store_unchanged(tmp_path: Path, store: St
 
 
 # --- demo runs --------------------------------------------------------------------------------------
-def test_load_demo_runs_is_idempotent(tmp_path: Path, store: Store, measured: RunData) -> None:
+def test_load_demo_runs_is_idempotent(tmp_path: Path, store: Store, tiny_run: RunData) -> None:
     demos = tmp_path / "demos"
-    write_run_file(measured, demos / "a.json.gz", label="demo a")
-    other = copy.deepcopy(measured)
+    write_run_file(tiny_run, demos / "a.json.gz", label="demo a")
+    other = copy.deepcopy(tiny_run)
     other.scalars["loss"][0] += 1.0
     write_run_file(other, demos / "b.json.gz", label="demo b")
     first = load_demo_runs(store, demos)
@@ -389,8 +383,8 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_cli_export_and_import(tmp_path: Path, store: Store, measured: RunData) -> None:
-    run_id = store.add_run(measured, label="to share")
+def test_cli_export_and_import(tmp_path: Path, store: Store, tiny_run: RunData) -> None:
+    run_id = store.add_run(tiny_run, label="to share")
     src = str(store.path)
     code, out, err = cli(
         "runs", "export", str(run_id), "--format", "run", "--out", str(tmp_path / "r.json.gz"), "--store", src
@@ -408,17 +402,17 @@ def test_cli_export_and_import(tmp_path: Path, store: Store, measured: RunData) 
     result = json.loads(out)
     assert result["added"] is True
     with Store(other) as imported:
-        assert_same_run(imported.open_run(result["run_id"]), measured)
+        assert_same_run(imported.open_run(result["run_id"]), tiny_run)
         assert imported.summary(result["run_id"]).label == "to share"
     code, out, _ = cli("runs", "import", str(tmp_path / "r.json.gz"), "--store", str(other))
     assert code == 0 and "already in the store" in out
 
 
-def test_cli_refuses_bad_files_with_one_line(tmp_path: Path, store: Store, measured: RunData) -> None:
-    run_id = store.add_run(measured)
+def test_cli_refuses_bad_files_with_one_line(tmp_path: Path, store: Store, tiny_run: RunData) -> None:
+    run_id = store.add_run(tiny_run)
     src = str(store.path)
     truncated = tmp_path / "cut.json.gz"
-    write_run_file(measured, truncated)
+    write_run_file(tiny_run, truncated)
     truncated.write_bytes(truncated.read_bytes()[:500])
     (tmp_path / "afile").write_text("x")
     before = _state(store)
@@ -474,11 +468,11 @@ def test_the_format_docs_list_the_schemas_measurements() -> None:
     assert documented[start : start + len(table)] == table
 
 
-def test_a_run_file_read_from_its_bytes_is_the_file_read_from_disk(tmp_path: Path, measured: RunData) -> None:
+def test_a_run_file_read_from_its_bytes_is_the_file_read_from_disk(tmp_path: Path, tiny_run: RunData) -> None:
     """An upload is read from its bytes (no temporary file), with the same checks and the same result."""
     from ln_viz.runfile import read_run_data
 
-    path = write_run_file(measured, tmp_path / "run.json.gz", label="bytes")
+    path = write_run_file(tiny_run, tmp_path / "run.json.gz", label="bytes")
     from_disk, from_bytes = read_run_file(path), read_run_data(path.read_bytes(), "upload.json.gz")
     assert_same_run(from_bytes.data, from_disk.data)
     assert (from_bytes.label, from_bytes.fingerprint) == (from_disk.label, from_disk.fingerprint)
@@ -488,7 +482,7 @@ def test_a_run_file_read_from_its_bytes_is_the_file_read_from_disk(tmp_path: Pat
         read_run_data(b" " * (MAX_FILE_BYTES + 1), "big.json")
 
 
-def test_the_tables_docs_list_each_tables_columns(measured: RunData) -> None:
+def test_the_tables_docs_list_each_tables_columns(tiny_run: RunData) -> None:
     """ln_viz.tables' docstring names each table's columns in order (they come from the schema)."""
     import re
 
@@ -499,4 +493,4 @@ def test_the_tables_docs_list_each_tables_columns(measured: RunData) -> None:
         m = re.match(r"    (\w+) +((?:\w+, )+\w+)", line)
         if m:
             documented[m.group(1)] = m.group(2).split(", ")
-    assert documented == {name: list(df.columns) for name, df in tables(measured).items()}
+    assert documented == {name: list(df.columns) for name, df in tables(tiny_run).items()}

@@ -12,12 +12,12 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from ln_viz.config import RunConfig
 from ln_viz.export import run_file_bytes
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.store.transfer import DEMO_DIR
 from ln_viz.train import run
+from tests.runs import TINY, train_tiny
 
 APP = "../app.py"
 PAGE = "pages/runs.py"
@@ -29,13 +29,12 @@ CHART_KEYS = {
     "runs_layer_profile",
     "runs_attn_entropy",
 }
-TINY = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=20, probe_every=4, eval_every=10)
 
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, RunData]:
-    """Two tiny runs, Pre-LN and Post-LN, trained once for the module."""
-    return {pos: run(TINY.replace(norm_position=pos)) for pos in ("pre", "post")}
+    """Two tiny runs, Pre-LN and Post-LN (tests.runs.TINY), trained once per session."""
+    return {pos: train_tiny(pos) for pos in ("pre", "post")}
 
 
 @pytest.fixture

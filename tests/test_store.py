@@ -36,15 +36,7 @@ from ln_viz.store import (
 )
 from ln_viz.store import rows as store_rows
 from ln_viz.store import writer as store_writer
-from ln_viz.train import Trainer
 from tests.runs import TINY, assert_same_run
-
-
-@pytest.fixture(scope="module")
-def trained() -> tuple[RunInfo, list[Snapshot]]:
-    """One real tiny run's snapshots, probes included (trained once for the module)."""
-    trainer = Trainer(TINY)
-    return trainer.info, list(trainer)
 
 
 def write_run(store: Store, info: RunInfo, snaps: list[Snapshot], label: str | None = None) -> int:
@@ -94,8 +86,8 @@ def synthetic_run(depth: int, steps: int, probe_every: int) -> tuple[RunInfo, li
 
 
 # --- round trip -----------------------------------------------------------------------------------
-def test_written_listed_reopened_equal(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_written_listed_reopened_equal(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     measured = RunData.from_snapshots(info, snaps)
     with Store(tmp_path / "runs.sqlite") as store:
         run_id = write_run(store, info, snaps, label="first")
@@ -112,8 +104,8 @@ def test_written_listed_reopened_equal(tmp_path: Path, trained) -> None:
         assert_same_run(store.open_run(run_id), measured)
 
 
-def test_a_run_opened_for_display_keeps_at_most_the_probe_steps_asked_for(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_a_run_opened_for_display_keeps_at_most_the_probe_steps_asked_for(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     measured = RunData.from_snapshots(info, snaps)  # TINY: 7 probe steps
     with Store(tmp_path / "runs.sqlite") as store:
         thin = store.open_run(write_run(store, info, snaps), max_probe_steps=3)
@@ -124,9 +116,9 @@ def test_a_run_opened_for_display_keeps_at_most_the_probe_steps_asked_for(tmp_pa
     assert thin.scalars["step"] == measured.scalars["step"]
 
 
-def test_non_finite_values_and_missing_probes_come_back(tmp_path: Path, trained) -> None:
+def test_non_finite_values_and_missing_probes_come_back(tmp_path: Path, tiny_snapshots) -> None:
     """A diverged step: NaN loss (stored as NULL), inf grad norm, probe arrays missing (NaN blanks)."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     last = snaps[9]
     bad = Snapshot(
         last.step + 1,
@@ -150,10 +142,10 @@ def test_non_finite_values_and_missing_probes_come_back(tmp_path: Path, trained)
     assert np.isnan(back.probe("grad_norm")[-1]).all()
 
 
-def test_sorting_by_loss_counts_a_diverged_run_as_the_worst(tmp_path: Path, trained) -> None:
+def test_sorting_by_loss_counts_a_diverged_run_as_the_worst(tmp_path: Path, tiny_snapshots) -> None:
     """A diverged run's stored final loss is its last finite one (lower than the whole run's here): the
     table shows "diverged", so by loss it sorts last when the lowest come first, first otherwise."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     last = snaps[9]
     bad = Snapshot(last.step + 1, math.nan, last.lr, math.inf, last.elapsed, last.steps_per_sec,
                    status="diverged", message="msg.diverged")  # fmt: skip
@@ -166,8 +158,8 @@ def test_sorting_by_loss_counts_a_diverged_run_as_the_worst(tmp_path: Path, trai
         assert [r.id for r in store.list_runs(sort="-final_loss")] == [diverged, whole]
 
 
-def test_add_run_stores_a_finished_run(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_add_run_stores_a_finished_run(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     measured = RunData.from_snapshots(info, snaps)
     with Store(tmp_path / "runs.sqlite") as store:
         run_id = store.add_run(measured, label="copy", created=1_000.0)
@@ -176,8 +168,8 @@ def test_add_run_stores_a_finished_run(tmp_path: Path, trained) -> None:
 
 
 # --- writing while running ------------------------------------------------------------------------
-def test_commits_while_running_and_readers_see_it(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_commits_while_running_and_readers_see_it(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         writer = RunWriter(store, flush_every=0.05)
@@ -203,9 +195,9 @@ def test_commits_while_running_and_readers_see_it(tmp_path: Path, trained) -> No
         assert not any(store.lock_dir.iterdir())  # the lock file went with the writer
 
 
-def test_readers_do_not_block_the_writer(tmp_path: Path, trained) -> None:
+def test_readers_do_not_block_the_writer(tmp_path: Path, tiny_snapshots) -> None:
     """A reader holding a read transaction open must not make the writer wait (WAL)."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         writer = RunWriter(store, flush_every=60)  # we flush by hand
@@ -224,9 +216,9 @@ def test_readers_do_not_block_the_writer(tmp_path: Path, trained) -> None:
         assert store.summary(run_id).steps_done == TINY.steps
 
 
-def test_dead_writer_is_marked_interrupted_with_its_steps(tmp_path: Path, trained) -> None:
+def test_dead_writer_is_marked_interrupted_with_its_steps(tmp_path: Path, tiny_snapshots) -> None:
     """In-process stand-in for a killed writer: the lock is dropped without finish()."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         finished = write_run(store, info, snaps, label="earlier")
@@ -256,8 +248,8 @@ def test_writer_lock_is_seen_by_the_same_process(tmp_path: Path) -> None:
     assert WriterLock.is_free(lock.path)
 
 
-def test_exception_in_writer_block_finishes_as_failed(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_exception_in_writer_block_finishes_as_failed(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     with Store(tmp_path / "runs.sqlite") as store:
         with pytest.raises(RuntimeError, match="boom"), RunWriter(store) as writer:
             run_id = writer.begin(info)
@@ -268,12 +260,12 @@ def test_exception_in_writer_block_finishes_as_failed(tmp_path: Path, trained) -
 
 
 def test_a_failing_disk_is_one_sentence_and_the_run_ends_with_its_committed_steps(
-    tmp_path: Path, trained, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_snapshots, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A write that fails never raises into the training loop: `problem` says why (the same object
     for the whole episode, so it is reported once), and finish() commits the final status over the
     steps committed before, saying the rest is missing."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         writer = RunWriter(store, flush_every=0.02)
@@ -300,8 +292,8 @@ def test_a_failing_disk_is_one_sentence_and_the_run_ends_with_its_committed_step
         assert not any(store.lock_dir.iterdir())
 
 
-def test_finish_without_final_snapshot_is_stopped(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_finish_without_final_snapshot_is_stopped(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     with Store(tmp_path / "runs.sqlite") as store:
         with RunWriter(store) as writer:
             run_id = writer.begin(info)
@@ -311,8 +303,8 @@ def test_finish_without_final_snapshot_is_stopped(tmp_path: Path, trained) -> No
 
 
 # --- list, label, delete ----------------------------------------------------------------------------
-def test_list_filters_and_sorts(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_list_filters_and_sorts(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     post = RunInfo.from_dict({**info.to_dict(), "config": {**TINY.to_dict(), "norm_position": "post"}})
     with Store(tmp_path / "runs.sqlite") as store:
         a = write_run(store, info, snaps, label="Pre run")
@@ -327,8 +319,8 @@ def test_list_filters_and_sorts(tmp_path: Path, trained) -> None:
             store.list_runs(sort="colour")
 
 
-def test_label_and_delete(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_label_and_delete(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     with Store(tmp_path / "runs.sqlite") as store:
         keep = write_run(store, info, snaps[:3])
         gone = write_run(store, info, snaps)
@@ -380,9 +372,9 @@ def test_newer_schema_is_refused_with_a_sentence(tmp_path: Path) -> None:
         assert "업그레이드" in err.value.message("ko")
 
 
-def test_a_version_1_store_is_migrated(tmp_path: Path, trained) -> None:
+def test_a_version_1_store_is_migrated(tmp_path: Path, tiny_snapshots) -> None:
     """A store written before version 2 (no source, fingerprint, meta) opens, upgraded, data intact."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     measured = RunData.from_snapshots(info, snaps)
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path, isolation_level=None)
@@ -484,10 +476,11 @@ TRAIN_FLAGS = [
 ]
 
 
-def test_sigkill_of_a_training_process_leaves_a_good_store(tmp_path: Path, trained) -> None:
+@pytest.mark.slow  # spawns a training process: 5-30 s on the 2-core machine
+def test_sigkill_of_a_training_process_leaves_a_good_store(tmp_path: Path, tiny_snapshots) -> None:
     """`python -m ln_viz train --store` killed with SIGKILL mid-run: the store opens, the earlier run
     is intact, the killed run is `interrupted` with every step committed up to the last second."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         earlier = write_run(store, info, snaps, label="earlier")
@@ -566,8 +559,8 @@ def test_cli_train_store_and_runs_list(tmp_path: Path, monkeypatch: pytest.Monke
     assert (code, out.strip()) == (0, "[]")
 
 
-def test_cli_label_delete_and_bad_ids(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_cli_label_delete_and_bad_ids(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         run_id = write_run(store, info, snaps)
@@ -600,14 +593,14 @@ def test_cli_label_delete_and_bad_ids(tmp_path: Path, trained) -> None:
         assert store.list_runs() == []
 
 
-def test_the_recorder_picks_the_whole_stored_copy_of_a_thinned_finished_run(tmp_path: Path, trained) -> None:
+def test_the_recorder_picks_the_whole_stored_copy_of_a_thinned_finished_run(tmp_path: Path, tiny_snapshots) -> None:
     """The live-or-stored decision: the live copy while training, when never recorded, when the store
     cannot read the run or holds less of it; else, once finished, the stored copy with every probe step."""
     from types import SimpleNamespace
 
     from ln_viz.recorder import Recorder
 
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     live = RunData.from_snapshots(info, snaps, max_probe_steps=2)
     assert live.probe_stride > 1
     with Store(tmp_path / "runs.sqlite") as store:

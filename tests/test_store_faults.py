@@ -28,18 +28,10 @@ from ln_viz.recorder import Recorder
 from ln_viz.runner import Runner
 from ln_viz.snapshot import RunInfo, Snapshot
 from ln_viz.store import RunWriter, Store, StoreError
-from ln_viz.train import Trainer
-from tests.runs import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN_FLAGS = ["--depth", "2", "--d-model", "16", "--heads", "2", "--seq-len", "16", "--batch-size", "4"]
 TRAIN_FLAGS += ["--probe-every", "10", "--eval-every", "0", "--threads", "1"]
-
-
-@pytest.fixture(scope="module")
-def trained() -> tuple[RunInfo, list[Snapshot]]:
-    trainer = Trainer(TINY)
-    return trainer.info, list(trainer)
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -139,9 +131,9 @@ def test_a_disk_that_fills_under_the_runner_is_said_once_and_keeps_every_committ
 
 
 def test_a_lock_outlasting_the_bound_ends_the_run_with_that_cause_not_crashed_or_killed(
-    tmp_path: Path, trained
+    tmp_path: Path, tiny_snapshots
 ) -> None:
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         writer = RunWriter(store, flush_every=0.05, lock_wait_s=1.0)
@@ -203,9 +195,9 @@ def test_a_cli_run_waits_out_a_write_lock_held_elsewhere_and_stores_every_step(t
 
 
 def test_a_store_deleted_or_replaced_under_the_server_is_said_and_its_runs_no_longer_listed(
-    tmp_path: Path, trained
+    tmp_path: Path, tiny_snapshots
 ) -> None:
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     store = Store(path)
     write_run(store, info, snaps)
@@ -267,12 +259,14 @@ sys.stdin.readline()
 """
 
 
-def test_the_server_reopening_a_new_file_keeps_the_log_another_process_is_writing(tmp_path: Path, trained) -> None:
+def test_the_server_reopening_a_new_file_keeps_the_log_another_process_is_writing(
+    tmp_path: Path, tiny_snapshots
+) -> None:
     """rm runs.sqlite* while the server runs, then a CLI run makes a new store there before the server
     notices: the server's reopen must not take the CLI's live -wal and -shm for the deleted file's (they
     are older than the file once checkpointed), or the CLI's next run is written where the server never
     reads it. (After `rm runs.sqlite` alone SQLite refuses the new file while the old logs are open.)"""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     store = Store(path)
     write_run(store, info, snaps)
@@ -300,12 +294,12 @@ def test_the_server_reopening_a_new_file_keeps_the_log_another_process_is_writin
 
 
 def test_the_app_says_the_store_was_deleted_and_the_runs_page_no_longer_lists_its_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trained
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_snapshots
 ) -> None:
     """The router's frame (app.py, around every page) says it; the Runs page lists the new file."""
     from streamlit.testing.v1 import AppTest
 
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         write_run(store, info, snaps)
@@ -366,9 +360,9 @@ def test_commands_leave_a_foreign_database_unchanged_and_say_it_is_not_a_store(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"]
 
 
-def test_runs_list_still_marks_a_dead_writers_run_interrupted(tmp_path: Path, trained) -> None:
+def test_runs_list_still_marks_a_dead_writers_run_interrupted(tmp_path: Path, tiny_snapshots) -> None:
     """Read-only listing keeps what `runs list` always showed: a run whose writer died is interrupted."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         writer = RunWriter(store, flush_every=60)
@@ -392,9 +386,9 @@ def test_runs_list_of_an_empty_database_file_changes_nothing(tmp_path: Path) -> 
     assert path.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite"]
 
 
-def test_a_store_in_a_read_only_folder_can_be_listed_and_exported(tmp_path: Path, trained) -> None:
+def test_a_store_in_a_read_only_folder_can_be_listed_and_exported(tmp_path: Path, tiny_snapshots) -> None:
     """A real read-only folder: a read-only bind mount (even root cannot write there)."""
-    info, snaps = trained
+    info, snaps = tiny_snapshots
     folder = tmp_path / "shared"
     folder.mkdir()
     with Store(folder / "runs.sqlite") as store:
@@ -433,8 +427,8 @@ def test_a_store_in_a_read_only_folder_can_be_listed_and_exported(tmp_path: Path
 
 
 # --- 3. messages that say the real cause -----------------------------------------------------------
-def test_a_truncated_store_is_said_to_be_damaged_not_not_an_sqlite_database(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_a_truncated_store_is_said_to_be_damaged_not_not_an_sqlite_database(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         write_run(store, info, snaps)
@@ -450,8 +444,10 @@ def test_a_truncated_store_is_said_to_be_damaged_not_not_an_sqlite_database(tmp_
         assert "not an SQLite database" not in err
 
 
-def test_runs_export_of_a_run_on_a_store_with_a_corrupted_page_is_one_error_line(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_runs_export_of_a_run_on_a_store_with_a_corrupted_page_is_one_error_line(
+    tmp_path: Path, tiny_snapshots
+) -> None:
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         for _ in range(3):
@@ -472,8 +468,8 @@ def test_runs_export_of_a_run_on_a_store_with_a_corrupted_page_is_one_error_line
 
 
 @pytest.mark.slow
-def test_a_locked_store_says_another_process_holds_it_not_folders_and_space(tmp_path: Path, trained) -> None:
-    info, snaps = trained
+def test_a_locked_store_says_another_process_holds_it_not_folders_and_space(tmp_path: Path, tiny_snapshots) -> None:
+    info, snaps = tiny_snapshots
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
         run_id = write_run(store, info, snaps)

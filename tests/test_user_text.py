@@ -20,7 +20,7 @@ from ln_viz.i18n import t
 from ln_viz.runfile import read_run_file
 from ln_viz.store import Store
 from ln_viz.store.transfer import DEMO_DIR, add_loaded_run
-from ln_viz.text import one_line, quoted, shown
+from ln_viz.text import error_line, one_line, quoted, shown
 from ln_viz.ui.safe import WORD_JOINER, md
 
 APP = "../app.py"
@@ -48,6 +48,14 @@ def test_an_echoed_value_shows_control_characters_as_escapes():
 def test_short_values_are_echoed_as_before():
     assert t("err.choice", field="f", choices="a, b", value="c") == "f must be one of a, b, got 'c'."
     assert shown("t.txt") == "t.txt" and quoted(12) == "12" and quoted(0.5) == "0.5"
+
+
+def test_an_exception_is_one_line_named_by_its_type():
+    e = ValueError("  bad value\n  File x.py, line 3\nKeyError: 'cause'\n")
+    assert error_line(e) == "ValueError: bad value"
+    assert error_line(e, named=False) == "bad value"
+    assert error_line(e, last=True) == "ValueError: KeyError: 'cause'"  # a remote traceback ends in its cause
+    assert error_line(RuntimeError()) == error_line(RuntimeError(" \n"), named=False) == "RuntimeError"
 
 
 def test_a_huge_integer_is_echoed_without_raising():

@@ -52,7 +52,7 @@ _TEMPLATE: dict[str, Any] = {
     }
 }
 
-# Built once: validating the template dict costs ~80 ms per figure, a live redraw makes five.
+# Built once: validating the template dict costs ~80 ms per figure, a live redraw makes six.
 _TEMPLATE_OBJ = go.layout.Template(_TEMPLATE)
 
 
@@ -187,7 +187,7 @@ def _layout(
 ) -> go.Figure:
     """Fonts, margins, legend and template shared by every chart, merged with the chart's own layout
     (`extra`, as update_layout takes it) and set in one assignment: each update_layout call costs
-    3-5 ms on a figure with traces, and a live tab redraws five figures a second.
+    3-5 ms on a figure with traces, and a live tab redraws six figures a second.
     Presenter mode scales the text, not the margins (automargin makes room for larger tick labels).
     The legend (`legend_below`) sits at the figure's bottom edge, referred to the container: Plotly
     then reserves its room below the x axis title, so the two cannot overlap at any height (placed at a

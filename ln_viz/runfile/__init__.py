@@ -9,7 +9,7 @@ name ends in `.gz` (reading detects gzip by its magic bytes, not the name):
     version       1 (FORMAT_VERSION); a reader refuses a newer version
     label         string or null
     created       ISO 8601 time the run started, or null
-    status        one of train.STATUSES; message: i18n key or null
+    status        one of names.STATUSES; message: i18n key or null
     stalled_since, diverged_at      step or null
     info          RunInfo.to_dict(): config (RunConfig fields), vocab_size, n_params,
                   unigram_entropy, floor, norm_names, param_names, stat_names, hist_edges

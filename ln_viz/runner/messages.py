@@ -21,6 +21,7 @@ from typing import Any
 
 from ln_viz.config import RunConfig
 from ln_viz.snapshot import RunInfo, Snapshot
+from ln_viz.text import error_line
 
 
 # --- worker -> server -------------------------------------------------------------------------------
@@ -64,8 +65,7 @@ class Failed:
     @classmethod
     def of(cls, e: BaseException) -> Failed:
         """The message for an exception: its type and first line, and its i18n key if it has one."""
-        lines = str(e).strip().splitlines()
-        line = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+        line = error_line(e)
         key, params = getattr(e, "key", None), getattr(e, "params", None)
         return cls(line, key, dict(params) if key and params else {})
 

@@ -193,7 +193,6 @@ class RunWriter:
             if self._problem is not None and self._problem.key == key:
                 return
             self._problem = StoreError(key, path=str(self.store.path), reason=err.params.get("reason", ""))
-            self._problem_since = time.monotonic()
         self._note(MSG_STORE_LOCKED if key == "err.writer_locked" else MSG_STORE_INCOMPLETE)
 
     def _note(self, key: str | None) -> None:

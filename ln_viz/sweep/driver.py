@@ -17,6 +17,7 @@ from ln_viz.sweep.executors import Executor
 from ln_viz.sweep.results import CellResult, CellRun, summarize
 from ln_viz.sweep.spec import Cell, SweepConfig
 from ln_viz.sweep.storage import SweepStore
+from ln_viz.text import error_line
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class SweepRun:
             self.executor.run(cells, self._on_step, self._on_end, self.stop_event)
         except Exception as e:  # noqa: BLE001 -- e.g. a Ray cluster that cannot be reached: the sweep fails, said once
             with self._lock:
-                self._error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                self._error = error_line(e, named=False)
                 self._state = "failed"
             raise
         finally:

@@ -30,6 +30,7 @@ from ln_viz.config import RunConfig
 from ln_viz.runner.messages import Snap
 from ln_viz.sweep.executors import OnEnd, OnStep
 from ln_viz.sweep.spec import Cell, SweepError
+from ln_viz.text import error_line
 
 RAY_VERSION = "2.60.0"  # requirements-ray.txt
 _POLL_S = 0.1
@@ -117,7 +118,7 @@ class _Driver:
                 runtime_env = {"py_modules": [str(_PACKAGE)], "excludes": ["__pycache__", "data/demo_runs"]}
                 ray.init(address=address, runtime_env=runtime_env, **options)
         except (ConnectionError, ValueError, RuntimeError) as e:
-            line = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            line = error_line(e, named=False)[:200]
             raise SweepError("sweep.err.ray_connect", "address", address=address, reason=line) from None
         self.address = address
         self._task = ray.remote(num_cpus=1, max_retries=0)(_train_cell)
@@ -177,8 +178,7 @@ class RayExecutor:
         except ray.exceptions.RayError as e:  # the task raised, or its worker died
             del gens[gen]
             self._running.pop(i, None)
-            lines = str(e).strip().splitlines()
-            on_end(i, "failed", f"{type(e).__name__}: {lines[-1] if lines else ''}"[:300])
+            on_end(i, "failed", error_line(e, last=True)[:300])
             return
         self._running[i] = pid
         snap = msg.snapshot

@@ -21,6 +21,7 @@ from ln_viz.i18n import t
 from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import MAX_SEEDS, SweepConfig, spec_from_query, spec_to_query
+from ln_viz.text import error_line
 from ln_viz.ui import session
 
 SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
@@ -118,7 +119,7 @@ def error_text(e: Exception, lang: str) -> str:
     """A sweep's failure in the user's language when it is one of ours, else its first line."""
     from ln_viz.i18n import LocalizedError
 
-    return e.message(lang) if isinstance(e, LocalizedError) else (str(e).splitlines() or [type(e).__name__])[0]
+    return e.message(lang) if isinstance(e, LocalizedError) else error_line(e, named=False)
 
 
 def map_results(spec: SweepConfig) -> tuple[list[CellResult], Any, bool]:

@@ -33,8 +33,6 @@ BROWSER_ARGS = [
     "--disable-sync",
 ]
 
-pytestmark = pytest.mark.e2e
-
 
 def free_port() -> int:
     with socket.socket() as s:
