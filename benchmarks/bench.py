@@ -28,7 +28,7 @@ import torch.nn.functional as F  # noqa: E402
 from ln_viz.config import RunConfig  # noqa: E402
 from ln_viz.corpus import Batches, english  # noqa: E402
 from ln_viz.model import build_model  # noqa: E402
-from ln_viz.names import HIST_BINS  # noqa: E402
+from ln_viz.schema import HIST_BINS  # noqa: E402
 from ln_viz.train import Trainer, make_optimizer  # noqa: E402
 
 SIZES = [(6, 64), (12, 128), (24, 128)]  # (depth, d_model), batch 32, seq 64: the sizes

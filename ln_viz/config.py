@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ln_viz.i18n import LocalizedError
 
 NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none")
@@ -311,3 +313,22 @@ def preset(name: str) -> RunConfig:
     if name not in PRESETS:
         raise ConfigError("err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS))
     return PRESETS[name].config
+
+
+def lr_at(cfg: RunConfig, step: int) -> float:
+    """Learning rate of update `step` (1-based): linear warm-up from 0 (the paper's t/T * lr_max), then
+    the schedule."""
+    w = cfg.warmup_steps
+    if w and step <= w:
+        return cfg.lr * step / w
+    if cfg.schedule == "inverse_sqrt":
+        return cfg.lr * math.sqrt(max(w, 1) / step)
+    if cfg.schedule == "cosine":
+        span = max(cfg.steps - w, 1)
+        return cfg.lr * 0.5 * (1 + math.cos(math.pi * min(step - w, span) / span))
+    return cfg.lr
+
+
+def lr_schedule(cfg: RunConfig) -> np.ndarray:
+    """lr(t) for t = 1..steps."""
+    return np.array([lr_at(cfg, t) for t in range(1, cfg.steps + 1)])

@@ -17,9 +17,8 @@ import torch.nn.functional as F
 from ln_viz.config import RunConfig
 from ln_viz.corpus import Batches, Corpus, load_corpus
 from ln_viz.model import build_model
-from ln_viz.names import PARAM_NAMES
 from ln_viz.probes import grad_norms, watch
-from ln_viz.schema import Stat
+from ln_viz.schema import PARAM_NAMES, Stat
 
 GRAD_COLUMNS = ["seed", "layer", "param", "grad_norm"]
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ln_viz.config import RunConfig
-from ln_viz.names import PARAM_NAMES, norm_names
+from ln_viz.schema import PARAM_NAMES, norm_names
 
 
 def make_norm(norm_type: str, d: int) -> nn.Module:

@@ -30,8 +30,7 @@ import torch
 from torch import nn
 
 from ln_viz.model import TinyLM
-from ln_viz.names import HIST_ASINH_LIMIT, HIST_BINS, PARAM_NAMES
-from ln_viz.schema import STAT_NAMES, blank_probes, probe_dims, probes_from
+from ln_viz.schema import HIST_ASINH_LIMIT, HIST_BINS, PARAM_NAMES, STAT_NAMES, blank_probes, probe_dims, probes_from
 
 # Masked attention scores: a finite stand-in for -inf, so exp() gives exactly 0 and 0 * log 0 is 0.
 _MASKED = -1e30

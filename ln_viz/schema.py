@@ -1,6 +1,9 @@
-"""Every measurement of a run, named once: the scalars (one value per step) and the probe arrays (one
-array per probe step), with shape, dtype, unit and meaning. Snapshot/RunData, the trainer and the probes,
-the store's columns, the run file's validation and docs, and the tidy tables all read this module.
+"""The vocabulary of a run, named once, in a module that imports no torch (the server, the charts and the
+store load light): every measurement (the scalars, one value per step, and the probe arrays, one array per
+probe step, with shape, dtype, unit and meaning), the weight matrices of a block (PARAM_NAMES), the norm
+modules of a block (`norm_names`), the histograms' fixed edges, and a run's statuses. Snapshot/RunData,
+the model, the trainer and the probes, the store's columns, the run file's validation and docs, and the
+tidy tables all read this module. (The learning-rate schedule, a rule of the config, is in config.py.)
 
 Probe shapes are written in named dimensions (per probe step; a run's stack adds a first axis P):
 
@@ -14,6 +17,7 @@ means the same thing in a snapshot, a store row, a run file and a chart.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Literal
@@ -47,6 +51,39 @@ STAT_RANGES: dict[str, tuple[float | None, float | None]] = {
 # Every measurement is taken in float32, so no finite value of a run lies beyond float32's largest;
 # a run file's numbers are held to this too (a larger one overflows where charts draw in float32).
 FINITE_LIMIT = float(np.finfo(np.float32).max)
+
+PARAM_NAMES = ("attn.q", "attn.k", "attn.v", "attn.o", "ffn.w1", "ffn.w2")  # per block, in init order
+
+# Fixed histogram bin edges, shared by every layer, step and run, so frames can be compared. Values
+# beyond them are counted in the `frac_below` / `frac_above` stats (ln_viz.schema.Stat), never dropped.
+# The edges are evenly spaced in asinh(x) (a symmetric log): about 0.1 wide near 0, so a LayerNorm output
+# of width 1 gets ~40 bins, and ~3 wide at 30, so a 24-layer Pre-LN stream (std ~60, values to ~150) still
+# lands inside. Runs store their edges (`RunInfo.hist_edges`): runs made with the old linear ±16 edges
+# keep drawing with those.
+HIST_LIMIT = 256.0
+HIST_BINS = 128  # even: 0 is an edge
+HIST_ASINH_LIMIT = math.asinh(HIST_LIMIT)
+
+
+def _asinh_edges(limit: float, bins: int) -> np.ndarray:
+    """`bins` + 1 edges from -limit to limit, evenly spaced in asinh, exactly symmetric, 0 in the middle."""
+    half = np.sinh(np.linspace(0.0, math.asinh(limit), bins // 2 + 1))
+    half[0], half[-1] = 0.0, limit
+    return np.concatenate([-half[:0:-1], half])
+
+
+HIST_EDGES = _asinh_edges(HIST_LIMIT, HIST_BINS)
+
+STATUSES = ("queued", "running", "completed", "diverged", "stalled", "stopped", "failed", "interrupted")
+TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupted")
+
+
+def norm_names(norm_position: str) -> list[str]:
+    """Names of the norm modules inside each block, in forward order."""
+    return {"post": ["ln1", "ln2"], "pre": ["ln1", "ln2"], "deepnorm": ["ln1", "ln2"], "none": []}.get(
+        norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"]
+    )
+
 
 Kind = Literal["scalar", "probe"]
 Source = Literal["step", "forward", "backward", "update"]

@@ -19,8 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ln_viz.config import RunConfig
-from ln_viz.names import HIST_EDGES, PARAM_NAMES, norm_names
-from ln_viz.schema import PROBE_NAMES, PROBES, SCALAR_NAMES, STAT_NAMES, probe_dims
+from ln_viz.schema import HIST_EDGES, PARAM_NAMES, PROBE_NAMES, PROBES, SCALAR_NAMES, STAT_NAMES, norm_names, probe_dims
 
 FINAL_LOSS_WINDOW = 10  # steps: a run's final loss is the mean of its last this-many finite losses
 

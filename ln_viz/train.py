@@ -14,10 +14,9 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
+from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig, lr_at
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
-from ln_viz.names import lr_at
 from ln_viz.optim import SGD, Adam
 from ln_viz.probes import GradNorms, UpdateRatio, watch
 from ln_viz.snapshot import RunData, RunInfo, Snapshot

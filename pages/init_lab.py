@@ -7,7 +7,7 @@ from ln_viz import charts
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.init_lab import DEFAULT_SCENARIO
-from ln_viz.names import PARAM_NAMES
+from ln_viz.schema import PARAM_NAMES
 from ln_viz.ui import session
 from ln_viz.ui.config_form import widget_bounds
 from ln_viz.ui.safe import md

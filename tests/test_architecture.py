@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, str]] = [
     # and time rules that the run file and the store share
     ("leaves", "ln_viz text i18n theory runmeta"),
     ("config", "config"),
-    ("vocabulary", "names schema corpus"),
+    ("vocabulary", "schema corpus"),
     ("model", "model optim"),
     ("probes", "probes grads_at_init"),
     ("snapshot", "snapshot"),  # what the trainer yields: below it, since it builds them

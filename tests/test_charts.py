@@ -17,8 +17,7 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import EN, KO
 from ln_viz.init_lab import InitLab, bundled_default
-from ln_viz.names import HIST_BINS, HIST_EDGES, PARAM_NAMES
-from ln_viz.schema import STAT_NAMES
+from ln_viz.schema import HIST_BINS, HIST_EDGES, PARAM_NAMES, STAT_NAMES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.transfer import DEMO_DIR
 from tests.runs import demo
@@ -621,7 +620,7 @@ def test_runs_table_says_diverged_not_a_huge_loss() -> None:
 
 def test_theory_states_the_range_that_is_drawn() -> None:
     from ln_viz.charts.dist import _WIDTHS
-    from ln_viz.names import HIST_LIMIT
+    from ln_viz.schema import HIST_LIMIT
 
     for lang in ("en", "ko"):
         text = (DEMO_DIR.parents[1] / "content" / f"theory.{lang}.md").read_text()

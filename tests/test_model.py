@@ -5,8 +5,8 @@ import torch
 
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.model import build_model
-from ln_viz.names import HIST_EDGES, PARAM_NAMES
 from ln_viz.probes import watch
+from ln_viz.schema import HIST_EDGES, PARAM_NAMES
 
 
 def _weights(model):

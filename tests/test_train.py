@@ -3,9 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from ln_viz.config import NORM_POSITIONS, RunConfig
+from ln_viz.config import NORM_POSITIONS, RunConfig, lr_at, lr_schedule
 from ln_viz.corpus import markov
-from ln_viz.names import lr_at, lr_schedule
 from ln_viz.schema import PROBE_NAMES, PROBES
 from ln_viz.train import STALL_MIN_STEPS, Trainer, run
 

@@ -17,10 +17,20 @@ import numpy as np
 from ln_viz.config import FIELDS, RunConfig
 from ln_viz.corpus import MAX_USER_CHARS, MAX_VOCAB, user_text_corpus
 from ln_viz.i18n import EN, LocalizedError
-from ln_viz.names import HIST_EDGES, PARAM_NAMES, STATUSES, norm_names
 from ln_viz.runfile.format import FORMAT, FORMAT_VERSION, RunFileError
 from ln_viz.runmeta import MAX_LABEL_CHARS, in_time_range
-from ln_viz.schema import FINITE_LIMIT, PROBES, SCALAR_NAMES, SCALARS, STAT_NAMES, STAT_RANGES
+from ln_viz.schema import (
+    FINITE_LIMIT,
+    HIST_EDGES,
+    PARAM_NAMES,
+    PROBES,
+    SCALAR_NAMES,
+    SCALARS,
+    STAT_NAMES,
+    STAT_RANGES,
+    STATUSES,
+    norm_names,
+)
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.text import Echo
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ln_viz.config import RunConfig
-from ln_viz.names import TERMINAL
 from ln_viz.runner.messages import Failed
 from ln_viz.runner.process import WorkerProcess
+from ln_viz.schema import TERMINAL
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 
 # i18n keys of the messages the runner itself sets (the trainer's own are msg.diverged / msg.stalled).

@@ -20,10 +20,9 @@ import numpy as np
 
 from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.names import STATUSES
 from ln_viz.runfile.validate import Validator
 from ln_viz.runmeta import MAX_LABEL_CHARS, in_time_range, iso_time
-from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES
+from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES, STATUSES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.db import StoreError
 

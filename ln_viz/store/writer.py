@@ -23,7 +23,7 @@ import time
 import uuid
 from typing import Any, Self
 
-from ln_viz.names import STATUSES
+from ln_viz.schema import STATUSES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 from ln_viz.store.db import WRITER_TIMEOUT_S, StoreError, connect, file_identity, write_error
 from ln_viz.store.lock import WriterLock

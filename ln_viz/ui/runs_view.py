@@ -17,7 +17,7 @@ import streamlit as st
 
 from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.names import STATUSES
+from ln_viz.schema import STATUSES
 from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
 from ln_viz.ui import session
