@@ -493,7 +493,7 @@ def bench_threads(quick: bool) -> dict:
     return out
 
 
-SECTIONS = ("steps", "mfu", "start", "browser", "initlab", "payload", "memory", "threads")
+SECTIONS = ("steps", "mfu", "start", "browser", "init_lab", "payload", "memory", "threads")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -511,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if args.sizes:
         SIZES[:] = [tuple(int(v) for v in pair.split("x")) for pair in args.sizes.split(",")]
-    sections = args.only or [s for s in SECTIONS if not (args.quick and s in ("browser", "initlab", "threads"))]
+    sections = args.only or [s for s in SECTIONS if not (args.quick and s in ("browser", "init_lab", "threads"))]
     result: dict = {
         "machine": {"cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads()},
         "quick": args.quick,
@@ -531,9 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     if "browser" in sections:
         print("browser:")
         result["browser"] = bench_browser(args.repeats)
-    if "initlab" in sections:
+    if "init_lab" in sections:
         print("Init lab:")
-        result["initlab"] = bench_init_lab(args.repeats)
+        result["init_lab"] = bench_init_lab(args.repeats)
     if "payload" in sections:
         print("live refresh payload (figures' JSON):")
         result["payload"] = bench_payload(args.quick)

@@ -1,4 +1,4 @@
-"""The Init lab page's scenarios: gradients and residual growth at initialisation (ln_viz/grads_at_init.py)
+"""The Init lab page's scenarios: gradients and residual growth at initialisation (ln_viz/init_grads.py)
 for several norm positions and depths, in parallel worker processes when given an executor, and the
 default scenario's measurement shipped with the app. Imports no torch itself, so the server stays
 light; the workers load it."""
@@ -33,7 +33,7 @@ DEFAULT_SCENARIO: dict[str, Any] = {
 }
 # Its measurement, made by scripts/make_init_lab_default.py with this code and torch 2.13 and shipped,
 # so the page draws at once on a cold server (measuring takes ~6.5 s of CPU, on top of ~5 s of torch
-# imports, on 2 cores); tests/test_initlab.py measures it again and compares.
+# imports, on 2 cores); tests/test_init_lab.py measures it again and compares.
 BUNDLED_DEFAULT = Path(__file__).with_name("data") / "init_lab_default.json"
 BUNDLE_FORMAT = 1
 
@@ -161,7 +161,7 @@ def init_lab(
 
 
 def _measure(job: tuple[RunConfig, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from ln_viz.grads_at_init import init_grads
+    from ln_viz.init_grads import init_grads
 
     cfg, seeds = job
     return init_grads(cfg, range(seeds))
@@ -203,7 +203,7 @@ def make_executor(workers: int = 2) -> Executor:
 
 def warm_up() -> bool:
     """A pool task paying a worker's one-time costs (torch, pandas, the corpus, a first backward)."""
-    from ln_viz.grads_at_init import init_grads
+    from ln_viz.init_grads import init_grads
 
     init_grads(RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=2), [0])
     return True

@@ -1,6 +1,6 @@
 """Measure the Init lab's default scenario and write ln_viz/data/init_lab_default.json, which the page
 shows on a cold server instead of measuring for ~10 s. Run it after changing the model, its init, the
-probes or the scenario (tests/test_initlab.py measures again and says so when the file is stale).
+probes or the scenario (tests/test_init_lab.py measures again and says so when the file is stale).
 
     .venv/bin/python scripts/make_init_lab_default.py
 """

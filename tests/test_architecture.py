@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, str]] = [
     ("config", "config"),
     ("vocabulary", "schema corpus"),
     ("model", "model optim"),
-    ("probes", "probes grads_at_init"),
+    ("probes", "probes init_grads"),
     ("snapshot", "snapshot"),  # what the trainer yields: below it, since it builds them
     ("train", "train"),
     # background execution: training runs in worker processes, and the Init Lab's measurements in a pool
@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, str]] = [
     ),
     (
         "charts",
-        "charts charts.style charts.axes charts.sample charts.dist charts.entropy charts.grads charts.initlab "
+        "charts charts.style charts.axes charts.sample charts.dist charts.entropy charts.grads charts.init_lab "
         "charts.loss charts.profile export",
     ),
     # the stability map
@@ -217,7 +217,7 @@ def test_the_graph_reader_sees_lazy_relative_and_submodule_imports() -> None:
     """The reader on the real tree (a lazy import inside a function, `from pkg import submodule`, a name
     from a package), relative imports on parsed lines (ln_viz has none today), and the circle finder."""
     edges = graph()
-    assert "ln_viz.grads_at_init" in edges["ln_viz.init_lab"]  # lazy, inside _measure
+    assert "ln_viz.init_grads" in edges["ln_viz.init_lab"]  # lazy, inside _measure
     assert "ln_viz.charts" in edges["ln_viz.export"]  # from ln_viz import charts
     assert "ln_viz.store" in edges["ln_viz.recorder"]  # from ln_viz.store import RunWriter, Store
     assert "ln_viz.store.rows" not in edges["ln_viz.recorder"]

@@ -11,7 +11,7 @@ import pytest
 
 from ln_viz.charts.dist import _prepare_act
 from ln_viz.charts.grads import _prepare_heatmap, shared_zrange
-from ln_viz.charts.initlab import _prepare_depth
+from ln_viz.charts.init_lab import _prepare_depth
 from ln_viz.charts.loss import _prepare_loss
 from ln_viz.charts.profile import _prepare_profile
 from ln_viz.charts.sample import MAX_HEATMAP_COLUMNS

@@ -9,7 +9,7 @@ import pytest
 
 from ln_viz.cli import main
 from ln_viz.config import RunConfig
-from ln_viz.grads_at_init import init_grads
+from ln_viz.init_grads import init_grads
 
 SMALL = [
     "--depth",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ln_viz.config import RunConfig
-from ln_viz.grads_at_init import init_grads
+from ln_viz.init_grads import init_grads
 from ln_viz.init_lab import init_lab
 from ln_viz.train import run
 

@@ -12,7 +12,7 @@ Built for a live page that redraws about once a second and for a projector:
 The package: `style` (colours, fonts, the shared layout, presenter scaling), `axes` (ranges, ticks,
 colorbars), `sample` (downsampling, which probe step), and one module per family of views: `loss`,
 `grads` (gradient heatmap, update ratio), `dist` (activation distributions), `profile` (per-layer
-profile), `entropy` (attention entropy per layer), `initlab` (the Init lab). Every public builder takes
+profile), `entropy` (attention entropy per layer), `init_lab` (the Init lab). Every public builder takes
 `height` (px; None = Plotly's default): the page decides how tall each chart is. In each module, a
 `_prepare_*` step computes what is drawn, apart from the drawing; `loss_chart` and `layer_profile`
 take one run (its full view) or a sequence of runs (compared).
@@ -21,7 +21,7 @@ take one run (its full view) or a sequence of runs (compared).
 from ln_viz.charts.dist import ACT_CODES, ACT_LOG_MIN, act_dist
 from ln_viz.charts.entropy import attention_entropy_chart, uniform_entropy
 from ln_viz.charts.grads import MAX_RATIO_LAYERS, UPDATE_RATIO_REF, grad_heatmap, shared_zrange, update_ratio_chart
-from ln_viz.charts.initlab import init_grad_profile, last_layer_vs_depth_chart, resid_growth_chart
+from ln_viz.charts.init_lab import init_grad_profile, last_layer_vs_depth_chart, resid_growth_chart
 from ln_viz.charts.loss import compare_loss, loss_chart
 from ln_viz.charts.profile import PROFILE_HEIGHTS, PROFILE_SPACING, compare_layer_profile, layer_profile
 from ln_viz.charts.sample import (

@@ -177,7 +177,7 @@ def _progress(snap: Any, total: int) -> None:
 
 def cmd_init_grads(args: argparse.Namespace) -> int:
     """`init-grads`: the gradient norm of every layer at initialisation, a table or --csv."""
-    from ln_viz.grads_at_init import init_grads
+    from ln_viz.init_grads import init_grads
 
     if not 1 <= args.seeds <= 100:
         raise UsageError(f"--seeds must be between 1 and 100, got {args.seeds}")
