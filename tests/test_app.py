@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from ln_viz.config import PRESETS
-from ln_viz.ui import config_form, session
+from ln_viz.ui import config_form, training
 
 APP = "../app.py"
 
@@ -43,7 +43,7 @@ def wait_for(predicate, timeout: float = 120.0) -> None:
 
 
 def live_handle(at: AppTest):
-    return session.get_runner().get(at.session_state["live_run_id"])
+    return training.get_runner().get(at.session_state["live_run_id"])
 
 
 def test_the_page_opens_on_the_default_preset_with_start_and_stop(at):

@@ -10,7 +10,7 @@ from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
 from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form, layout, session, stepper
+from ln_viz.ui import config_form, language, layout, stepper
 
 SIDES = ("a.", "b.")
 
@@ -59,7 +59,7 @@ def scenario_picker(lang: str, container=None) -> None:
     (container or st).selectbox(
         t("compare.scenario", lang),
         [*COMPARE_PRESETS, config_form.CUSTOM],
-        key=session.translated("cpreset"),
+        key=language.translated("cpreset"),
         format_func=lambda n: scenario_label(n, lang),
         on_change=apply_scenario,
         width=380,  # Start and Stop fit beside it: the losses start higher up

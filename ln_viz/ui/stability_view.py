@@ -21,7 +21,7 @@ from ln_viz.i18n import t
 from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import MAX_SEEDS, SweepConfig, spec_from_query, spec_to_query
-from ln_viz.ui import session
+from ln_viz.ui import language
 
 SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
@@ -156,7 +156,7 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
     c1, c2, c3, c4 = container.columns(4)
     st.session_state.setdefault("sm_norm", list(spec.norm_position))  # no default= beside a key set in code
     norm = c1.multiselect(t("sweep.ui.norm", lang), NORM_CHOICES, format_func=lambda v: t(f"chart.norm.{v}", lang),
-                          key=session.translated("sm_norm"))  # fmt: skip
+                          key=language.translated("sm_norm"))  # fmt: skip
     lrs = c2.multiselect(t("sweep.ui.lr", lang), sorted(set(LR_CHOICES) | set(spec.lr)), default=list(spec.lr),
                          format_func=lambda v: f"{v:.0e}", key="sm_lr")  # fmt: skip
     warm = c3.multiselect(t("sweep.ui.warmup", lang), sorted(set(WARMUP_CHOICES) | set(spec.warmup_steps)),

@@ -15,7 +15,7 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import layout, session, stepper
+from ln_viz.ui import language, layout, lecture_mode, stepper
 from ln_viz.ui.layout import FULL, HALF
 
 # Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
@@ -95,8 +95,8 @@ def _top_row(cfgs: Sequence[RunConfig], lang: str, other_page: tuple[str, str]) 
     page, label_key = other_page
     row.page_link(page, label=t(label_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
-    row.button(session.LANG_NAMES[other], key="stage_lang", on_click=_switch_lang, args=(other,))
-    row.button(t("stage.exit", lang), key="stage_exit", on_click=session.set_present, args=(False,))
+    row.button(language.LANG_NAMES[other], key="stage_lang", on_click=_switch_lang, args=(other,))
+    row.button(t("stage.exit", lang), key="stage_exit", on_click=lecture_mode.set_present, args=(False,))
 
 
 def header(
