@@ -331,8 +331,3 @@ def layer_profile(
     _clip_note(fig, shown, floor, lang, presenter)
     axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, presenter, info.title, height)
     return _layout(fig, info.title, presenter, info.key, legend_below=False, height=height, **axes)
-
-
-def compare_layer_profile(datas: Sequence[RunData], labels: Sequence[str], lang: str = "en", **kw: Any) -> go.Figure:
-    """`layer_profile` of several runs (the Compare page's name for it; `step`, `param`, `presenter` as there)."""
-    return layer_profile(list(datas), lang, labels=labels, **kw)

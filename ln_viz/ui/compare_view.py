@@ -151,7 +151,7 @@ def draw(
     """Overlaid losses, the two heatmaps on one colour scale, and both layer profiles at one step (the
     one step control's, ln_viz.ui.stepper); `notes` draws the runs' messages in a box under the losses
     that keeps its height from the start."""
-    layout.chart(charts.compare_loss(datas, labels, lang), "compare_loss", layout.LOSS)
+    layout.chart(charts.loss_chart(datas, lang, labels=labels), "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
@@ -165,6 +165,6 @@ def draw(
             layout.chart(fig, f"compare_heatmap_{i}", layout.MID)
     st.caption(t("compare.heatmaps_caption", lang))
     step = stepper.step_control(common_steps(datas), "compare_step", lang, done, ticking)
-    fig = charts.compare_layer_profile(datas, labels, lang, step=step)
+    fig = charts.layer_profile(datas, lang, step, labels=labels)
     layout.chart(fig, "compare_profile", layout.MID)
     st.caption(t("compare.profile_caption", lang))

@@ -163,7 +163,7 @@ def draw_compare(datas: Sequence[RunData], labels: Sequence[str], lang: str, ste
     scale (one colour bar) above both runs' per-layer ffn.w2 gradient (the paper's Figure 3 line)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
-        layout.chart(charts.compare_loss(datas, labels, lang, True), "compare_loss", FULL, presenter=True)
+        layout.chart(charts.loss_chart(datas, lang, True, labels), "compare_loss", FULL, presenter=True)
     zrange = charts.shared_zrange(datas)
     with right:
         for i, (col, data) in enumerate(zip(st.columns(len(datas), gap="small"), datas)):
@@ -173,5 +173,5 @@ def draw_compare(datas: Sequence[RunData], labels: Sequence[str], lang: str, ste
                 fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
             with col:
                 layout.chart(fig, f"compare_heatmap_{i}", HALF, presenter=True)
-        fig = charts.compare_layer_profile(datas, labels, lang, step=step, presenter=True)
+        fig = charts.layer_profile(datas, lang, step, True, labels)
         layout.chart(fig, "compare_profile", HALF, presenter=True)
