@@ -82,7 +82,7 @@ try:
     if not present:
         st.caption(md(compare_view.scenario_caption(lang) + " " + compare_view.differences(*configs, lang)))
     if start:
-        for cfg in configs:
+        for cfg in configs:  # both, before either starts (Runner.start checks each one again)
             cfg.validate()
         for role, cfg in zip(("compare.a", "compare.b"), configs):
             runs.start(role, cfg)

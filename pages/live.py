@@ -36,7 +36,7 @@ config_form.write_query(prefix="")
 
 if start:
     try:
-        cfg = config_form.read_config().validate()
+        cfg = config_form.read_config()  # Runner.start validates it, raising before anything is spawned
         st.session_state["live_run_id"] = runs.start("live", cfg)
         live.wait_first_step(runner.get(st.session_state["live_run_id"]))
     except LocalizedError as e:
