@@ -16,23 +16,23 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
 
     @asynccontextmanager
     async def _lifespan(_app):
-        from ln_viz.ui import session
+        from ln_viz.ui import first_visit, server
 
-        session.route_first_visits_through_app()  # before the first session: see its docstring
-        session.prewarm()  # returns at once; the workers start in the background
-        session.open_browser()
+        first_visit.route_first_visits_through_app()  # before the first session: see its docstring
+        server.prewarm()  # returns at once; the workers start in the background
+        server.open_browser()
         yield
-        session.shutdown_workers()  # on SIGINT/SIGTERM too: uvicorn shuts down, then re-raises the signal
+        server.shutdown_workers()  # on SIGINT/SIGTERM too: uvicorn shuts down, then re-raises the signal
 
     app = st.App(__file__, lifespan=_lifespan)
 
 else:  # a visit: the router
     from ln_viz.i18n import t
-    from ln_viz.ui import session, storage
+    from ln_viz.ui import language, lecture_mode, storage
 
     st.set_page_config(page_title="ln-viz", page_icon=":bar_chart:", layout="wide")
 
-    lang = session.current_lang()
+    lang = language.current_lang()
     PAGES = [  # file, title key, icon, url path
         ("pages/live.py", "nav.live", ":material/play_circle:", None),
         ("pages/compare.py", "nav.compare", ":material/compare:", "compare"),
@@ -49,7 +49,7 @@ else:  # a visit: the router
             if (here / path).exists()
         ]
     )
-    session.lang_switch()
-    session.presenter_mode()
+    language.lang_switch()
+    lecture_mode.presenter_mode()
     storage.store_notice(lang)  # the store file deleted or replaced under the server: said on every page
     page.run()

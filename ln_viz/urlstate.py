@@ -22,7 +22,7 @@ QUERY_FIELDS: dict[str, str] = {spec.url: spec.name for spec in FIELDS.values() 
 
 # where parameters appear: the live page's form has none, the Compare page's sides have "a." and "b."
 PREFIXES = ("", "a.", "b.")
-PAGE_KEYS = ("lang", "present", "cpreset")  # read by ln_viz/ui/session.py and pages/compare.py
+PAGE_KEYS = ("lang", "present", "cpreset")  # read by ln_viz/ui/language.py, lecture_mode.py, pages/compare.py
 PRESENT_ON, PRESENT_OFF = ("1", "true", "yes"), ("0", "false", "no", "")
 
 

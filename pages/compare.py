@@ -5,13 +5,13 @@ import streamlit as st
 
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import compare_view, config_form, layout, live, session, stage, stepper
+from ln_viz.ui import compare_view, config_form, language, layout, lecture_mode, links, live, stage, stepper, training
 from ln_viz.ui.safe import md
 
-lang = session.current_lang()
-present = session.presenter_mode_on()
-runner = session.get_runner()
-runs = session.session_runs()
+lang = language.current_lang()
+present = lecture_mode.presenter_mode_on()
+runner = training.get_runner()
+runs = training.session_runs()
 
 stored = st.session_state.get("compare_runs")
 if stored:  # two runs from the store: draw them, train nothing
@@ -53,7 +53,7 @@ if "_compare_notices" not in st.session_state:  # a shared link sets both forms 
     st.session_state["_compare_notices"] = notices
 compare_view.ensure_scenario()
 compare_view.mark_custom()
-for notice in [*session.link_notices(lang), *st.session_state["_compare_notices"]]:
+for notice in [*links.link_notices(lang), *st.session_state["_compare_notices"]]:
     st.warning(md(notice))  # it quotes the link
 
 buttons = (("compare_start", t("compare.start", lang)), ("compare_stop", t("compare.stop", lang)))
@@ -82,7 +82,7 @@ try:
     if not present:
         st.caption(md(compare_view.scenario_caption(lang) + " " + compare_view.differences(*configs, lang)))
     if start:
-        for cfg in configs:
+        for cfg in configs:  # both, before either starts (Runner.start checks each one again)
             cfg.validate()
         for role, cfg in zip(("compare.a", "compare.b"), configs):
             runs.start(role, cfg)

@@ -8,14 +8,14 @@ from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.init_lab import DEFAULT_SCENARIO
 from ln_viz.schema import PARAM_NAMES
-from ln_viz.ui import session
+from ln_viz.ui import init_lab_cache, language, lecture_mode, links
 from ln_viz.ui.config_form import widget_bounds
 from ln_viz.ui.safe import md
 
-lang = session.current_lang()
-present = session.presenter_mode_on()
+lang = language.current_lang()
+present = lecture_mode.presenter_mode_on()
 st.title(t("init.title", lang))
-for notice in session.link_notices(lang):
+for notice in links.link_notices(lang):
     st.warning(md(notice))
 st.caption(t("init.intro", lang))
 D = DEFAULT_SCENARIO  # shipped measured: the page draws at once
@@ -23,7 +23,7 @@ D = DEFAULT_SCENARIO  # shipped measured: the page draws at once
 c1, c2, c3, c4 = st.columns(4)
 st.session_state.setdefault("init_positions", list(D["positions"]))  # no default= beside a key set in code
 positions = c1.multiselect(
-    t("ui.norm_position", lang), NORM_POSITIONS, key=session.translated("init_positions"),
+    t("ui.norm_position", lang), NORM_POSITIONS, key=language.translated("init_positions"),
     format_func=lambda v: t(f"norm.{v}", lang),
 )  # fmt: skip
 depth = c2.slider(t("ui.depth", lang), value=D["depth"], key="init_depth", **widget_bounds("depth"))
@@ -54,7 +54,7 @@ if not positions:
 
 
 with st.spinner(t("init.measuring", lang)):
-    lab, shipped = session.init_lab_results(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
+    lab, shipped = init_lab_cache.init_lab_results(cfg, tuple(positions), seeds, tuple(sorted(depths)), param)
 if shipped:
     st.caption(t("init.shipped", lang))
 

@@ -4,17 +4,17 @@ import streamlit as st
 
 from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import config_form, layout, live, session, stage, stepper
+from ln_viz.ui import config_form, language, layout, lecture_mode, links, live, stage, stepper, training
 from ln_viz.ui.safe import md
 
-lang = session.current_lang()
-present = session.presenter_mode_on()
-runner = session.get_runner()
-runs = session.session_runs()
+lang = language.current_lang()
+present = lecture_mode.presenter_mode_on()
+runner = training.get_runner()
+runs = training.session_runs()
 
 if "_live_notices" not in st.session_state:  # a shared link sets the form once per session
     st.session_state["_live_notices"] = config_form.apply_query(prefix="", lang=lang)
-for notice in [*session.link_notices(lang), *st.session_state["_live_notices"]]:
+for notice in [*links.link_notices(lang), *st.session_state["_live_notices"]]:
     st.warning(md(notice))  # it quotes the link
 
 config_form.config_form(lang)  # in the sidebar (hidden in the lecture view, which has its own buttons)
@@ -36,7 +36,7 @@ config_form.write_query(prefix="")
 
 if start:
     try:
-        cfg = config_form.read_config().validate()
+        cfg = config_form.read_config()  # Runner.start validates it, raising before anything is spawned
         st.session_state["live_run_id"] = runs.start("live", cfg)
         live.wait_first_step(runner.get(st.session_state["live_run_id"]))
     except LocalizedError as e:

@@ -6,11 +6,11 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
-from ln_viz.ui import layout, live, run_downloads, runs_view, session, stepper
+from ln_viz.ui import language, layout, links, live, run_downloads, runs_view, stepper
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
 
-lang = session.current_lang()
+lang = language.current_lang()
 store = get_store()
 
 
@@ -26,7 +26,7 @@ def run_charts(data, done: bool) -> None:
 
 
 st.title(t("runs.title", lang))
-for notice in session.link_notices(lang):
+for notice in links.link_notices(lang):
     st.warning(md(notice))
 if store is None:
     st.error(t("runs.no_store", lang))

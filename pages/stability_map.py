@@ -12,19 +12,19 @@ from ln_viz.sweep.presets import SWEEP_PRESETS
 from ln_viz.sweep.results import curves
 from ln_viz.sweep.spec import duration_text, estimate
 from ln_viz.sweep.storage import results_frame
-from ln_viz.ui import session
+from ln_viz.ui import language, lecture_mode, links
 from ln_viz.ui import stability_view as view
 from ln_viz.ui.safe import md
 
-lang = session.current_lang()
-present = session.presenter_mode_on()
+lang = language.current_lang()
+present = lecture_mode.presenter_mode_on()
 svc = view.service()
 
 if "sm_spec" not in st.session_state:  # a shared link sets the form once per session
     st.session_state["sm_spec"], st.session_state["sm_bad"] = view.read_spec_from_url()
 for key in st.session_state["sm_bad"]:
     st.warning(t("sweep.ui.bad_param", lang, param=key))
-for notice in session.link_notices(lang):
+for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
 st.title(t("sweep.ui.title", lang))
@@ -36,7 +36,7 @@ with st.expander(t("sweep.ui.settings", lang), expanded=False):
         t("sweep.ui.preset", lang),
         ["-", *SWEEP_PRESETS],
         horizontal=True,
-        key=session.translated("sm_preset"),
+        key=language.translated("sm_preset"),
         format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang),
     )
     if preset != "-" and st.session_state.get("sm_preset_applied") != preset:

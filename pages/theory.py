@@ -5,7 +5,7 @@ import streamlit as st
 
 from ln_viz import theory
 from ln_viz.theory import Formula, ReferenceList, Text, references_markdown
-from ln_viz.ui import session
+from ln_viz.ui import language, links
 from ln_viz.ui.safe import md
 
 READING_WIDTH_PX = 860  # a readable line length, also under the app's wide layout
@@ -17,13 +17,13 @@ KEEP_WORDS_CSS = (
 )
 
 
-lang = session.current_lang()
+lang = language.current_lang()
 if lang == "ko":
     st.html(KEEP_WORDS_CSS)
 doc = theory.page(lang)
 page = st.container(width=READING_WIDTH_PX)
 page.title(doc.title)
-for notice in session.link_notices(lang):
+for notice in links.link_notices(lang):
     page.warning(md(notice))
 for paragraph in doc.intro:
     page.markdown(paragraph)

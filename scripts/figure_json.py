@@ -96,10 +96,10 @@ def single_builders(data: RunData, zrange: tuple[float, float] | None) -> dict[s
 def compare_builders(runs: list[RunData], labels: list[str]) -> dict[str, Build]:
     """The Compare page's charts of several runs."""
     return {
-        "loss": lambda lang, p: charts.compare_loss(runs, labels, lang, p),
-        "profile": lambda lang, p: charts.compare_layer_profile(runs, labels, lang, presenter=p),
-        "profile_100": lambda lang, p: charts.compare_layer_profile(runs, labels, lang, step=100, presenter=p),
-        "profile_q": lambda lang, p: charts.compare_layer_profile(runs, labels, lang, param="attn.q", presenter=p),
+        "loss": lambda lang, p: charts.loss_chart(runs, lang, p, labels),
+        "profile": lambda lang, p: charts.layer_profile(runs, lang, presenter=p, labels=labels),
+        "profile_100": lambda lang, p: charts.layer_profile(runs, lang, 100, p, labels),
+        "profile_q": lambda lang, p: charts.layer_profile(runs, lang, presenter=p, labels=labels, param="attn.q"),
     }
 
 

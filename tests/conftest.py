@@ -76,7 +76,7 @@ def pre_run():
 def replay_runner(monkeypatch: pytest.MonkeyPatch):
     """The app's Runner replaced by a tests.replay.ReplayRunner (recorded demo runs, no worker), with the
     store hooks the app gives its own. Set `hold_at` on it before a Start to keep the run in progress."""
-    from ln_viz.ui import session
+    from ln_viz.ui import training
     from tests.replay import ReplayRunner
 
     runner = ReplayRunner()
@@ -88,7 +88,7 @@ def replay_runner(monkeypatch: pytest.MonkeyPatch):
             runner.connect(**store_hooks())
         return runner
 
-    monkeypatch.setattr(session, "get_runner", get_runner)
+    monkeypatch.setattr(training, "get_runner", get_runner)
     yield runner
     runner.shutdown()
     assert not runner.errors, runner.errors

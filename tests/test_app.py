@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from ln_viz.config import PRESETS
 from ln_viz.store import Store
-from ln_viz.ui import config_form, session
+from ln_viz.ui import config_form, training
 
 APP = "../app.py"
 
@@ -46,7 +46,7 @@ def wait_for(predicate, timeout: float = 120.0) -> None:
 
 
 def live_handle(at: AppTest):
-    return session.get_runner().get(at.session_state["live_run_id"])
+    return training.get_runner().get(at.session_state["live_run_id"])
 
 
 def test_the_page_opens_on_the_default_preset_with_start_and_stop(at):

@@ -94,8 +94,8 @@ def draw_everything(data: RunData) -> None:
             charts.act_dist(data, lang=lang, step=step, animate=False)
             charts.layer_profile(data, lang=lang, step=step)
         charts.act_dist(data, lang=lang, animate=True)
-        charts.compare_loss([data, data], ["a", "b"], lang)
-        charts.compare_layer_profile([data, data], ["a", "b"], lang)
+        charts.loss_chart([data, data], lang, labels=["a", "b"])
+        charts.layer_profile([data, data], lang, labels=["a", "b"])
 
 
 def use_everywhere(store: Store, run_id: int, out: Path, html: bool = True) -> None:

@@ -18,7 +18,7 @@ from ln_viz.cli import main as cli_main
 from ln_viz.config import COMPARE_PRESETS, PRESETS
 from ln_viz.i18n import t
 from ln_viz.init_lab import bundled_default
-from ln_viz.ui import session
+from ln_viz.ui import training
 
 APP = "../app.py"
 
@@ -78,7 +78,7 @@ def test_compare_trains_both_and_draws_them_together(start_app):
     at.run()
     at.button(key="compare_start").click().run()
     assert not at.error and not at.exception
-    handles = session.get_runner().handles()
+    handles = training.get_runner().handles()
     assert len(handles) == 2
     wait_done(handles, 180)
     at.run()

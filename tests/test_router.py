@@ -1,4 +1,4 @@
-"""The one workaround for Streamlit's routing, `session.route_first_visits_through_app` (called by
+"""The one workaround for Streamlit's routing, `first_visit.route_first_visits_through_app` (called by
 app.py's lifespan). These tests fail when the Streamlit behaviour it works around changes, so that
 the workaround can go (or must change) then; tests/e2e/test_runs_e2e.py opens a fresh server by a
 page's own address and finds the router's menu."""
@@ -8,7 +8,7 @@ from pathlib import Path
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from ln_viz.ui import session
+from ln_viz.ui import first_visit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ def test_streamlit_decides_the_pages_folder_mode_once_on_a_class_attribute():
         PagesManager.uses_pages_directory = None  # a fresh server
         PagesManager(str(ROOT / "app.py"))  # its first session
         assert PagesManager.uses_pages_directory is True  # pages/ next to app.py: the old way (v1)
-        session.route_first_visits_through_app()
+        first_visit.route_first_visits_through_app()
         PagesManager(str(ROOT / "app.py"))  # the first session after the lifespan ran
         assert PagesManager.uses_pages_directory is False
     finally:

@@ -22,8 +22,8 @@ from ln_viz.charts.dist import ACT_CODES, ACT_LOG_MIN, act_dist
 from ln_viz.charts.entropy import attention_entropy_chart, uniform_entropy
 from ln_viz.charts.grads import MAX_RATIO_LAYERS, UPDATE_RATIO_REF, grad_heatmap, shared_zrange, update_ratio_chart
 from ln_viz.charts.init_lab import init_grad_profile, last_layer_vs_depth_chart, resid_growth_chart
-from ln_viz.charts.loss import compare_loss, loss_chart
-from ln_viz.charts.profile import PROFILE_HEIGHTS, PROFILE_SPACING, compare_layer_profile, layer_profile
+from ln_viz.charts.loss import loss_chart
+from ln_viz.charts.profile import PROFILE_HEIGHTS, PROFILE_SPACING, layer_profile
 from ln_viz.charts.sample import (
     MAX_HEATMAP_COLUMNS,
     MAX_LOSS_POINTS,
@@ -61,8 +61,6 @@ __all__ = [
     "UPDATE_RATIO_REF",
     "act_dist",
     "attention_entropy_chart",
-    "compare_layer_profile",
-    "compare_loss",
     "downsample",
     "downsample_index",
     "grad_heatmap",

@@ -345,14 +345,3 @@ def loss_chart(
         _empty_note(fig, lang, presenter)
     title, key, axes = _loss_layout(info, lang, presenter)
     return _layout(fig, title, presenter, key, height=height, **axes)
-
-
-def compare_loss(
-    datas: Sequence[RunData],
-    labels: Sequence[str],
-    lang: str = "en",
-    presenter: bool = False,
-    height: int | None = None,
-) -> go.Figure:
-    """`loss_chart` of several runs (the Compare page's name for it)."""
-    return loss_chart(list(datas), lang, presenter, labels, height)

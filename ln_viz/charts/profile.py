@@ -122,20 +122,29 @@ def _clip_note(fig: go.Figure, infos: Sequence[np.ndarray], floor: float, lang: 
     _corner_note(fig, note, presenter, inside="x y")
 
 
-def _std_with_input(data: RunData, p: int) -> np.ndarray:
-    """Residual std at layer 0 (the embeddings into block 1), then after each block."""
+class _RunArrays(NamedTuple):
+    """One run's probe arrays the profile draws, stacked once per redraw (RunData.probe stacks anew
+    on every call)."""
+
+    grad: np.ndarray  # (P, L, n_params) gradient norms
+    std: np.ndarray | None  # (P, L + 1) residual std, layer 0 = the embeddings; None before the first probe
+
+
+def _run_arrays(data: RunData) -> _RunArrays:
+    grad = data.probe("grad_norm")
+    if not data.probe_steps:
+        return _RunArrays(grad, None)
     i_std = list(data.info.stat_names).index("std")
-    return np.concatenate([[data.probe("input_stats")[p, i_std]], data.probe("resid_stats")[p, :, i_std]])
+    inputs, resid = data.probe("input_stats")[:, i_std], data.probe("resid_stats")[:, :, i_std]
+    return _RunArrays(grad, np.concatenate([inputs[:, None], resid], axis=1))
 
 
-def _std_top(datas: Sequence[RunData]) -> float:
+def _std_top(arrays: Sequence[_RunArrays]) -> float:
     """A fixed top for the std panel: the largest std of any probe step, rounded up to 1, 1.5, 2, ... x 10^k."""
     tops = [1.0]
-    for d in datas:
-        if d.probe_steps:
-            i_std = list(d.info.stat_names).index("std")
-            v = np.concatenate([d.probe("resid_stats")[:, :, i_std].ravel(), d.probe("input_stats")[:, i_std]])
-            v = v[np.isfinite(v)]
+    for a in arrays:
+        if a.std is not None:
+            v = a.std[np.isfinite(a.std)]
             if v.size:
                 tops.append(float(v.max()))
     top = max(tops) * 1.1
@@ -147,6 +156,7 @@ class _ProfileInfo(NamedTuple):
     """What the profile chart draws, prepared from the runs."""
 
     runs: list[RunData]
+    arrays: list[_RunArrays]  # per run
     picks: list[int | None]  # per run: the probe step index shown (None before its first probe)
     labels: list[str] | None  # per run's lines; None for one run's view of every weight matrix
     suffixes: list[str]  # per run: " (step N)" when the runs show different steps
@@ -160,14 +170,16 @@ class _ProfileInfo(NamedTuple):
 
 def _prepare_one(d: RunData, lang: str, step: int | None) -> _ProfileInfo:
     p = _probe_index(d, step)
+    a = _run_arrays(d)
     title = (
         t("chart.profile_title", lang, step=d.probe_steps[p]) if p is not None else t("chart.profile_title_empty", lang)
     )
-    g = d.probe("grad_norm")
+    g = a.grad
     w2 = list(d.info.param_names).index("ffn.w2") if "ffn.w2" in d.info.param_names else None
     grad_rng = _grad_range(g, g[..., w2] if w2 is not None and g.size else None)
     return _ProfileInfo(
         [d],
+        [a],
         [p],
         None,
         [""],
@@ -176,7 +188,7 @@ def _prepare_one(d: RunData, lang: str, step: int | None) -> _ProfileInfo:
         "profile-" + _run_key(d),
         d.info.config.depth,
         grad_rng,
-        _std_top([d]),
+        _std_top([a]),
     )
 
 
@@ -186,6 +198,7 @@ def _prepare_profile(
     if isinstance(runs, RunData):
         return _prepare_one(runs, lang, step)
     datas = list(runs)
+    arrays = [_run_arrays(d) for d in datas]
     if labels is None:
         labels = [norm_label(d.info.config.norm_position, lang) for d in datas]
     picks = [_probe_index(d, step) for d in datas]
@@ -195,7 +208,9 @@ def _prepare_profile(
         f" ({t('chart.step', lang)} {d.probe_steps[p]})" if p is not None and not same_step else ""
         for d, p in zip(datas, picks)
     ]
-    grads = [d.probe("grad_norm")[:, :, list(d.info.param_names).index(param)].ravel() for d in datas if d.probe_steps]
+    grads = [
+        a.grad[:, :, list(d.info.param_names).index(param)].ravel() for d, a in zip(datas, arrays) if d.probe_steps
+    ]
     grad_rng = _grad_range(np.concatenate(grads), np.concatenate(grads)) if grads else (1e-3, 10.0)
     if same_step:
         title = t("chart.compare_profile_title", lang, step=shown[0])
@@ -204,6 +219,7 @@ def _prepare_profile(
     depth = max((d.info.config.depth for d in datas), default=1)
     return _ProfileInfo(
         datas,
+        arrays,
         picks,
         list(labels),
         at,
@@ -212,16 +228,17 @@ def _prepare_profile(
         _runs_key("cmp-profile-", datas),
         depth,
         grad_rng,
-        _std_top(datas),
+        _std_top(arrays),
     )
 
 
-def _param_lines(fig: go.Figure, data: RunData, p: int | None, lang: str, presenter: bool, floor: float) -> None:
-    """One run's gradient norm of each weight matrix per layer (ffn.w2 thick and black, on top); values
-    below the axis' `floor` drawn on it (the hover tells the real value)."""
+def _param_lines(
+    fig: go.Figure, data: RunData, g: np.ndarray, p: int | None, lang: str, presenter: bool, floor: float
+) -> None:
+    """One run's gradient norm (`g`, stacked) of each weight matrix per layer (ffn.w2 thick and black, on
+    top); values below the axis' `floor` drawn on it (the hover tells the real value)."""
     L = data.info.config.depth
     layers = np.arange(1, L + 1, dtype=np.int16)
-    g = data.probe("grad_norm")
     for j, name in enumerate(data.info.param_names):
         y = g[p, :, j] if p is not None else np.full(L, np.nan)
         w2 = name == "ffn.w2"
@@ -268,9 +285,9 @@ def _profile_line(
     _in_panel(fig, trace, row=row)
 
 
-def _std_at(d: RunData, p: int | None) -> np.ndarray:
+def _std_at(d: RunData, a: _RunArrays, p: int | None) -> np.ndarray:
     """The residual std per layer (0 = embeddings) at probe index p; NaN before the first probe."""
-    return _std_with_input(d, p) if p is not None else np.full(d.info.config.depth + 1, np.nan)
+    return a.std[p] if p is not None and a.std is not None else np.full(d.info.config.depth + 1, np.nan)
 
 
 def layer_profile(
@@ -294,27 +311,23 @@ def layer_profile(
     floor = info.grad_rng[0]
     shown: list[np.ndarray] = []
     if info.labels is None:
-        d, p = info.runs[0], info.picks[0]
-        _param_lines(fig, d, p, lang, presenter, floor)
-        shown += [d.probe("grad_norm")[p]] if p is not None else []
+        d, a, p = info.runs[0], info.arrays[0], info.picks[0]
+        _param_lines(fig, d, a.grad, p, lang, presenter, floor)
+        shown += [a.grad[p]] if p is not None else []
         line = {"color": NORM_COLORS.get(d.info.config.norm_position, GREY), "width": 3}
-        _profile_line(fig, 2, _std_at(d, p), t("chart.resid_std", lang), line, lang, presenter, showlegend=False)
+        _profile_line(fig, 2, _std_at(d, a, p), t("chart.resid_std", lang), line, lang, presenter, showlegend=False)
     else:
         styles = _run_styles(info.runs)
-        for d, label, at, (color, dash), p in zip(info.runs, info.labels, info.suffixes, styles, info.picks):
+        rows = zip(info.runs, info.arrays, info.labels, info.suffixes, styles, info.picks)
+        for d, a, label, at, (color, dash), p in rows:
             line = {"color": color, "dash": dash, "width": 3}
             j = list(d.info.param_names).index(param)
-            y = d.probe("grad_norm")[p, :, j] if p is not None else np.full(d.info.config.depth, np.nan)
+            y = a.grad[p, :, j] if p is not None else np.full(d.info.config.depth, np.nan)
             _profile_line(fig, 1, y, label + at, line, lang, presenter, legendgroup=label, floor=floor)
             shown.append(y)
-            _profile_line(fig, 2, _std_at(d, p), label, line, lang, presenter, legendgroup=label, showlegend=False)
+            _profile_line(fig, 2, _std_at(d, a, p), label, line, lang, presenter, legendgroup=label, showlegend=False)
     if all(p is None for p in info.picks):
         _empty_note(fig, lang, presenter, xref="x domain", yref="y domain")
     _clip_note(fig, shown, floor, lang, presenter)
     axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, presenter, info.title, height)
     return _layout(fig, info.title, presenter, info.key, legend_below=False, height=height, **axes)
-
-
-def compare_layer_profile(datas: Sequence[RunData], labels: Sequence[str], lang: str = "en", **kw: Any) -> go.Figure:
-    """`layer_profile` of several runs (the Compare page's name for it; `step`, `param`, `presenter` as there)."""
-    return layer_profile(list(datas), lang, labels=labels, **kw)

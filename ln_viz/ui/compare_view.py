@@ -10,7 +10,7 @@ from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
 from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form, layout, session, stepper
+from ln_viz.ui import config_form, language, layout, stepper
 
 SIDES = ("a.", "b.")
 
@@ -59,7 +59,7 @@ def scenario_picker(lang: str, container=None) -> None:
     (container or st).selectbox(
         t("compare.scenario", lang),
         [*COMPARE_PRESETS, config_form.CUSTOM],
-        key=session.translated("cpreset"),
+        key=language.translated("cpreset"),
         format_func=lambda n: scenario_label(n, lang),
         on_change=apply_scenario,
         width=380,  # Start and Stop fit beside it: the losses start higher up
@@ -151,7 +151,7 @@ def draw(
     """Overlaid losses, the two heatmaps on one colour scale, and both layer profiles at one step (the
     one step control's, ln_viz.ui.stepper); `notes` draws the runs' messages in a box under the losses
     that keeps its height from the start."""
-    layout.chart(charts.compare_loss(datas, labels, lang), "compare_loss", layout.LOSS)
+    layout.chart(charts.loss_chart(datas, lang, labels=labels), "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
@@ -165,6 +165,6 @@ def draw(
             layout.chart(fig, f"compare_heatmap_{i}", layout.MID)
     st.caption(t("compare.heatmaps_caption", lang))
     step = stepper.step_control(common_steps(datas), "compare_step", lang, done, ticking)
-    fig = charts.compare_layer_profile(datas, labels, lang, step=step)
+    fig = charts.layer_profile(datas, lang, step, labels=labels)
     layout.chart(fig, "compare_profile", layout.MID)
     st.caption(t("compare.profile_caption", lang))

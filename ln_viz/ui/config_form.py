@@ -14,7 +14,7 @@ import streamlit as st
 from ln_viz.config import DEFAULT_PRESET, FIELDS, PRESETS, ConfigError, FieldSpec, RunConfig
 from ln_viz.corpus import MAX_USER_FILE_BYTES, decode_text
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import session
+from ln_viz.ui import language
 from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
 
 # The learning-rate slider's stops: a log scale from 1e-5 to 1 (four per decade). A value from a preset
@@ -51,7 +51,7 @@ def _widget(c: Any, spec: FieldSpec, lang: str, prefix: str) -> None:
     label, key = t(spec.label, lang), prefix + spec.name
     if spec.widget == "select":
         names = spec.choice_label
-        c.selectbox(label, spec.choices, key=session.translated(key), format_func=lambda v: t(f"{names}.{v}", lang))
+        c.selectbox(label, spec.choices, key=language.translated(key), format_func=lambda v: t(f"{names}.{v}", lang))
     elif spec.widget == "slider":
         c.slider(label, key=key, **widget_bounds(spec.name))
     elif spec.widget == "select_slider":
@@ -118,7 +118,7 @@ def config_form(lang: str, prefix: str = "", container: Any = None, compact: boo
     c.selectbox(
         t("ui.preset", lang),
         names,
-        key=session.translated(prefix + "preset"),
+        key=language.translated(prefix + "preset"),
         format_func=lambda n: t("ui.preset_custom", lang) if n == CUSTOM else t(f"stage.preset.{n}", lang),
         on_change=_apply_preset,
         args=(prefix,),

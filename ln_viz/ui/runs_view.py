@@ -20,7 +20,7 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import STATUSES
 from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
-from ln_viz.ui import session
+from ln_viz.ui import language
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
 
@@ -87,7 +87,10 @@ def demo_offer(store: Store, lang: str) -> None:
 def _any_of(col, label: str, options, key: str, names: str, lang: str) -> list[str]:
     """A filter of several choices, each shown by its catalog name `names.<option>`; none chosen: any."""
     return col.multiselect(
-        t(label, lang), options, key=session.translated(key), format_func=lambda o: t(f"{names}.{o}", lang),
+        t(label, lang),
+        options,
+        key=language.translated(key),
+        format_func=lambda o: t(f"{names}.{o}", lang),
         placeholder=t("runs.any", lang),
     )
 
@@ -100,13 +103,15 @@ def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     depth = cols[1].selectbox(
         t("runs.col.depth", lang),
         [0, *depths],  # 0: any depth (None would give the box a clear button with no room for it)
-        key=session.translated("runs_f_depth"),
+        key=language.translated("runs_f_depth"),
         format_func=lambda d: str(d) if d else t("runs.any", lang),
     )
     status = _any_of(cols[2], "runs.col.status", STATUSES, "runs_f_status", "status", lang)
     label = cols[3].text_input(t("runs.filter_label", lang), key="runs_f_label")
     sort = cols[4].selectbox(
-        t("runs.sort", lang), list(SORTS), key=session.translated("runs_sort"),
+        t("runs.sort", lang),
+        list(SORTS),
+        key=language.translated("runs_sort"),
         format_func=lambda k: t(f"runs.sort.{k}", lang),
     )
     run_filter = RunFilter(

@@ -22,7 +22,7 @@ from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import MAX_SEEDS, SweepConfig, spec_from_query, spec_to_query
 from ln_viz.text import error_line
-from ln_viz.ui import session
+from ln_viz.ui import language
 
 SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
@@ -159,7 +159,7 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
         t("sweep.ui.norm", lang),
         NORM_CHOICES,
         format_func=lambda v: t(f"chart.norm.{v}", lang),
-        key=session.translated("sm_norm"),
+        key=language.translated("sm_norm"),
     )
     lrs = _axis_select(c2, t("sweep.ui.lr", lang), LR_CHOICES, spec.lr, "sm_lr", format_func=lambda v: f"{v:.0e}")
     warm = _axis_select(c3, t("sweep.ui.warmup", lang), WARMUP_CHOICES, spec.warmup_steps, "sm_warmup")

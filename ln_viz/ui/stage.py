@@ -15,7 +15,7 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import layout, session, stepper
+from ln_viz.ui import language, layout, lecture_mode, stepper
 from ln_viz.ui.layout import FULL, HALF
 
 # Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
@@ -95,8 +95,8 @@ def _top_row(cfgs: Sequence[RunConfig], lang: str, other_page: tuple[str, str]) 
     page, label_key = other_page
     row.page_link(page, label=t(label_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
-    row.button(session.LANG_NAMES[other], key="stage_lang", on_click=_switch_lang, args=(other,))
-    row.button(t("stage.exit", lang), key="stage_exit", on_click=session.set_present, args=(False,))
+    row.button(language.LANG_NAMES[other], key="stage_lang", on_click=_switch_lang, args=(other,))
+    row.button(t("stage.exit", lang), key="stage_exit", on_click=lecture_mode.set_present, args=(False,))
 
 
 def header(
@@ -163,7 +163,7 @@ def draw_compare(datas: Sequence[RunData], labels: Sequence[str], lang: str, ste
     scale (one colour bar) above both runs' per-layer ffn.w2 gradient (the paper's Figure 3 line)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
-        layout.chart(charts.compare_loss(datas, labels, lang, True), "compare_loss", FULL, presenter=True)
+        layout.chart(charts.loss_chart(datas, lang, True, labels), "compare_loss", FULL, presenter=True)
     zrange = charts.shared_zrange(datas)
     with right:
         for i, (col, data) in enumerate(zip(st.columns(len(datas), gap="small"), datas)):
@@ -173,5 +173,5 @@ def draw_compare(datas: Sequence[RunData], labels: Sequence[str], lang: str, ste
                 fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
             with col:
                 layout.chart(fig, f"compare_heatmap_{i}", HALF, presenter=True)
-        fig = charts.compare_layer_profile(datas, labels, lang, step=step, presenter=True)
+        fig = charts.layer_profile(datas, lang, step, True, labels)
         layout.chart(fig, "compare_profile", HALF, presenter=True)

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from ln_viz.ui.session import LANG_NAMES  # the sidebar radio's options, in order
+from ln_viz.ui.language import LANG_NAMES  # the sidebar radio's options, in order
 from tests.e2e import geometry
 from tests.e2e.conftest import ARTIFACTS, wait_idle
 

@@ -1,0 +1,63 @@
+"""The Init lab's worker pool and its measurements, cached per scenario for the server."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from ln_viz.config import RunConfig
+
+
+def _shutdown_pool(pool: Executor) -> None:
+    pool.shutdown(cancel_futures=True)
+
+
+@st.cache_resource(show_spinner=False, on_release=_shutdown_pool)
+def init_lab_pool() -> Executor:
+    """The Init lab's two worker processes (torch stays out of the server)."""
+    from ln_viz.init_lab import make_executor
+
+    return make_executor(2)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def init_lab_measure(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tuple[int, ...], param: str):
+    """The Init lab's measurements (ln_viz.init_lab.init_lab) in the pool, cached per scenario; a second
+    caller of a scenario being measured waits for the first one's result."""
+    from ln_viz.init_lab import init_lab
+
+    return init_lab(cfg, positions, seeds, depths, param, executor=init_lab_pool())
+
+
+@st.cache_resource(show_spinner=False)
+def _bundled_init_lab():
+    from ln_viz.init_lab import bundled_default
+
+    return bundled_default()
+
+
+def init_lab_results(cfg: RunConfig, positions: tuple[str, ...], seeds: int, depths: tuple[int, ...], param: str):
+    """(InitLab, shipped): the page's default scenario comes from the measurement shipped with the app
+    (ln_viz.init_lab.BUNDLED_DEFAULT, checked against a fresh one by the tests), anything else is
+    measured now (`init_lab_measure`)."""
+    from ln_viz.init_lab import is_default
+
+    if is_default(cfg, positions, seeds, depths, param):
+        lab = _bundled_init_lab()
+        if lab is not None:
+            return lab, True
+    return init_lab_measure(cfg, positions, seeds, depths, param), False
+
+
+def warm_init_lab_pool() -> None:
+    """Start the Init lab's two workers and pay their one-time costs, so a first non-default scenario
+    takes ~3 s instead of ~5."""
+    from ln_viz.init_lab import warm_up
+
+    pool = init_lab_pool()
+    for future in [pool.submit(warm_up) for _ in range(2)]:
+        future.result(timeout=120)

@@ -1,0 +1,83 @@
+"""The server's one Runner and the runs this browser tab started."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+if TYPE_CHECKING:
+    from ln_viz.config import RunConfig
+    from ln_viz.runner import Runner
+
+MAX_CONCURRENT_ENV = "LN_VIZ_MAX_CONCURRENT"
+MAX_SECONDS_ENV = "LN_VIZ_MAX_SECONDS"
+WARM_WORKERS_ENV = "LN_VIZ_WARM_WORKERS"
+
+
+def _shutdown(runner: Runner) -> None:
+    runner.shutdown()
+
+
+@st.cache_resource(show_spinner=False, on_release=_shutdown)
+def get_runner() -> Runner:
+    """The server's one Runner: at most LN_VIZ_MAX_CONCURRENT runs train at once (default: the number
+    of cores), each capped at LN_VIZ_MAX_SECONDS seconds (default 600); LN_VIZ_WARM_WORKERS workers are
+    kept warm (default 1; the fast tests use 0, as a page that never trains needs none)."""
+    from ln_viz.runner import Runner
+    from ln_viz.ui.storage import store_hooks
+
+    cap = int(os.environ.get(MAX_CONCURRENT_ENV, "0")) or None
+    max_seconds = float(os.environ.get(MAX_SECONDS_ENV, "600"))
+    warm = int(os.environ.get(WARM_WORKERS_ENV, "1"))
+    return Runner(max_concurrent=cap, warm_workers=warm, max_seconds=max_seconds, **store_hooks())
+
+
+@dataclass
+class SessionRuns:
+    """The runs this browser tab started, by role ("live", "compare.a", ...). Released (its runs
+    stopped) when the tab closes."""
+
+    runner: Runner
+    runs: dict[str, str] = field(default_factory=dict)  # role -> run_id
+
+    def start(self, role: str, cfg: RunConfig) -> str:
+        """Start a run in `role`, stopping (and later forgetting) the run it replaces."""
+        old = self.runs.get(role)
+        self.runs[role] = run_id = self.runner.start(cfg).run_id
+        if old:
+            self._retire(old)
+        return run_id
+
+    def stop(self, role: str) -> None:
+        if self.runs.get(role):
+            self.runner.stop(self.runs[role])
+
+    def stop_all(self) -> None:
+        for run_id in self.runs.values():
+            self._retire(run_id)
+
+    def _retire(self, run_id: str) -> None:
+        """Stop a run and drop its data from the server's memory once it has ended (the store keeps
+        it), so a long class does not pile up every run ever started."""
+        self.runner.stop(run_id)
+        handle = self.runner.get(run_id)
+        if handle is not None:
+            threading.Thread(target=_forget_when_done, args=(self.runner, handle), daemon=True).start()
+
+
+def _forget_when_done(runner: Runner, handle) -> None:
+    if handle.wait(30):
+        runner.forget(handle.run_id)
+
+
+def _release(runs: SessionRuns) -> None:
+    runs.stop_all()
+
+
+@st.cache_resource(scope="session", on_release=_release, show_spinner=False)
+def session_runs() -> SessionRuns:
+    return SessionRuns(get_runner())
