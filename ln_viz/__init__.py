@@ -1,0 +1,21 @@
+"""ln-viz: see why LayerNorm placement decides whether a deep transformer trains.
+
+A library first; the Streamlit app (app.py, pages/) and the CLI (`python -m ln_viz`) are thin users of it.
+One direction of flow, lowest layer first (tests/test_architecture.py holds the layers and fails on an
+import circle or an import of a higher layer; the README's "The code" names every module):
+
+    text, i18n, theory, runmeta   leaves: text shown back, the catalogs, the Theory page, run label/time rules
+    config                        RunConfig, FIELDS (one declaration per field), presets, the lr schedule
+    schema, corpus                the vocabulary of a run's measurements; the corpora and tokenizer
+    model, optim                  the tiny transformer and its norm placements; Adam/SGD written out
+    probes, init_grads            what is measured inside the model; gradients at initialisation
+    snapshot                      Snapshot (one step), RunData (a run)
+    train                         the loop: schedule, optimizer, divergence and stall detection
+    runner, init_lab              background training (typed messages, workers, handles); the Init lab
+    runfile, tables               the run file (format, document, validation); tidy tables
+    store, recorder               runs in SQLite; the server's single writer
+    charts, export                pure Plotly builders; chart files
+    sweep                         the stability map: spec, executors, driver, results, storage, charts
+    cli, urlstate                 where a configuration enters: command-line flags, a page's link
+    ui                            the only streamlit-aware code: widgets, session state, page views
+"""

@@ -63,7 +63,7 @@ def live_view() -> None:
         status, key = t("ui.not_started", lang), None
     else:
         status = live.status_line(view, lang, runner.max_concurrent)
-        if view.status == "queued":  # its place in the line only: ten queued tabs redrawing five charts
+        if view.status == "queued":  # its place in the line only: ten queued tabs redrawing six charts
             st.markdown(f"**{status}**")
             return  # every second would starve the server
         data = live.complete_data(handle, view) or live.preview_data(view.config)

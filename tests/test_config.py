@@ -75,7 +75,5 @@ def test_memory_estimate_grows_with_batch_and_sequence():
 
 
 def test_round_trip_through_dict_keeps_every_field():
-    cfg = RunConfig(
-        norm_position="peri", depth=3, lr=1e-3, schedule="cosine", warmup_steps=7
-    )
+    cfg = RunConfig(norm_position="peri", depth=3, lr=1e-3, schedule="cosine", warmup_steps=7)
     assert RunConfig.from_dict(cfg.to_dict() | {"unknown": 1}) == cfg

@@ -45,6 +45,7 @@ from ln_viz.store.rows import (
 
 logger = logging.getLogger(__name__)
 
+
 class Store:
     """One SQLite file of runs. Thread-safe (one connection behind a lock); use as a context manager.
 

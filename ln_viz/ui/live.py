@@ -1,4 +1,4 @@
-"""The live view of one run: status line and the five charts, redrawn about once a second while the
+"""The live view of one run: status line and the six charts, redrawn about once a second while the
 run trains (a fragment with run_every), animated in the browser once it has ended."""
 
 from __future__ import annotations
