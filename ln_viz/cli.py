@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ln_viz.config import FIELDS, PRESETS, ConfigError, RunConfig, preset
+from ln_viz.config import FIELDS, PRESETS, ConfigError, RunConfig, on_off, preset
 from ln_viz.i18n import LocalizedError
 from ln_viz.text import one_line, shown
 
@@ -37,7 +37,8 @@ def _add_config_flags(p: argparse.ArgumentParser, train: bool = False) -> None:
     p.add_argument("--preset", help=f"start from a preset: {', '.join(PRESETS)}")
     for spec in FIELDS.values():
         if spec.cli and (train or not spec.train_only):
-            kind = spec.kind if spec.kind is not str else None  # argparse says "invalid int value: 'x'"
+            # argparse says "invalid int value: 'x'"; a bool flag takes on/off
+            kind = {str: None, bool: on_off}.get(spec.kind, spec.kind)
             p.add_argument(spec.cli, dest=spec.name, type=kind, help=spec.help())
     p.add_argument("--text-file", help="UTF-8 text to train on (sets --corpus user)")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")

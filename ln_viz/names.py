@@ -37,9 +37,13 @@ TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupte
 
 def norm_names(norm_position: str) -> list[str]:
     """Names of the norm modules inside each block, in forward order."""
-    return {"post": ["ln1", "ln2"], "pre": ["ln1", "ln2"], "deepnorm": ["ln1", "ln2"], "none": []}.get(
-        norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"]
-    )
+    return {
+        "post": ["ln1", "ln2"],
+        "pre": ["ln1", "ln2"],
+        "deepnorm": ["ln1", "ln2"],
+        "mix": ["ln1", "ln2"],
+        "none": [],
+    }.get(norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"])
 
 
 def lr_at(cfg: RunConfig, step: int) -> float:
