@@ -67,6 +67,7 @@ class Measure:
     hi: float | None = None  # largest valid value; a finite value is always within +-FINITE_LIMIT
     finite: bool = False  # scalars never NaN or infinite in a run ln-viz wrote
     timing: bool = False  # wall-clock bookkeeping, not a measurement of the model (last in tables)
+    optional: bool = False  # a probe added later: a run file from before it may lack it (read as NaN)
 
     def shape_for(self, dims: dict[str, int]) -> tuple[int, ...]:
         """The concrete shape of one step's value, given each named dimension's size."""
@@ -160,6 +161,23 @@ PROBES: dict[str, Measure] = {
         ),
         _probe(
             "update_ratio", ("depth",), "ratio", "update", "||w_after - w_before|| / ||w_before|| per block", lo=0.0
+        ),
+        _probe(
+            "attn_logit_max",
+            ("depth",),
+            "logit",
+            "forward",
+            "largest |q.k|/sqrt(d_head) before the softmax, the batch's first 8 sequences (Wortsman 2023)",
+            lo=0.0,
+            optional=True,
+        ),
+        _probe(
+            "logz_stats",
+            ("stats",),
+            "nats",
+            "forward",
+            "log Z (logsumexp of the output logits) of each token of the batch: stats",
+            optional=True,
         ),
     )
 }

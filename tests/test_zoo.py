@@ -209,3 +209,53 @@ def test_a_run_file_keeps_the_new_fields_with_their_kinds(tmp_path):
     cfg = SMALL.replace(steps=3, norm_type="dyt", dyt_alpha=0.5, weight_decay=2.0, z_loss=1e-4, qk_norm="layernorm")
     loaded = read_run_file(write_run_file(run(cfg), tmp_path / "r.json")).data.info.config
     assert loaded == cfg and isinstance(loaded.weight_decay, float) and loaded.dyt_alpha == 0.5
+
+
+@pytest.mark.parametrize("qk", ["none", "layernorm"])
+def test_the_max_attention_logit_probe_is_the_largest_causal_score_the_softmax_sees(qk):
+    from ln_viz.probes import ENTROPY_SEQUENCES, watch
+
+    model = build_model(SMALL.replace(qk_norm=qk, batch_size=10), VOCAB)
+    x = torch.randint(0, VOCAB, (10, 8), generator=torch.Generator().manual_seed(3))
+    seen = {}
+    attn = model.blocks[1].attn
+    hook = attn.register_forward_hook(lambda m, a, o: seen.setdefault("x", a[0].detach()))
+    with torch.no_grad(), watch(model) as act:
+        logits = model(x)
+    hook.remove()
+    h = seen["x"][:ENTROPY_SEQUENCES]
+    q, k = attn.q(h).view(8, 8, 2, 8), attn.k(h).view(8, 8, 2, 8)
+    if qk != "none":
+        q, k = attn.q_norm(q), attn.k_norm(k)
+    with torch.no_grad():
+        scores = (q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)) / math.sqrt(8)
+        causal = scores.masked_select(~torch.ones(8, 8, dtype=torch.bool).triu(1))
+    assert act.arrays["attn_logit_max"][1] == pytest.approx(float(causal.abs().max()), rel=1e-5)
+    if qk != "none":  # a LayerNorm with gain 1 bounds |q.k| / sqrt(hs) by sqrt(hs)
+        assert act.arrays["attn_logit_max"].max() <= math.sqrt(8) + 1e-4
+    log_z = torch.logsumexp(logits.double(), dim=-1)
+    mean, max_abs = act.arrays["logz_stats"][0], act.arrays["logz_stats"][3]
+    assert mean == pytest.approx(float(log_z.mean()), rel=1e-5)
+    assert max_abs == pytest.approx(float(log_z.abs().max()), rel=1e-5)
+
+
+def test_train_json_reports_the_attention_logits_and_log_z_of_each_probe_step(capsys):
+    import json
+
+    from ln_viz.cli import main
+
+    assert main(["train", "--steps", "12", "--depth", "2", "--probe-every", "5", "--json", "--threads", "1"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["probe_steps"] == [1, 5, 10, 12]
+    assert [len(v) for v in report["max_attn_logit"]] == [2] * 4 and len(report["log_z"]) == 4
+    assert all(v > 0 for row in report["max_attn_logit"] for v in row)
+
+
+def test_a_run_file_from_before_the_new_probes_still_loads_with_them_nan():
+    import numpy as np
+
+    from ln_viz.runfile import DEMO_DIR, read_run_file
+
+    data = read_run_file(DEMO_DIR / "pre-ln-no-warmup.json.gz").data
+    assert np.isnan(data.probe("attn_logit_max")).all() and np.isnan(data.probe("logz_stats")).all()
+    assert np.isfinite(data.probe("attn_entropy")).all()

@@ -131,9 +131,12 @@ class Validator:
         by_step: dict[int, dict[str, np.ndarray]] = {step: {} for step in probe_steps}
         if not probe_steps:
             return by_step  # a run without probes may leave them out
-        for name in PROBES:
+        for name, m in PROBES.items():
             want = (len(probe_steps), *shapes[name])
-            arr = self.array(name, self.field(probes, name, dict, f"probes.{name}"), want)
+            if m.optional and name not in probes:  # a file from before this probe existed
+                arr = np.full(want, np.nan, m.dtype)
+            else:
+                arr = self.array(name, self.field(probes, name, dict, f"probes.{name}"), want)
             for step, values in zip(probe_steps, arr):
                 by_step[step][name] = values
         return by_step
