@@ -5,7 +5,7 @@ One direction of flow, lowest layer first (tests/test_architecture.py holds the 
 import circle or an import of a higher layer; the README's "The code" names every module):
 
     text, i18n, theory, runmeta   leaves: text shown back, the catalogs, the Theory page, run label/time rules
-    config                        RunConfig, FIELDS (one declaration per field), presets, the lr schedule
+    config, schedule              RunConfig, FIELDS (one declaration per field), presets; the lr schedule
     schema, corpus                the vocabulary of a run's measurements; the corpora and tokenizer
     model, optim                  the tiny transformer and its norm placements; Adam/SGD written out
     probes, init_grads            what is measured inside the model; gradients at initialisation

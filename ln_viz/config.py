@@ -7,12 +7,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ln_viz.i18n import LocalizedError
 
-NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none")
-NORM_TYPES = ("layernorm", "rmsnorm")
+NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none", "mix")
+NORM_TYPES = ("layernorm", "rmsnorm", "dyt")
+QK_NORMS = ("none", "layernorm", "rmsnorm")
+LN_SCALING_POSITIONS = ("pre", "peri", "mix")  # LayerNorm Scaling needs norms in front of the sublayers
 OPTIMIZERS = ("adam", "sgd")
 SCHEDULES = ("constant", "inverse_sqrt", "cosine")
 CORPORA = ("english", "markov", "user")
@@ -53,6 +53,13 @@ class RunConfig:
     probe_every: int = 10  # probes at step 1, every N steps and the last step; 0 = off
     eval_every: int = 50  # held-out loss every N steps (and at the end); 0 = off
     device: str = "cpu"  # cpu | cuda (only when asked for and present)
+    # issue 19: the instability lab and the norm zoo (defaults leave every earlier run as it was)
+    qk_norm: str = "none"  # none | layernorm | rmsnorm over each head's q and k (Dehghani 2023, Wortsman 2023)
+    weight_decay: float = 0.0  # decoupled, as torch.optim.AdamW: p *= 1 - lr * weight_decay (SGD: same)
+    grad_clip: float = 0.0  # max global L2 norm of the gradients; 0 = off
+    z_loss: float = 0.0  # coefficient of mean(log Z)^2 added to the training loss (PaLM: 1e-4)
+    dyt_alpha: float = 0.5  # DyT's alpha at initialisation (Zhu et al. 2025)
+    ln_scaling: bool = False  # each block's norm outputs times 1/sqrt(l), l 1-based (Sun et al. 2025)
 
     @property
     def ffn_width(self) -> int:
@@ -64,8 +71,14 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, by name (JSON-ready)."""
-        return dataclasses.asdict(self)
+        """Every field, by name (JSON-ready), but the issue-19 fields while they hold their defaults:
+        configs from before them keep their dicts, so sweep fingerprints, the shipped stability map and
+        stored runs match as they did (from_dict fills the defaults back in)."""
+        data = dataclasses.asdict(self)
+        for name, default in OMIT_AT_DEFAULT.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
@@ -93,6 +106,13 @@ class RunConfig:
                 "warmup_steps",
                 warmup=self.warmup_steps,
                 steps=self.steps,
+            )
+        if self.ln_scaling and self.norm_position not in LN_SCALING_POSITIONS:
+            raise ConfigError(
+                "err.ln_scaling_position",
+                "ln_scaling",
+                position=self.norm_position,
+                allowed=", ".join(LN_SCALING_POSITIONS),
             )
         if self.corpus == "user" and self.user_text is None:  # "" is a text, and ln_viz.corpus says it is empty
             raise ConfigError("err.user_text_missing", "user_text")
@@ -165,7 +185,7 @@ class FieldSpec:
 
     name: str
     kind: type  # int | float | str: how a flag or a URL parameter is parsed
-    lo: float | None = None  # int: inclusive; float: exclusive (lr must be > 0)
+    lo: float | None = None  # int: inclusive; float: exclusive (lr must be > 0) unless `closed`
     hi: float | None = None  # inclusive
     choices: tuple[str, ...] = ()  # str fields with a fixed set of values
     optional: bool = False  # None is allowed (and means a default: d_ff)
@@ -177,17 +197,24 @@ class FieldSpec:
     cli_help: str = ""  # the flag's help, without the range (added from lo/hi)
     train_only: bool = False  # a flag of `train` only (init-grads has no optimizer, schedule, ...)
     url: str | None = None  # the short query parameter; None: not in the URL
+    closed: bool = False  # float: lo itself is allowed (weight_decay 0 = off)
 
     def check(self, value: Any) -> None:
         """Raise ConfigError if `value` is not one this field accepts (alone: combinations are
         RunConfig.validate's)."""
         if self.choices:
             _choice(self.name, value, self.choices)
+        elif self.kind is bool:
+            if not isinstance(value, bool):
+                raise ConfigError("err.not_a_bool", self.name, value=value)
         elif self.kind is int and not (self.optional and value is None):
             _int_range(self.name, value, int(self.lo), int(self.hi))
         elif self.kind is float:
             x = _finite(self.name, value)
-            if x <= self.lo:
+            if self.closed:
+                if not self.lo <= x <= self.hi:
+                    raise ConfigError("err.range", self.name, value=x, lo=self.lo, hi=self.hi)
+            elif x <= self.lo:
                 raise ConfigError("err.positive", self.name, value=x)
             if x > self.hi:  # lr is the only float field; its sentence says why the cap
                 raise ConfigError("err.lr_too_high", self.name, value=x, hi=self.hi)
@@ -205,17 +232,37 @@ class FieldSpec:
                 return float(raw)
             except ValueError:
                 raise ConfigError("err.not_a_number", self.name, value=raw) from None
+        if self.kind is bool:
+            try:
+                return on_off(raw)
+            except ValueError:
+                raise ConfigError("err.not_a_bool", self.name, value=raw) from None
         return raw
 
     def help(self) -> str:
         """The CLI help: the text, then the choices or the range."""
         if self.choices:
             allowed = "|".join(self.choices)
+        elif self.kind is bool:
+            allowed = "on or off"
+        elif self.closed:
+            allowed = f"{self.lo}-{self.hi}"
         elif self.kind is int:
             allowed = f"{self.lo}-{self.hi}"
         else:
             allowed = f"above {self.lo}, at most {self.hi}"
         return f"{self.cli_help}: {allowed}" if self.cli_help else allowed
+
+
+BOOL_WORDS = {"true": True, "1": True, "on": True, "false": False, "0": False, "off": False}
+
+
+def on_off(raw: str) -> bool:
+    """A bool field's flag or URL value: on/off, true/false, 1/0 (any case); ValueError otherwise (argparse
+    then says "invalid on_off value")."""
+    if raw.lower() not in BOOL_WORDS:
+        raise ValueError(raw)
+    return BOOL_WORDS[raw.lower()]
 
 
 # One entry per RunConfig field, in field order (the order of validation, of the URL's parameters
@@ -260,8 +307,25 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("eval_every", int, lo=0, hi=MAX_STEPS, cli="--eval-every",
               cli_help="held-out loss every N steps, 0 = off", train_only=True, url="eval"),
         FieldSpec("device", str, choices=DEVICES, cli="--device", cli_help="default cpu"),
+        FieldSpec("qk_norm", str, choices=QK_NORMS, label="ui.qk_norm", choice_label="qknorm", widget="select",
+              cli="--qk-norm", url="qknorm"),
+        FieldSpec("weight_decay", float, lo=0.0, hi=10.0, closed=True, label="ui.weight_decay", widget="float",
+              cli="--weight-decay", cli_help="decoupled, as torch.optim.AdamW", train_only=True, url="wd"),
+        FieldSpec("grad_clip", float, lo=0.0, hi=1000.0, closed=True, label="ui.grad_clip", widget="float",
+              cli="--grad-clip", cli_help="max global gradient L2 norm, 0 = off", train_only=True, url="clip"),
+        FieldSpec("z_loss", float, lo=0.0, hi=1.0, closed=True, label="ui.z_loss", widget="float", cli="--z-loss",
+              cli_help="coefficient of mean(log Z)^2 (PaLM: 1e-4)", train_only=True, url="zloss"),
+        FieldSpec("dyt_alpha", float, lo=0.0, hi=10.0, closed=True, label="ui.dyt_alpha", widget="float",
+              cli="--dyt-alpha", cli_help="DyT's alpha at initialisation", url="dytalpha"),
+        FieldSpec("ln_scaling", bool, label="ui.ln_scaling", widget="checkbox", cli="--ln-scaling",
+              cli_help="norm outputs times 1/sqrt(layer) (pre, peri, mix)", url="lnscale"),
     ]
 }  # fmt: skip
+
+
+# Added by issue 19: left out of RunConfig.to_dict while at their default (see there).
+_ISSUE_19 = ("qk_norm", "weight_decay", "grad_clip", "z_loss", "dyt_alpha", "ln_scaling")
+OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _ISSUE_19}
 
 
 # --- presets -------------------------------------------------------------------------------------
@@ -313,22 +377,3 @@ def preset(name: str) -> RunConfig:
     if name not in PRESETS:
         raise ConfigError("err.unknown_preset", "preset", value=name, choices=", ".join(PRESETS))
     return PRESETS[name].config
-
-
-def lr_at(cfg: RunConfig, step: int) -> float:
-    """Learning rate of update `step` (1-based): linear warm-up from 0 (the paper's t/T * lr_max), then
-    the schedule."""
-    w = cfg.warmup_steps
-    if w and step <= w:
-        return cfg.lr * step / w
-    if cfg.schedule == "inverse_sqrt":
-        return cfg.lr * math.sqrt(max(w, 1) / step)
-    if cfg.schedule == "cosine":
-        span = max(cfg.steps - w, 1)
-        return cfg.lr * 0.5 * (1 + math.cos(math.pi * min(step - w, span) / span))
-    return cfg.lr
-
-
-def lr_schedule(cfg: RunConfig) -> np.ndarray:
-    """lr(t) for t = 1..steps."""
-    return np.array([lr_at(cfg, t) for t in range(1, cfg.steps + 1)])

@@ -7,6 +7,15 @@ The block's forward is its two residual lines, one pair per `norm_position`:
     peri      x = x + LN(Attn(LN(x)));          x = x + LN(FFN(LN(x))) + final LN (the "sandwich")
     deepnorm  x = LN(alpha*x + Attn(x));        x = LN(alpha*x + FFN(x))       (DeepNet, Wang 2022)
     none      x = x + Attn(x);                  x = x + FFN(x)                 (a control)
+    mix       blocks 1..ceil(L/4) as post, the rest as pre, + final LN     (Mix-LN, Li 2025)
+
+Options on top of the placement (RunConfig; the defaults leave the lines above exactly as written):
+
+    norm_type dyt   LN(x) = gamma * tanh(alpha * x) + beta, alpha a learnt scalar   (DyT, Zhu 2025)
+    ln_scaling      the norms in front of the sublayers (pre, peri, mix's pre blocks) give
+                    LN(x) / sqrt(l) in block l, l = 1..L                     (Curse of Depth, Sun 2025)
+    qk_norm         Attn uses softmax(N(q) N(k)^T / sqrt(hs)), N a LayerNorm or RMSNorm over each
+                    head's hs features, gain shared by the heads      (Dehghani 2023, Wortsman 2023)
 
 Initialisation follows Xiong et al.: Xavier-uniform weights, no biases in the projections, norms at
 (1, 0). Token and position embeddings are N(0, 1/2) each, so the input to block 1 has E||x||^2 = d,
@@ -27,22 +36,52 @@ from ln_viz.config import RunConfig
 from ln_viz.schema import PARAM_NAMES, norm_names
 
 
-def make_norm(norm_type: str, d: int) -> nn.Module:
+class DyT(nn.Module):
+    """Dynamic Tanh (Zhu et al. 2025): gamma * tanh(alpha * x) + beta, no statistics; alpha is one
+    learnt scalar, gamma and beta per feature (at 1 and 0, as a LayerNorm's)."""
+
+    def __init__(self, d: int, alpha: float) -> None:
+        super().__init__()
+        self.alpha_init = alpha
+        self.alpha = nn.Parameter(torch.full((1,), alpha))
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        self.alpha.fill_(self.alpha_init)
+        self.weight.fill_(1.0)
+        self.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * torch.tanh(self.alpha * x) + self.bias
+
+
+def make_norm(norm_type: str, d: int, dyt_alpha: float = 0.5) -> nn.Module:
+    if norm_type == "dyt":
+        return DyT(d, dyt_alpha)
     return nn.RMSNorm(d, eps=1e-5) if norm_type == "rmsnorm" else nn.LayerNorm(d, eps=1e-5)
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d: int, heads: int) -> None:
+    def __init__(self, d: int, heads: int, qk_norm: str = "none") -> None:
         super().__init__()
         self.heads = heads
         self.q = nn.Linear(d, d, bias=False)
         self.k = nn.Linear(d, d, bias=False)
         self.v = nn.Linear(d, d, bias=False)
         self.o = nn.Linear(d, d, bias=False)
+        if qk_norm != "none":  # over each head's hs features (B, T, nh, hs): one gain for all heads
+            self.q_norm = make_norm(qk_norm, d // heads)
+            self.k_norm = make_norm(qk_norm, d // heads)
+        self.qk_norm = qk_norm != "none"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
-        q, k, v = (p(x).view(B, T, self.heads, d // self.heads).transpose(1, 2) for p in (self.q, self.k, self.v))
+        q, k, v = (p(x).view(B, T, self.heads, d // self.heads) for p in (self.q, self.k, self.v))
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
         return self.o(y.transpose(1, 2).reshape(B, T, d))
 
@@ -57,22 +96,36 @@ class FFN(nn.Module):
         return self.w2(F.relu(self.w1(x)))  # ReLU, as in the paper's analysis
 
 
-class Block(nn.Module):
-    """One transformer layer. Norm modules are named ln1/ln2 (and ln1_out/ln2_out for peri)."""
+def block_position(cfg: RunConfig, layer: int) -> str:
+    """The placement of block `layer` (1-based): Mix-LN's first ceil(L/4) blocks are post, the rest pre."""
+    if cfg.norm_position == "mix":
+        return "post" if layer <= math.ceil(cfg.depth / 4) else "pre"
+    return cfg.norm_position
 
-    def __init__(self, cfg: RunConfig) -> None:
+
+class Block(nn.Module):
+    """One transformer layer (`layer` 1-based). Norm modules are named ln1/ln2 (and ln1_out/ln2_out for
+    peri)."""
+
+    def __init__(self, cfg: RunConfig, layer: int = 1) -> None:
         super().__init__()
-        d, pos = cfg.d_model, cfg.norm_position
+        d, pos = cfg.d_model, block_position(cfg, layer)
         self.norm_position = pos
-        self.attn = CausalSelfAttention(d, cfg.heads)
+        self.attn = CausalSelfAttention(d, cfg.heads, cfg.qk_norm)
         self.ffn = FFN(d, cfg.ffn_width)
         if pos != "none":
-            self.ln1 = make_norm(cfg.norm_type, d)
-            self.ln2 = make_norm(cfg.norm_type, d)
+            self.ln1 = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
+            self.ln2 = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
         if pos == "peri":
-            self.ln1_out = make_norm(cfg.norm_type, d)
-            self.ln2_out = make_norm(cfg.norm_type, d)
+            self.ln1_out = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
+            self.ln2_out = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
         self.alpha = (2 * cfg.depth) ** 0.25 if pos == "deepnorm" else 1.0
+        # LayerNorm Scaling: on the input norms of pre/peri blocks only (validate refuses the rest)
+        self.scale = layer**-0.5 if cfg.ln_scaling and pos in ("pre", "peri") else None
+
+    def _in(self, norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """A sublayer's input norm, times 1/sqrt(l) under LayerNorm Scaling."""
+        return norm(x) if self.scale is None else norm(x) * self.scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pos = self.norm_position
@@ -80,11 +133,11 @@ class Block(nn.Module):
             x = self.ln1(x + self.attn(x))
             x = self.ln2(x + self.ffn(x))
         elif pos == "pre":
-            x = x + self.attn(self.ln1(x))
-            x = x + self.ffn(self.ln2(x))
+            x = x + self.attn(self._in(self.ln1, x))
+            x = x + self.ffn(self._in(self.ln2, x))
         elif pos == "peri":
-            x = x + self.ln1_out(self.attn(self.ln1(x)))
-            x = x + self.ln2_out(self.ffn(self.ln2(x)))
+            x = x + self.ln1_out(self.attn(self._in(self.ln1, x)))
+            x = x + self.ln2_out(self.ffn(self._in(self.ln2, x)))
         elif pos == "deepnorm":
             x = self.ln1(self.alpha * x + self.attn(x))
             x = self.ln2(self.alpha * x + self.ffn(x))
@@ -102,8 +155,9 @@ class TinyLM(nn.Module):
         self.cfg = cfg
         self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.depth))
-        self.ln_f = make_norm(cfg.norm_type, cfg.d_model) if cfg.norm_position in ("pre", "peri") else None
+        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(1, cfg.depth + 1))
+        final = cfg.norm_position in ("pre", "peri", "mix")
+        self.ln_f = make_norm(cfg.norm_type, cfg.d_model, cfg.dyt_alpha) if final else None
         self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         self.reset_parameters(cfg.seed)
 
@@ -121,7 +175,7 @@ class TinyLM(nn.Module):
                     w.mul_(beta)  # DeepNet's beta; 1 for every other placement
         nn.init.xavier_uniform_(self.head.weight, generator=g)
         for m in self.modules():
-            if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
+            if isinstance(m, (nn.LayerNorm, nn.RMSNorm, DyT)):
                 m.reset_parameters()
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:

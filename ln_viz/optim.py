@@ -1,9 +1,11 @@
 """Adam and SGD, written out, for one reason: speed of the first step. torch.optim's optimizers import
 torch._dynamo on first use (2 s of a worker's 4 s start on 2 cores, measured), and a worker that has
 not finished starting is what a visitor waits for after pressing Start. The arithmetic is torch's own
-(torch/optim/adam.py, the multi-tensor path without amsgrad, weight decay or capturable state), in the
-same order, so the updates are identical to torch.optim.Adam's (tests/test_optim.py compares them bit
-for bit). The interface is the part of torch.optim.Optimizer that ln-viz uses: `param_groups` (the
+(torch/optim/adam.py, the multi-tensor path without amsgrad or capturable state), in the same order,
+so the updates are identical to torch.optim.Adam's (tests/test_optim.py compares them bit for bit), and
+with `weight_decay` to torch.optim.AdamW's: decoupled, p *= 1 - lr * weight_decay before the update
+(SGD decays the same way, decoupled, not torch.optim.SGD's L2 term). The interface is the part of
+torch.optim.Optimizer that ln-viz uses: `param_groups` (the
 trainer sets each step's learning rate there), `zero_grad(set_to_none=True)`, `step()`."""
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import torch
 
 
 class _Optimizer:
-    def __init__(self, params: Iterable[torch.Tensor], lr: float) -> None:
+    def __init__(self, params: Iterable[torch.Tensor], lr: float, weight_decay: float = 0.0) -> None:
         self.params = [p for p in params if p.requires_grad]
         self.param_groups = [{"params": self.params, "lr": lr}]
+        self.weight_decay = weight_decay
 
     @property
     def lr(self) -> float:
@@ -33,6 +36,11 @@ class _Optimizer:
         idx = [i for i, p in enumerate(self.params) if p.grad is not None]
         return [self.params[i] for i in idx], [self.params[i].grad for i in idx], idx
 
+    def _decay(self, params: list[torch.Tensor]) -> None:
+        """Decoupled weight decay, as torch.optim.AdamW: every parameter with a gradient shrinks first."""
+        if self.weight_decay:
+            torch._foreach_mul_(params, 1 - self.lr * self.weight_decay)
+
 
 class SGD(_Optimizer):
     """Plain stochastic gradient descent: p -= lr * grad."""
@@ -41,14 +49,22 @@ class SGD(_Optimizer):
     def step(self) -> None:
         params, grads, _ = self._with_grads()
         if params:
+            self._decay(params)
             torch._foreach_add_(params, grads, alpha=-self.lr)
 
 
 class Adam(_Optimizer):
     """Adam (Kingma & Ba 2015) with bias correction, as torch.optim.Adam computes it."""
 
-    def __init__(self, params: Iterable[torch.Tensor], lr: float, betas: tuple[float, float], eps: float) -> None:
-        super().__init__(params, lr)
+    def __init__(
+        self,
+        params: Iterable[torch.Tensor],
+        lr: float,
+        betas: tuple[float, float],
+        eps: float,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(params, lr, weight_decay)
         self.betas, self.eps = betas, eps
         self.exp_avg = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
@@ -64,6 +80,7 @@ class Adam(_Optimizer):
         exp_avg_sq = [self.exp_avg_sq[i] for i in idx]
         for i in idx:
             self.steps[i] += 1
+        self._decay(params)
         torch._foreach_lerp_(exp_avg, grads, 1 - beta1)
         torch._foreach_mul_(exp_avg_sq, beta2)
         torch._foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2)

@@ -12,7 +12,9 @@ Per block, at a probe step (each array's shape, unit and meaning are in ln_viz.s
 - `update_ratio`: ||w_after - w_before|| / ||w_before|| over the block's parameters;
 - `attn_entropy`: mean entropy (nats) of the attention distributions, over heads and positions of the
   first ENTROPY_SEQUENCES (8) sequences of the step's batch (all of them for smaller batches): the
-  scores must be recomputed, and over the whole batch that cost more than the rest of the probes.
+  scores must be recomputed, and over the whole batch that cost more than the rest of the probes;
+- `attn_logit_max`: the largest |q.k|/sqrt(hs) among those same scores (after QK-norm when it is on);
+- `logz_stats`: the stats of log Z = logsumexp of the output logits, one value per token of the batch.
 
 Every gradient norm comes from one batched `torch._foreach_norm` call per step (the same call gives the
 total norm the trainer checks for divergence), and a tensor seen by two hooks (Pre-LN's residual stream
@@ -98,7 +100,13 @@ def _summary_nonfinite(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 
 def attention_entropy(q: torch.Tensor, k: torch.Tensor, heads: int) -> float:
-    """Mean entropy in nats of causal softmax(q k^T / sqrt(hs)) over batch, heads and positions.
+    """Mean entropy in nats of causal softmax(q k^T / sqrt(hs)) over batch, heads and positions."""
+    return attention_summary(q, k, heads)[0]
+
+
+def attention_summary(q: torch.Tensor, k: torch.Tensor, heads: int) -> tuple[float, float]:
+    """(mean entropy in nats of causal softmax(q k^T / sqrt(hs)) over batch, heads and positions, the
+    largest |score| among the causal ones).
 
     The scores are recomputed from the projections (scaled_dot_product_attention keeps no weights):
     one batched matmul, a softmax and a log-softmax, and a single dot product for the sum of p log p.
@@ -109,10 +117,11 @@ def attention_entropy(q: torch.Tensor, k: torch.Tensor, heads: int) -> float:
     k = k.view(B, T, heads, hs).transpose(1, 2)
     scores = q @ k.transpose(-1, -2)  # (B, nh, T, T)
     mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+    largest = float(scores.masked_fill(mask, 0.0).abs().amax())  # 0 never wins a max of |x|
     scores.masked_fill_(mask, _MASKED)
     p = torch.softmax(scores, dim=-1).reshape(-1)
     logp = torch.log_softmax(scores, dim=-1).reshape(-1)
-    return float(-torch.dot(p, logp)) / (B * heads * T)
+    return float(-torch.dot(p, logp)) / (B * heads * T), largest
 
 
 ENTROPY_SEQUENCES = 8  # attention entropy is measured on the first this-many sequences of the batch
@@ -133,6 +142,8 @@ class ActivationProbe:
         self.norm_in_stats = self.arrays["norm_in_stats"]
         self.attn_entropy = self.arrays["attn_entropy"]
         self.input_stats = self.arrays["input_stats"]  # x_0: embeddings into block 1
+        self.attn_logit_max = self.arrays["attn_logit_max"]
+        self.logz_stats = self.arrays["logz_stats"]
         self._q: dict[int, torch.Tensor] = {}
         self._last: tuple[torch.Tensor, tuple[np.ndarray, np.ndarray]] | None = None
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
@@ -144,8 +155,12 @@ class ActivationProbe:
             self._handles.append(block.register_forward_hook(self._on_block(i)))
             for j, name in enumerate(self.norm_names):
                 self._handles.append(block.get_submodule(name).register_forward_pre_hook(self._on_norm(i, j)))
-            self._handles.append(block.attn.q.register_forward_hook(self._on_q(i)))
-            self._handles.append(block.attn.k.register_forward_hook(self._on_k(i)))
+            # the q and k the dot product sees: after QK-norm when the model has it
+            attn = block.attn
+            q, k = (attn.q_norm, attn.k_norm) if attn.qk_norm else (attn.q, attn.k)
+            self._handles.append(q.register_forward_hook(self._on_q(i)))
+            self._handles.append(k.register_forward_hook(self._on_k(i)))
+        self._handles.append(self.model.head.register_forward_hook(self._on_logits))
 
     def detach(self) -> None:
         for h in self._handles:
@@ -179,17 +194,22 @@ class ActivationProbe:
 
     def _on_q(self, i: int):
         def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
-            self._q[i] = out.detach()[:ENTROPY_SEQUENCES]
+            self._q[i] = out.detach()[:ENTROPY_SEQUENCES].flatten(2)  # (B, T, d), also from (B, T, nh, hs)
 
         return hook
 
     def _on_k(self, i: int):
         def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
             with torch.no_grad():
-                k = out.detach()[:ENTROPY_SEQUENCES]
-                self.attn_entropy[i] = attention_entropy(self._q.pop(i), k, self.model.cfg.heads)
+                k = out.detach()[:ENTROPY_SEQUENCES].flatten(2)
+                summary = attention_summary(self._q.pop(i), k, self.model.cfg.heads)
+                self.attn_entropy[i], self.attn_logit_max[i] = summary
 
         return hook
+
+    def _on_logits(self, module: nn.Module, args: tuple, out: torch.Tensor) -> None:
+        with torch.no_grad():
+            _, self.logz_stats[:] = tensor_summary(torch.logsumexp(out.detach().float(), dim=-1))
 
 
 @contextlib.contextmanager

@@ -3,7 +3,7 @@ store load light): every measurement (the scalars, one value per step, and the p
 probe step, with shape, dtype, unit and meaning), the weight matrices of a block (PARAM_NAMES), the norm
 modules of a block (`norm_names`), the histograms' fixed edges, and a run's statuses. Snapshot/RunData,
 the model, the trainer and the probes, the store's columns, the run file's validation and docs, and the
-tidy tables all read this module. (The learning-rate schedule, a rule of the config, is in config.py.)
+tidy tables all read this module. (The learning-rate schedule is ln_viz/schedule.py.)
 
 Probe shapes are written in named dimensions (per probe step; a run's stack adds a first axis P):
 
@@ -80,9 +80,13 @@ TERMINAL = ("completed", "diverged", "stalled", "stopped", "failed", "interrupte
 
 def norm_names(norm_position: str) -> list[str]:
     """Names of the norm modules inside each block, in forward order."""
-    return {"post": ["ln1", "ln2"], "pre": ["ln1", "ln2"], "deepnorm": ["ln1", "ln2"], "none": []}.get(
-        norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"]
-    )
+    return {
+        "post": ["ln1", "ln2"],
+        "pre": ["ln1", "ln2"],
+        "deepnorm": ["ln1", "ln2"],
+        "mix": ["ln1", "ln2"],
+        "none": [],
+    }.get(norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"])
 
 
 Kind = Literal["scalar", "probe"]
@@ -104,6 +108,7 @@ class Measure:
     hi: float | None = None  # largest valid value; a finite value is always within +-FINITE_LIMIT
     finite: bool = False  # scalars never NaN or infinite in a run ln-viz wrote
     timing: bool = False  # wall-clock bookkeeping, not a measurement of the model (last in tables)
+    optional: bool = False  # a probe added later: a run file from before it may lack it (read as NaN)
 
     def shape_for(self, dims: dict[str, int]) -> tuple[int, ...]:
         """The concrete shape of one step's value, given each named dimension's size."""
@@ -197,6 +202,23 @@ PROBES: dict[str, Measure] = {
         ),
         _probe(
             "update_ratio", ("depth",), "ratio", "update", "||w_after - w_before|| / ||w_before|| per block", lo=0.0
+        ),
+        _probe(
+            "attn_logit_max",
+            ("depth",),
+            "logit",
+            "forward",
+            "largest |q.k|/sqrt(d_head) before the softmax, the batch's first 8 sequences (Wortsman 2023)",
+            lo=0.0,
+            optional=True,
+        ),
+        _probe(
+            "logz_stats",
+            ("stats",),
+            "nats",
+            "forward",
+            "log Z (logsumexp of the output logits) of each token of the batch: stats",
+            optional=True,
         ),
     )
 }

@@ -58,10 +58,13 @@ class RunInfo:
 
         corpus = load_corpus(cfg.corpus, cfg.user_text, cfg.seq_len)
         V, d, f, L = corpus.vocab_size, cfg.d_model, cfg.ffn_width, cfg.depth
-        norm_params = d if cfg.norm_type == "rmsnorm" else 2 * d
+        norm_params = {"rmsnorm": d, "dyt": 2 * d + 1}.get(cfg.norm_type, 2 * d)  # DyT: gamma, beta, alpha
+        hs = d // cfg.heads
+        qk_params = {"none": 0, "rmsnorm": 2 * hs}.get(cfg.qk_norm, 4 * hs)  # per block: q's and k's norm
         names = norm_names(cfg.norm_position)
-        final = norm_params if cfg.norm_position in ("pre", "peri") else 0
-        n_params = 2 * V * d + cfg.seq_len * d + L * (4 * d * d + 2 * d * f + len(names) * norm_params) + final
+        final = norm_params if cfg.norm_position in ("pre", "peri", "mix") else 0
+        per_block = 4 * d * d + 2 * d * f + len(names) * norm_params + qk_params
+        n_params = 2 * V * d + cfg.seq_len * d + L * per_block + final
         return cls(cfg, V, n_params, corpus.unigram_entropy, corpus.floor(cfg.seq_len), names)
 
     def probe_dims(self) -> dict[str, int]:

@@ -16,8 +16,8 @@ a norm name (`ln1`, `ln2`, and for Peri-LN `ln1_out`, `ln2_out`) is that norm's 
                  (probe step, layer, site); site `input` at layer 0 is the embeddings into block 1
     grad_norms   step, layer, param, grad_norm           Frobenius norm of each weight's gradient;
                  param is attn.q, attn.k, attn.v, attn.o, ffn.w1, ffn.w2
-    layers       step, layer, attn_entropy, block_grad_norm, update_ratio    the probe arrays with
-                 one value per block, as ln_viz.schema.PROBES describes them
+    layers       step, layer, attn_entropy, block_grad_norm, update_ratio, attn_logit_max    the
+                 probe arrays with one value per block, as ln_viz.schema.PROBES describes them
 
 Probe values are float32 (as measured), scalars float64; CSV writes each value as the shortest text
 that reads back to the same number at that precision (read probe columns as float32 to get them bit

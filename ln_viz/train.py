@@ -1,6 +1,8 @@
 """The training loop as a generator of Snapshots: a caller can stop between any two steps.
 
-Loss is the mean cross-entropy per token in nats. Step t (1-based) computes the loss of one batch
+Loss is the mean cross-entropy per token in nats (what is recorded and drawn; with `z_loss` the
+gradient is that of CE + z_loss * mean(log Z)^2, PaLM's auxiliary loss, log Z the logits' logsumexp).
+Step t (1-based) computes the loss of one batch
 with the weights before update t, then applies update t with learning rate lr(t). A non-finite loss or
 gradient ends the run with status `diverged` at that step; nothing raises.
 """
@@ -14,11 +16,12 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig, lr_at
+from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
 from ln_viz.optim import SGD, Adam
 from ln_viz.probes import GradNorms, UpdateRatio, watch
+from ln_viz.schedule import lr_at
 from ln_viz.snapshot import RunData, RunInfo, Snapshot
 
 # A run is "stalled" when the mean loss of its last STALL_WINDOW steps has not got below the unigram
@@ -147,8 +150,9 @@ class Trainer:
         loss_t = F.cross_entropy(logits.flatten(0, 1), y.flatten())
         loss = float(loss_t.detach())
         if math.isfinite(loss):
-            loss_t.backward()
+            objective(loss_t, logits, self.cfg.z_loss).backward()
             total_grad = self.grad_norms.measure()
+            clip_gradients(self.grad_norms.params, total_grad, self.cfg.grad_clip)
         else:
             total_grad = float("nan")
         if not probe_step:
@@ -163,12 +167,32 @@ class Trainer:
         return sum(recent) / len(recent) >= self.info.unigram_entropy * (1 - STALL_MARGIN)
 
 
+def objective(ce: torch.Tensor, logits: torch.Tensor, z_loss: float) -> torch.Tensor:
+    """What is differentiated: the cross-entropy, plus z_loss * mean over tokens of (log Z)^2 when
+    z_loss > 0 (PaLM, Chowdhery et al. 2022: keeps the softmax normaliser near 1)."""
+    if not z_loss:
+        return ce
+    log_z = torch.logsumexp(logits.float(), dim=-1)  # (B, T)
+    return ce + z_loss * log_z.square().mean()
+
+
+@torch.no_grad()
+def clip_gradients(params: list[torch.Tensor], total_norm: float, max_norm: float) -> None:
+    """Scale all gradients by max_norm / (total_norm + 1e-6) when that is below 1, as
+    torch.nn.utils.clip_grad_norm_ does; max_norm 0 is off. A non-finite norm is left to divergence."""
+    if not max_norm or not math.isfinite(total_norm):
+        return
+    coef = max_norm / (total_norm + 1e-6)
+    if coef < 1.0:
+        torch._foreach_mul_([p.grad for p in params if p.grad is not None], coef)
+
+
 def make_optimizer(cfg: RunConfig, model: TinyLM) -> Adam | SGD:
-    """The paper's Adam (betas 0.9, 0.98) or plain SGD; ln_viz.optim computes exactly what torch.optim
-    does, without its 2 s first-use import."""
+    """The paper's Adam (betas 0.9, 0.98) or plain SGD, each with decoupled weight decay (AdamW's);
+    ln_viz.optim computes exactly what torch.optim does, without its 2 s first-use import."""
     if cfg.optimizer == "sgd":
-        return SGD(model.parameters(), lr=cfg.lr)
-    return Adam(model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
+        return SGD(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return Adam(model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay)
 
 
 def run(cfg: RunConfig, corpus: Corpus | None = None, keep_probes: bool = True) -> RunData:

@@ -328,7 +328,7 @@ def title_of(fig: go.Figure) -> str:
     return (fig.layout.title.text or "") + (" · " + sub if sub else "")
 
 
-ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "LN", *PARAM_NAMES]
+ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "Mix-LN", "LN", *PARAM_NAMES]
 
 
 def visible_texts(fig: go.Figure) -> list[str]:

@@ -54,6 +54,8 @@ def cases(name: str) -> list[Any]:
     spec = FIELDS[name]
     if spec.choices:
         return [*spec.choices, "bogus", ""]
+    if spec.kind is bool:
+        return [True, False, "bogus", "", 2]
     return int_cases(name) if spec.kind is int else FLOAT_CASES
 
 
@@ -63,7 +65,7 @@ ALL_CASES = [(n, v) for n in FIELDS if n != "user_text" for v in cases(n)]  # us
 def test_every_runconfig_field_has_one_declaration():
     assert list(FIELDS) == [f.name for f in dataclasses.fields(RunConfig)]
     for spec in FIELDS.values():
-        assert (spec.lo is None) == (spec.hi is None) == (spec.kind is str), spec
+        assert (spec.lo is None) == (spec.hi is None) == (spec.kind in (str, bool)), spec
         assert spec.widget is None or spec.label, spec
     assert set(FORM_FIELDS) == {s.name for s in FIELDS.values() if s.widget}
 
@@ -139,6 +141,19 @@ def test_the_forms_choices_are_the_fields_choices(form, name):
     assert widget(form, name).options == [t(f"{spec.choice_label}.{c}", "en") for c in spec.choices]
     for choice in spec.choices:  # "user" comes with the text area's text
         SMALL.replace(**{name: choice}, user_text="a text " * 200).validate()
+
+
+@pytest.mark.parametrize("name", [n for n in FORM_FIELDS if FIELDS[n].widget == "float"])
+def test_the_forms_float_widgets_hold_what_validate_accepts(form, name):
+    w = widget(form, name)
+    for value in FLOAT_CASES:
+        if isinstance(value, float) and math.isfinite(value):
+            assert (w.min <= value <= w.max) == validate_accepts(name, value), (name, value, w.min, w.max)
+
+
+def test_the_forms_checkboxes_are_the_bool_fields(form):
+    boxes = {w.key for w in form.checkbox}
+    assert {n for n in FORM_FIELDS if FIELDS[n].kind is bool} == boxes & set(FORM_FIELDS)
 
 
 def test_every_learning_rate_the_form_offers_is_valid(form):

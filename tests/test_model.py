@@ -21,18 +21,13 @@ def test_same_seed_same_initial_weights_for_every_norm_position():
         assert {"tok_emb.weight", "blocks.2.ffn.w2.weight", "head.weight"} <= shared
         for name in shared:
             if pos == "deepnorm" and any(
-                name.endswith(p + ".weight")
-                for p in ("attn.v", "attn.o", "ffn.w1", "ffn.w2")
+                name.endswith(p + ".weight") for p in ("attn.v", "attn.o", "ffn.w1", "ffn.w2")
             ):
-                assert torch.allclose(
-                    w[name], ref[name] * (8 * 3) ** -0.25
-                )  # DeepNet's beta
+                assert torch.allclose(w[name], ref[name] * (8 * 3) ** -0.25)  # DeepNet's beta
             else:
                 assert torch.equal(w[name], ref[name]), (pos, name)
     other = _weights(build_model(RunConfig(norm_position="post", depth=3, seed=1), 50))
-    assert not torch.equal(
-        other["blocks.0.attn.q.weight"], ref["blocks.0.attn.q.weight"]
-    )
+    assert not torch.equal(other["blocks.0.attn.q.weight"], ref["blocks.0.attn.q.weight"])
 
 
 def test_xavier_uniform_bounds_and_unit_variance_input():
@@ -50,12 +45,10 @@ def test_every_placement_runs_and_has_its_norms(pos):
     model = build_model(cfg, 30)
     logits = model(torch.randint(0, 30, (3, 16)))
     assert logits.shape == (3, 16, 30)
-    n_norms = sum(
-        isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm)) for m in model.modules()
-    )
-    expected = {"post": 4, "pre": 5, "peri": 9, "deepnorm": 4, "none": 0}[pos]
+    n_norms = sum(isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm)) for m in model.modules())
+    expected = {"post": 4, "pre": 5, "peri": 9, "deepnorm": 4, "none": 0, "mix": 5}[pos]
     assert n_norms == expected
-    assert (model.ln_f is not None) == (pos in ("pre", "peri"))
+    assert (model.ln_f is not None) == (pos in ("pre", "peri", "mix"))
 
 
 def test_rmsnorm_replaces_layernorm():
@@ -78,9 +71,7 @@ def test_probes_summarise_and_always_leave():
     x = torch.randint(0, 30, (4, 16))
     with watch(model) as act:
         model(x)
-    hooks = sum(
-        len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()
-    )
+    hooks = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
     assert hooks == 0
     assert act.resid_hist.shape == (3, len(HIST_EDGES) - 1)
     assert act.norm_in_hist.shape == (3, 4, len(HIST_EDGES) - 1)
@@ -89,8 +80,5 @@ def test_probes_summarise_and_always_leave():
     assert ((0 < act.attn_entropy) & (act.attn_entropy < math.log(16))).all()
     with pytest.raises(RuntimeError), watch(model):
         raise RuntimeError("boom")
-    assert (
-        sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
-        == 0
-    )
+    assert sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()) == 0
     assert len(PARAM_NAMES) == 6

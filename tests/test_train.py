@@ -3,8 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from ln_viz.config import NORM_POSITIONS, RunConfig, lr_at, lr_schedule
+from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.corpus import markov
+from ln_viz.schedule import lr_at, lr_schedule
 from ln_viz.schema import PROBE_NAMES, PROBES
 from ln_viz.train import STALL_MIN_STEPS, Trainer, run
 
@@ -102,10 +103,11 @@ def test_markov_run_reports_the_floor():
 
 
 @pytest.mark.parametrize("pos", NORM_POSITIONS)
-@pytest.mark.parametrize("norm_type", ["layernorm", "rmsnorm"])
-def test_the_servers_preview_header_matches_the_workers(pos, norm_type):
+@pytest.mark.parametrize("norm_type", ["layernorm", "rmsnorm", "dyt"])
+@pytest.mark.parametrize("qk_norm", ["none", "layernorm", "rmsnorm"])
+def test_the_servers_preview_header_matches_the_workers(pos, norm_type, qk_norm):
     from ln_viz.snapshot import RunInfo
 
-    cfg = TINY.replace(norm_position=pos, norm_type=norm_type)
+    cfg = TINY.replace(norm_position=pos, norm_type=norm_type, qk_norm=qk_norm)
     real, preview = Trainer(cfg).info, RunInfo.preview(cfg)
     assert preview.to_dict() == real.to_dict()

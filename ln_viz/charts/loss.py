@@ -34,8 +34,8 @@ from ln_viz.charts.style import (
     norm_label,
     two_lines,
 )
-from ln_viz.config import lr_schedule
 from ln_viz.i18n import t
+from ln_viz.schedule import lr_schedule
 from ln_viz.snapshot import RunData
 
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ln_viz.cli.parser import UsageError
-from ln_viz.config import FIELDS, PRESETS, ConfigError, RunConfig, preset
+from ln_viz.config import FIELDS, PRESETS, ConfigError, RunConfig, on_off, preset
 from ln_viz.text import one_line
 
 
@@ -23,7 +23,8 @@ def _add_config_flags(p: argparse.ArgumentParser, train: bool = False) -> None:
     p.add_argument("--preset", help=f"start from a preset: {', '.join(PRESETS)}")
     for spec in FIELDS.values():
         if spec.cli and (train or not spec.train_only):
-            kind = spec.kind if spec.kind is not str else None  # argparse says "invalid int value: 'x'"
+            # argparse says "invalid int value: 'x'"; a bool flag takes on/off
+            kind = {str: None, bool: on_off}.get(spec.kind, spec.kind)
             p.add_argument(spec.cli, dest=spec.name, type=kind, help=spec.help())
     p.add_argument("--text-file", help="UTF-8 text to train on (sets --corpus user)")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
@@ -97,10 +98,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     last_draw = 0.0
     # leaving by an exception marks the stored run failed (stopped on Ctrl-C), never left "running"
     reported = None  # the store trouble said last
+    attn_logits: list[tuple[int, Any, float]] = []  # (probe step, max attention logit per layer, mean log Z)
     with writer or contextlib.nullcontext():
         for snap in trainer:
             if writer is not None:
                 reported = _store_step(writer, snap, reported)
+            if snap.probes is not None:  # the report keeps two probes of each probe step, as plain numbers
+                attn_logits.append((snap.step, snap.probes["attn_logit_max"], snap.probes["logz_stats"][0]))
             snap.probes = None  # the report needs scalars only
             data.append(snap)
             now = time.monotonic()
@@ -123,6 +127,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         "steps_per_sec": data.steps_done / max(data.scalars["elapsed"][-1], 1e-9),
         "n_params": trainer.info.n_params,
         "config": {k: v for k, v in cfg.to_dict().items() if k != "user_text"},
+        "probe_steps": [s for s, _, _ in attn_logits],
+        "max_attn_logit": [[_finite_or_none(float(x)) for x in m] for _, m, _ in attn_logits],
+        "log_z": [_finite_or_none(float(z)) for _, _, z in attn_logits],
     }
     if writer is not None:
         report["run_id"] = writer.run_id

@@ -56,6 +56,10 @@ checks this table against the schema):
             norm of all of a block's gradients together (NaN at a diverged step)
     probe   update_ratio    (depth)                  float32  ratio
             ||w_after - w_before|| / ||w_before|| per block
+    probe   attn_logit_max  (depth)                  float32  logit
+            largest |q.k|/sqrt(d_head) before the softmax, the batch's first 8 sequences (Wortsman 2023)
+    probe   logz_stats      (stats)                  float32  nats
+            log Z (logsumexp of the output logits) of each token of the batch: stats
 
 Reading validates everything before anything is stored: a file ln-viz would not have written is
 refused with one sentence (RunFileError, in English and Korean; a value it repeats is cut to a short

@@ -137,9 +137,12 @@ class Validator:
         by_step: dict[int, dict[str, np.ndarray]] = {step: {} for step in probe_steps}
         if not probe_steps:
             return by_step  # a run without probes may leave them out
-        for name in PROBES:
+        for name, m in PROBES.items():
             want = (len(probe_steps), *shapes[name])
-            arr = self.array(name, self.field(probes, name, dict, f"probes.{name}"), want)
+            if m.optional and name not in probes:  # a file from before this probe existed
+                arr = np.full(want, np.nan, m.dtype)
+            else:
+                arr = self.array(name, self.field(probes, name, dict, f"probes.{name}"), want)
             for step, values in zip(probe_steps, arr):
                 by_step[step][name] = values
         return by_step
@@ -191,10 +194,11 @@ class Validator:
             raise RunFileError("err.runfile_config", cause=_cut_error(e), path=_path(self.name)) from None
         except (TypeError, ValueError):
             raise self.fail("err.runfile_field", where="info.config", expected="object") from None
-        # validate() takes 6.0 for 6 (a link's parameter); a chart's range(depth) does not
-        whole = {f.name: int(getattr(cfg, f.name)) for f in FIELDS.values() if isinstance(getattr(cfg, f.name), float)}
-        whole.pop("lr", None)
-        return cfg.replace(lr=float(cfg.lr), **whole)
+        # validate() takes 6.0 for 6 (a link's parameter); a chart's range(depth) does not. Float fields
+        # stay floats (JSON may hold weight_decay 0 as an int).
+        kinds = {f.name: f.kind for f in FIELDS.values() if f.kind in (int, float)}
+        fixed = {n: k(v) for n, k in kinds.items() if isinstance(v := getattr(cfg, n), (int, float))}
+        return cfg.replace(**fixed)
 
     def number(self, value: Any, where: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -36,6 +36,12 @@ ADVANCED_FIELDS = (
     "schedule",
     "probe_every",
     "corpus",
+    "qk_norm",
+    "weight_decay",
+    "grad_clip",
+    "z_loss",
+    "dyt_alpha",
+    "ln_scaling",
 )
 FORM_FIELDS = MAIN_FIELDS + ADVANCED_FIELDS
 
@@ -54,6 +60,10 @@ def _widget(c: Any, spec: FieldSpec, lang: str, prefix: str) -> None:
         c.selectbox(label, spec.choices, key=language.translated(key), format_func=lambda v: t(f"{names}.{v}", lang))
     elif spec.widget == "slider":
         c.slider(label, key=key, **widget_bounds(spec.name))
+    elif spec.widget == "checkbox":
+        c.checkbox(label, key=key)
+    elif spec.widget == "float":  # a closed float range (weight_decay 0 = off)
+        c.number_input(label, min_value=spec.lo, max_value=spec.hi, step=1e-4, format="%g", key=key)
     elif spec.widget == "select_slider":
         c.select_slider(label, lr_stops(st.session_state[key]), key=key, format_func=lambda v: f"{v:g}")
     else:
