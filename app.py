@@ -4,7 +4,7 @@ This file is read twice. Streamlit's `run` finds the st.App `app` below and serv
 runs once, when the server starts, and begins warming the worker processes (torch takes seconds to
 import), so the first Start of the first visitor shows its first step at once. Each visit then runs
 this file as its script (`__name__ == "__main__"`): the router and the frame every page shares
-(language, presenter mode). st.navigation, rather than the pages/ folder's automatic menu, so page
+(language, the lecture view). st.navigation, rather than the pages/ folder's automatic menu, so page
 titles follow the language switch; the live training page is the default page."""
 
 from contextlib import asynccontextmanager
@@ -28,7 +28,7 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
 
 else:  # a visit: the router
     from ln_viz.i18n import t
-    from ln_viz.ui import language, lecture_mode, storage
+    from ln_viz.ui import language, lecture_switch, storage
 
     st.set_page_config(page_title="ln-viz", page_icon=":bar_chart:", layout="wide")
 
@@ -50,6 +50,6 @@ else:  # a visit: the router
         ]
     )
     language.lang_switch()
-    lecture_mode.presenter_mode()
+    lecture_switch.style_and_toggle()
     storage.store_notice(lang)  # the store file deleted or replaced under the server: said on every page
     page.run()

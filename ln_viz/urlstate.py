@@ -4,7 +4,7 @@
 user's text, which does not fit a URL); `config_from_query` reads them back, ignoring each malformed
 parameter with a notice and keeping the default for it, so a mistyped bookmark still opens a working page.
 `unknown_params`, `lang_from_query` and `present_from_query` give the notices for the rest of a link: a
-parameter no page reads, a language or presenter value that is not one of the choices.
+parameter no page reads, a language or lecture value that is not one of the choices.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ QUERY_FIELDS: dict[str, str] = {spec.url: spec.name for spec in FIELDS.values() 
 
 # where parameters appear: the live page's form has none, the Compare page's sides have "a." and "b."
 PREFIXES = ("", "a.", "b.")
-PAGE_KEYS = ("lang", "present", "cpreset")  # read by ln_viz/ui/language.py, lecture_mode.py, pages/compare.py
+PAGE_KEYS = ("lang", "present", "cpreset")  # read by ln_viz/ui/language.py, lecture_switch.py, pages/compare.py
 PRESENT_ON, PRESENT_OFF = ("1", "true", "yes"), ("0", "false", "no", "")
 
 
@@ -48,7 +48,7 @@ def _last(raw: str | list[str]) -> str:
 
 
 def known_params() -> set[str]:
-    """Every parameter some page reads: the fields and preset of each form, the language, presenter mode,
+    """Every parameter some page reads: the fields and preset of each form, the language, the lecture view,
     the Compare page's scenario and the stability map's spec."""
     from ln_viz.sweep.spec import QUERY_KEYS  # the stability map's spec
 
@@ -74,7 +74,7 @@ def lang_from_query(raw: str | list[str] | None) -> tuple[str, Notice | None]:
 
 
 def present_from_query(raw: str | list[str] | None) -> tuple[bool | None, Notice | None]:
-    """Presenter mode from `present=1` (or true, yes; 0, false, no turn it off); None when the link does
+    """The lecture view from `present=1` (or true, yes; 0, false, no turn it off); None when the link does
     not say. Another value keeps it off, with a Notice."""
     if raw is None:
         return None, None

@@ -5,11 +5,22 @@ import streamlit as st
 
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import compare_view, config_form, language, layout, lecture_mode, links, live, stage, stepper, training
+from ln_viz.ui import (
+    compare_view,
+    config_form,
+    language,
+    layout,
+    lecture_switch,
+    lecture_view,
+    links,
+    live,
+    stepper,
+    training,
+)
 from ln_viz.ui.safe import md
 
 lang = language.current_lang()
-present = lecture_mode.presenter_mode_on()
+lecture = lecture_switch.lecture_view_on()
 runner = training.get_runner()
 runs = training.session_runs()
 
@@ -59,12 +70,12 @@ for notice in [*links.link_notices(lang), *st.session_state["_compare_notices"]]
 buttons = (("compare_start", t("compare.start", lang)), ("compare_stop", t("compare.stop", lang)))
 scenario = st.session_state["cpreset"]
 scenario = scenario if scenario in COMPARE_PRESETS else None
-if present:  # the forms stay drawn (in the hidden sidebar), so the settings are kept
+if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are kept
     for prefix in compare_view.SIDES:
         config_form.config_form(lang, prefix=prefix, container=st.sidebar.container(), compact=True)
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
-    choices = (list(COMPARE_PRESETS), scenario, "stage.scenario.", compare_view.pick_scenario)
-    start, stop = stage.header(configs, lang, choices, buttons, ("pages/live.py", "nav.live"))
+    choices = (list(COMPARE_PRESETS), scenario, "lecture.scenario.", compare_view.pick_scenario)
+    start, stop = lecture_view.header(configs, lang, choices, buttons, ("pages/live.py", "nav.live"))
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))
@@ -79,7 +90,7 @@ else:
 compare_view.write_query()
 
 try:
-    if not present:
+    if not lecture:
         st.caption(md(compare_view.scenario_caption(lang) + " " + compare_view.differences(*configs, lang)))
     if start:
         for cfg in configs:  # both, before either starts (Runner.start checks each one again)
@@ -117,12 +128,12 @@ def compare_live() -> None:
     if len(set(labels)) < len(labels):  # the same settings twice: name the sides
         labels = [f"{t(k, lang)}: {n}" for k, n in zip(("compare.run_a", "compare.run_b"), labels)]
     done = bool(views) and all(v.done for v in views)
-    if present:
-        step = stage.status_and_steps(
+    if lecture:
+        step = lecture_view.status_and_steps(
             [*lines, *live.message_lines(views, lang)], compare_view.common_steps(datas), "compare_step", lang,
             done, ticking,
         )  # fmt: skip
-        stage.draw_compare(datas, labels, lang, step)
+        lecture_view.draw_compare(datas, labels, lang, step)
     else:
         st.markdown("  \n".join(lines))
 
@@ -138,5 +149,5 @@ def compare_live() -> None:
 
 
 compare_live()
-if present:
-    stage.takeaway(f"stage.takeaway.{scenario}" if scenario else None, lang)
+if lecture:
+    lecture_view.takeaway(f"lecture.takeaway.{scenario}" if scenario else None, lang)

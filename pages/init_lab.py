@@ -8,12 +8,12 @@ from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.init_lab import DEFAULT_SCENARIO
 from ln_viz.schema import PARAM_NAMES
-from ln_viz.ui import init_lab_cache, language, lecture_mode, links
+from ln_viz.ui import init_lab_cache, language, lecture_switch, links
 from ln_viz.ui.config_form import widget_bounds
 from ln_viz.ui.safe import md
 
 lang = language.current_lang()
-present = lecture_mode.presenter_mode_on()
+lecture = lecture_switch.lecture_view_on()
 st.title(t("init.title", lang))
 for notice in links.link_notices(lang):
     st.warning(md(notice))
@@ -59,7 +59,7 @@ if shipped:
     st.caption(t("init.shipped", lang))
 
 st.plotly_chart(
-    charts.init_grad_profile(lab.grads, lang, param, present), key="init_profile", width="stretch", theme=None
+    charts.init_grad_profile(lab.grads, lang, param, lecture), key="init_profile", width="stretch", theme=None
 )
 ratio = lab.pre_ln_profile_ratio(param)
 if ratio is not None and ratio < 0.8:
@@ -68,13 +68,13 @@ st.caption(t("init.profile_caption", lang))
 left, right = st.columns(2)
 with left:
     st.plotly_chart(
-        charts.last_layer_vs_depth_chart(lab.vs_depth, lang, present, param, chosen=lab.grads),
+        charts.last_layer_vs_depth_chart(lab.vs_depth, lang, lecture, param, chosen=lab.grads),
         key="init_vs_depth",
         theme=None,
     )
     st.caption(t("init.vs_depth_caption", lang))
 with right:
-    st.plotly_chart(charts.resid_growth_chart(lab.resid, lang, present), key="init_resid", theme=None)
+    st.plotly_chart(charts.resid_growth_chart(lab.resid, lang, lecture), key="init_resid", theme=None)
     st.caption(t("init.resid_caption", lang))
 with st.expander(t("init.cli_equivalent", lang)):
     flags = f"--depth {depth} --d-model {d_model} --heads {heads} --batch-size {batch} --seq-len {seq}"

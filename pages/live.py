@@ -4,11 +4,11 @@ import streamlit as st
 
 from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import config_form, language, layout, lecture_mode, links, live, stage, stepper, training
+from ln_viz.ui import config_form, language, layout, lecture_switch, lecture_view, links, live, stepper, training
 from ln_viz.ui.safe import md
 
 lang = language.current_lang()
-present = lecture_mode.presenter_mode_on()
+lecture = lecture_switch.lecture_view_on()
 runner = training.get_runner()
 runs = training.session_runs()
 
@@ -20,11 +20,11 @@ for notice in [*links.link_notices(lang), *st.session_state["_live_notices"]]:
 config_form.config_form(lang)  # in the sidebar (hidden in the lecture view, which has its own buttons)
 preset = st.session_state.get("preset")
 preset = preset if preset in PRESETS else None
-if present:
-    start, stop = stage.header(
+if lecture:
+    start, stop = lecture_view.header(
         [config_form.read_config()],
         lang,
-        (list(PRESETS), preset, "stage.preset.", lambda name: config_form.choose_preset(name, "")),
+        (list(PRESETS), preset, "lecture.preset.", lambda name: config_form.choose_preset(name, "")),
         (("start", t("ui.start", lang)), ("stop", t("ui.stop", lang))),
         ("pages/compare.py", "nav.compare"),
     )
@@ -69,11 +69,11 @@ def live_view() -> None:
         data = live.complete_data(handle, view) or live.preview_data(view.config)
         key = live.finished_key(handle, view, data)
     done = view is not None and view.done
-    if present:
+    if lecture:
         figure = live.figures(data, lang, done, True, key)
         lines = [f"**{status}**", *live.message_lines([view] if view else [], lang)]
-        step = stage.status_and_steps(lines, data.probe_steps, "probe_step", lang, done, ticking)
-        stage.draw_live(figure, step)
+        step = lecture_view.status_and_steps(lines, data.probe_steps, "probe_step", lang, done, ticking)
+        lecture_view.draw_live(figure, step)
     else:
         with st.container(key="live_status"):  # as tall as the info box before Start: no jump
             if view is None:
@@ -92,5 +92,5 @@ def live_view() -> None:
 
 
 live_view()
-if present:
-    stage.takeaway(f"stage.takeaway.{preset}" if preset else None, lang)
+if lecture:
+    lecture_view.takeaway(f"lecture.takeaway.{preset}" if preset else None, lang)

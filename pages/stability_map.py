@@ -12,12 +12,12 @@ from ln_viz.sweep.presets import SWEEP_PRESETS
 from ln_viz.sweep.results import curves
 from ln_viz.sweep.spec import duration_text, estimate
 from ln_viz.sweep.storage import results_frame
-from ln_viz.ui import language, lecture_mode, links
+from ln_viz.ui import language, lecture_switch, links
 from ln_viz.ui import stability_view as view
 from ln_viz.ui.safe import md
 
 lang = language.current_lang()
-present = lecture_mode.presenter_mode_on()
+lecture = lecture_switch.lecture_view_on()
 svc = view.service()
 
 if "sm_spec" not in st.session_state:  # a shared link sets the form once per session
@@ -28,7 +28,7 @@ for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
 st.title(t("sweep.ui.title", lang))
-if not present:
+if not lecture:
     st.caption(t("sweep.ui.intro", lang))
 
 with st.expander(t("sweep.ui.settings", lang), expanded=False):
@@ -99,24 +99,24 @@ def show_map() -> None:
     elif not results and progress is None:
         st.info(t("sweep.ui.empty", lang))
     zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init)
-    # presenter: map and curves side by side, one screen; else the map full width, curves and a cell below
-    top = st.columns([3, 2]) if present else [st.container()]
+    # the lecture view: map and curves side by side, one screen; else the map full width, curves and a cell below
+    top = st.columns([3, 2]) if lecture else [st.container()]
     picked = []
     with top[0]:
         for x_axis, axis in (("lr", spec.lr), ("depth", spec.depth)):
             if len(axis) > 1 or (x_axis == "lr" and len(spec.depth) == 1):
-                fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, present, x_axis)
+                fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, lecture, x_axis)
                 key = f"sm_map_{x_axis}"
                 event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points", theme=None)
                 picked += _points(event)
-    below = top[1] if present else st.columns(2)
-    with below if present else below[0]:
+    below = top[1] if lecture else st.columns(2)
+    with below if lecture else below[0]:
         if len(spec.lr) > 1:
             lines = curves(results, default_init)
-            height = 390 if present else 600
-            fig = sweep_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, present, height=height)
+            height = 390 if lecture else 600
+            fig = sweep_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
             st.plotly_chart(fig, key="sm_sens", theme=None)
-    if not present:
+    if not lecture:
         with below[1]:
             _cell_detail(results, picked)
         st.caption(t("sweep.ui.how_to_read", lang))
@@ -138,7 +138,7 @@ def _cell_detail(results, picked: list[str]) -> None:
         if results:
             st.caption(t("sweep.ui.click_hint", lang))
         return
-    fig = sweep_charts.cell_curve_chart(r.curve, view.cell_title(r, lang), corpus.unigram_entropy, lang, present)
+    fig = sweep_charts.cell_curve_chart(r.curve, view.cell_title(r, lang), corpus.unigram_entropy, lang, lecture)
     st.plotly_chart(fig, key="sm_cell_chart", theme=None)
     row = st.container(horizontal=True)
     row.link_button(t("sweep.ui.open_live", lang), view.live_link(r))

@@ -9,7 +9,7 @@ any change a user could see in a figure shows as a changed file.
 The data: the shipped demo runs (a normal, a stalled and a deep run), a diverged run cut from one of
 them, an empty run, the Init lab's shipped default measurement, and the stability map's shipped default
 sweep (with a depth slice, a failed cell and unfinished grids made from it); every builder in English
-and Korean, presenter mode on and off, one run and several.
+and Korean, the lecture view on and off, one run and several.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from ln_viz.sweep.presets import DEFAULT_MAP, SWEEP_PRESETS  # noqa: E402
 from ln_viz.sweep.results import CellResult, curves  # noqa: E402
 from ln_viz.sweep.spec import SweepConfig  # noqa: E402
 
-Build = Callable[[str, bool], go.Figure]  # (lang, presenter) -> figure
+Build = Callable[[str, bool], go.Figure]  # (lang, lecture) -> figure
 
 
 def demo(name: str) -> RunData:
@@ -82,13 +82,13 @@ def single_builders(data: RunData, zrange: tuple[float, float] | None) -> dict[s
     mid = data.probe_steps[len(data.probe_steps) // 2] if data.probe_steps else 100
     return {
         "loss": lambda lang, p: charts.loss_chart(data, lang, p),
-        "grad": lambda lang, p: charts.grad_heatmap(data, lang, presenter=p),
-        "grad_shared": lambda lang, p: charts.grad_heatmap(data, lang, zrange=zrange, presenter=p),
-        "act": lambda lang, p: charts.act_dist(data, lang, presenter=p),
-        "act_mid": lambda lang, p: charts.act_dist(data, lang, step=mid, presenter=p),
-        "act_anim": lambda lang, p: charts.act_dist(data, lang, step=mid, animate=True, presenter=p),
-        "profile": lambda lang, p: charts.layer_profile(data, lang, presenter=p),
-        "profile_mid": lambda lang, p: charts.layer_profile(data, lang, step=mid, presenter=p),
+        "grad": lambda lang, p: charts.grad_heatmap(data, lang, lecture=p),
+        "grad_shared": lambda lang, p: charts.grad_heatmap(data, lang, zrange=zrange, lecture=p),
+        "act": lambda lang, p: charts.act_dist(data, lang, lecture=p),
+        "act_mid": lambda lang, p: charts.act_dist(data, lang, step=mid, lecture=p),
+        "act_anim": lambda lang, p: charts.act_dist(data, lang, step=mid, animate=True, lecture=p),
+        "profile": lambda lang, p: charts.layer_profile(data, lang, lecture=p),
+        "profile_mid": lambda lang, p: charts.layer_profile(data, lang, step=mid, lecture=p),
         "ratio": lambda lang, p: charts.update_ratio_chart(data, lang, p),
     }
 
@@ -97,9 +97,9 @@ def compare_builders(runs: list[RunData], labels: list[str]) -> dict[str, Build]
     """The Compare page's charts of several runs."""
     return {
         "loss": lambda lang, p: charts.loss_chart(runs, lang, p, labels),
-        "profile": lambda lang, p: charts.layer_profile(runs, lang, presenter=p, labels=labels),
+        "profile": lambda lang, p: charts.layer_profile(runs, lang, lecture=p, labels=labels),
         "profile_100": lambda lang, p: charts.layer_profile(runs, lang, 100, p, labels),
-        "profile_q": lambda lang, p: charts.layer_profile(runs, lang, presenter=p, labels=labels, param="attn.q"),
+        "profile_q": lambda lang, p: charts.layer_profile(runs, lang, lecture=p, labels=labels, param="attn.q"),
     }
 
 
@@ -236,9 +236,9 @@ def main() -> None:
     count = 0
     for name, build in figures():
         for lang in ("en", "ko"):
-            for presenter in (False, True):
-                fig = build(lang, presenter)
-                (out / f"{name}-{lang}{'-presenter' if presenter else ''}.json").write_text(fig.to_json())
+            for lecture in (False, True):  # the files keep their old "-presenter" suffix: older outputs still compare
+                fig = build(lang, lecture)
+                (out / f"{name}-{lang}{'-presenter' if lecture else ''}.json").write_text(fig.to_json())
                 count += 1
     print(f"{count} figures written to {out}")
 

@@ -190,7 +190,7 @@ def test_the_url_carries_the_scenario_and_a_bad_parameter_is_ignored_with_a_noti
         st.cache_resource.clear()
 
 
-# --- the stage: lecture view, custom settings, the one step control ------------------------------
+# --- the lecture view, custom settings, the one step control --------------------------------------
 def test_a_changed_setting_makes_the_preset_a_custom_setting_and_the_link_drops_it(at):
     assert at.query_params["preset"] == "pre-ln-no-warmup"
     at.slider(key="depth").set_value(3).run()
@@ -204,17 +204,17 @@ def test_a_changed_setting_makes_the_preset_a_custom_setting_and_the_link_drops_
 
 def test_the_sidebar_toggle_opens_the_lecture_view_and_its_buttons_pick_a_preset(at):
     assert not any("·" in m.value for m in at.markdown)
-    at.toggle(key="present_toggle").set_value(True).run()
+    at.toggle(key="lecture_toggle").set_value(True).run()
     assert at.query_params["present"] == "1" and not at.exception
     # the header strip says what would run, in words and numbers
     assert any(m.value == "Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up" for m in at.markdown)
     assert at.button(key="start") and at.button(key="stop")  # in the main area
     assert {c.key for c in at.get("plotly_chart")} == {"loss_chart", "grad_heatmap", "layer_profile", "act_dist"}
-    assert not at.main.caption  # no captions on stage (the sidebar, hidden, keeps the form)
-    at.button(key="stage_lang").click().run()  # the language without the hidden sidebar
+    assert not at.main.caption  # no captions in the lecture view (the sidebar, hidden, keeps the form)
+    at.button(key="lecture_lang").click().run()  # the language without the hidden sidebar
     assert at.button(key="start").label == "시작"
     assert any(m.value == "Pre-LN · 6층 · Adam 학습률 3e-3 · 웜업 없음" for m in at.markdown)
-    at.button(key="stage_exit").click().run()
+    at.button(key="lecture_exit").click().run()
     assert "present" not in at.query_params and at.title
 
 

@@ -297,7 +297,7 @@ def test_huge_losses_are_clipped_and_said(post_run: RunData) -> None:
     assert any("1)" in a.text and f"{top:g}" in a.text for a in fig.layout.annotations)
 
 
-# --- payload, presenter, language ----------------------------------------------------------------
+# --- payload, lecture view, language --------------------------------------------------------------
 def test_live_payload_depth24_2000_steps() -> None:
     data = synthetic_run()
     assert len(data.probe_steps) == 201
@@ -315,9 +315,9 @@ def test_long_runs_stay_small() -> None:
     assert np.asarray(heat.z).shape == (3, len(heat.x))
 
 
-def test_presenter_fonts_are_bigger(post_run: RunData) -> None:
+def test_lecture_fonts_are_bigger(post_run: RunData) -> None:
     for build in (charts.loss_chart, charts.grad_heatmap, charts.act_dist, charts.layer_profile):
-        normal, big = build(post_run), build(post_run, presenter=True)
+        normal, big = build(post_run), build(post_run, lecture=True)
         assert normal.layout.font.size >= 14
         assert big.layout.font.size >= 1.3 * normal.layout.font.size
 
@@ -411,9 +411,9 @@ def test_downsample_short_and_nan() -> None:
         charts.downsample(x, x, 2)
 
 
-# --- the stage: presenter scaling, heights, collisions, one colour convention --------------------
+# --- the lecture view: scaling, heights, collisions, one colour convention ------------------------
 def all_builders(post_run: RunData, pre_run: RunData, lab: InitLab) -> dict[str, Callable[..., go.Figure]]:
-    """Every public builder, as a function of (presenter, height)."""
+    """Every public builder, as a function of (lecture, height)."""
     two = [post_run, pre_run]
     return {
         "loss": lambda **kw: charts.loss_chart(post_run, **kw),
@@ -436,9 +436,9 @@ def test_every_builder_takes_the_pages_height(post_run: RunData, pre_run: RunDat
         assert build().layout.height is None, name  # Plotly's default, as before
 
 
-def test_presenter_text_is_large_and_margins_are_not_inflated(post_run: RunData, pre_run: RunData, lab) -> None:
+def test_lecture_text_is_large_and_margins_are_not_inflated(post_run: RunData, pre_run: RunData, lab) -> None:
     for name, build in all_builders(post_run, pre_run, lab).items():
-        normal, big = build(presenter=False, height=500), build(presenter=True, height=500)
+        normal, big = build(lecture=False, height=500), build(lecture=True, height=500)
         lay = big.layout
         assert lay.font.size >= 18, name  # tick labels inherit it: readable from the back of a room
         for ax in [k for k in lay if k.startswith(("xaxis", "yaxis"))]:
@@ -453,8 +453,8 @@ def test_legends_cannot_sit_on_the_x_title(post_run: RunData, pre_run: RunData, 
     reserves its room below the x axis title; at a paper fraction under the plot it ran into the x
     title on short charts. Legends elsewhere sit above the plot or at its right."""
     for name, build in all_builders(post_run, pre_run, lab).items():
-        for presenter in (False, True):
-            lay = build(presenter=presenter, height=320).layout
+        for lecture in (False, True):
+            lay = build(lecture=lecture, height=320).layout
             if lay.showlegend is False:
                 continue
             legend = lay.legend
@@ -481,7 +481,7 @@ def test_loss_title_names_lr_warmup_and_optimizer(post_run: RunData) -> None:
 
 
 def test_long_y_titles_are_wrapped_to_their_axis(post_run: RunData, lab: InitLab) -> None:
-    title = charts.resid_growth_chart(lab.resid, "ko", presenter=True).layout.yaxis.title.text
+    title = charts.resid_growth_chart(lab.resid, "ko", lecture=True).layout.yaxis.title.text
     assert "<br>" in title  # E‖x_l‖² / d (좌표당 평균 제곱) is longer than its axis: it ran into the title
     assert "<br>" not in charts.loss_chart(post_run, height=900).layout.yaxis.title.text  # short ones stay
 
@@ -630,8 +630,8 @@ def test_theory_states_the_range_that_is_drawn() -> None:
 def test_short_distribution_chart_leaves_play_to_the_page(pre_run: RunData) -> None:
     """In a lecture layout's small panel, Play and the slider would leave no plot: the frames stay (the
     page's own step control drives them), the controls go, and the plot keeps its room."""
-    small = charts.act_dist(pre_run, animate=True, presenter=True, height=360)
+    small = charts.act_dist(pre_run, animate=True, lecture=True, height=360)
     assert len(small.frames) == len(pre_run.probe_steps) and not small.layout.sliders
     assert small.layout.margin.b < 100
-    tall = charts.act_dist(pre_run, animate=True, presenter=True, height=700)
+    tall = charts.act_dist(pre_run, animate=True, lecture=True, height=700)
     assert tall.layout.sliders and tall.layout.updatemenus

@@ -6,10 +6,10 @@ Built for a live page that redraws about once a second and for a projector:
   jumps while data streams in; `uirevision` keeps the user's zoom across redraws;
 - long series are downsampled (`downsample`), arrays go out as float32 numpy (Plotly sends them as
   binary), traces stay few;
-- fonts start at 16 px (`presenter=True`: 1.4x, margins unscaled), colours are Okabe-Ito (colour-blind safe) and each
+- fonts start at 16 px (`lecture=True`: 1.4x, margins unscaled), colours are Okabe-Ito (colour-blind safe) and each
   norm position keeps its colour on every chart (`NORM_COLORS`).
 
-The package: `style` (colours, fonts, the shared layout, presenter scaling), `axes` (ranges, ticks,
+The package: `style` (colours, fonts, the shared layout, the lecture view's scaling), `axes` (ranges, ticks,
 colorbars), `sample` (downsampling, which probe step), and one module per family of views: `loss`,
 `grads` (gradient heatmap, update ratio), `dist` (activation distributions), `profile` (per-layer
 profile), `entropy` (attention entropy per layer), `init_lab` (the Init lab). Every public builder takes
@@ -36,9 +36,9 @@ from ln_viz.charts.style import (
     FAINT,
     FONT_FAMILY,
     GREY,
+    LECTURE_SCALE,
     NORM_COLORS,
     PARAM_COLORS,
-    PRESENTER_SCALE,
     norm_label,
 )
 
@@ -55,7 +55,7 @@ __all__ = [
     "MAX_RATIO_LAYERS",
     "NORM_COLORS",
     "PARAM_COLORS",
-    "PRESENTER_SCALE",
+    "LECTURE_SCALE",
     "PROFILE_HEIGHTS",
     "PROFILE_SPACING",
     "UPDATE_RATIO_REF",

@@ -116,7 +116,7 @@ def _colorbar(
     title: str,
     tickvals: Sequence[float],
     ticktext: Sequence[str],
-    presenter: bool,
+    lecture: bool,
     top: float | None = None,
     height: int | None = None,
     bottom: int = 60,
@@ -128,11 +128,9 @@ def _colorbar(
     the plot, more where a step slider sits there)."""
     if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
         tickvals, ticktext = tickvals[:-1], ticktext[:-1]
-    font = _px(14, presenter)
+    font = _px(14, lecture)
     wrapped = _wrap(title)
-    bar_px = 0.9 * _plot_height(height, round(70 * _scale(presenter)), bottom) - font * 1.3 * (
-        wrapped.count("<br>") + 1
-    )
+    bar_px = 0.9 * _plot_height(height, round(70 * _scale(lecture)), bottom) - font * 1.3 * (wrapped.count("<br>") + 1)
     every = max(1, math.ceil(1.6 * font * len(tickvals) / max(bar_px, font)))
     keep = list(range(len(tickvals) - 1, -1, -every))[::-1]  # always the largest, the one readers look for
     return {
@@ -140,13 +138,13 @@ def _colorbar(
         "tickvals": [tickvals[i] for i in keep],
         "ticktext": [ticktext[i] for i in keep],
         "tickfont": {"size": font},
-        "thickness": _px(16, presenter),
+        "thickness": _px(16, lecture),
         "len": 0.9,
     }
 
 
-def _log_colorbar(title: str, lo: float, hi: float, presenter: bool, height: int | None = None) -> dict[str, Any]:
+def _log_colorbar(title: str, lo: float, hi: float, lecture: bool, height: int | None = None) -> dict[str, Any]:
     """A colorbar for log10 colour values, labelled in real units (1-2-5 or decade ticks)."""
     axis = _log_axis((lo, hi))
     ticks = [math.log10(v) for v in axis["tickvals"]]
-    return _colorbar(title, ticks, axis["ticktext"], presenter, math.log10(hi), height)
+    return _colorbar(title, ticks, axis["ticktext"], lecture, math.log10(hi), height)

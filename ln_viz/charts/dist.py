@@ -145,20 +145,20 @@ def _prepare_act(data: RunData, step: int | None) -> _ActInfo:
     return _ActInfo(grid, p, grid.shares(data.probe("resid_hist")[p], stats), stats)
 
 
-def _bottom(animate: bool, presenter: bool) -> int:
+def _bottom(animate: bool, lecture: bool) -> int:
     """The bottom margin (px): the x axis, and after a run the Play/Pause buttons and step slider under it."""
-    return round(180 * _scale(presenter)) if animate else 60
+    return round(180 * _scale(lecture)) if animate else 60
 
 
-def _controls_fit(height: int | None, presenter: bool) -> bool:
+def _controls_fit(height: int | None, lecture: bool) -> bool:
     """Whether Play/Pause and the step slider leave the plot at least 40 % of a chart `height` px tall;
     on a shorter chart (a lecture layout's small panel) they are left out and the page's own step
     control drives the frames."""
-    return height is None or height - _bottom(True, presenter) - 100 * _scale(presenter) >= 0.4 * height
+    return height is None or height - _bottom(True, lecture) - 100 * _scale(lecture) >= 0.4 * height
 
 
 def _act_heatmap(
-    info: _ActInfo, L: int, lang: str, presenter: bool, animate: bool, height: int | None, controls: bool
+    info: _ActInfo, L: int, lang: str, lecture: bool, animate: bool, height: int | None, controls: bool
 ) -> go.Heatmap:
     """The layer x value cells, coloured by code; the hover names the cell's value (real units); the
     share only when not animated (in every frame it would double the animation's size). `controls`:
@@ -176,10 +176,10 @@ def _act_heatmap(
             t("chart.act_share", lang),
             tick_vals,
             tick_text,
-            presenter,
+            lecture,
             ACT_CODES + 1,
             height,
-            _bottom(controls, presenter),
+            _bottom(controls, lecture),
         ),
         "showlegend": False,
         "name": "",
@@ -198,7 +198,7 @@ def _act_heatmap(
     return go.Heatmap(**heat)
 
 
-def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, presenter: bool) -> go.Scatter:
+def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, lecture: bool) -> go.Scatter:
     std = _std_trace(info.stats, stat_names, info.grid.width)
     return go.Scatter(
         x=std["x"],
@@ -207,16 +207,16 @@ def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, presenter
         mode="lines+markers",
         name=t("chart.std_pm", lang),
         line={"color": "#D55E00", "width": 2},  # thin: at 24 layers thick lines merged into solid bars
-        marker={"size": _px(5, presenter), "symbol": std["marker"]["symbol"]},
+        marker={"size": _px(5, lecture), "symbol": std["marker"]["symbol"]},
         hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{customdata:.3g}")),
     )
 
 
-def _value_ticks(width: float, presenter: bool) -> list[float]:
+def _value_ticks(width: float, lecture: bool) -> list[float]:
     """Real values to label on the symmetric-log axis: 0, ±1 and powers of 4 up to `width` (of 16 in
-    presenter mode, whose larger labels would not fit side by side)."""
+    the lecture view, whose larger labels would not fit side by side)."""
     steps = [v for v in (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0) if v < width * 0.9]
-    if presenter and width > 16:
+    if lecture and width > 16:
         steps = [v for v in steps if v in (1.0, 16.0, 256.0)]
     if width <= 8:
         steps = [v for v in (1.0, 2.0) if v < width * 0.9]
@@ -224,11 +224,11 @@ def _value_ticks(width: float, presenter: bool) -> list[float]:
     return [-v for v in pos[::-1]] + [0.0] + pos
 
 
-def _value_axis(fig: go.Figure, grid: _ActGrid, lang: str, presenter: bool) -> dict[str, Any]:
+def _value_axis(fig: go.Figure, grid: _ActGrid, lang: str, lecture: bool) -> dict[str, Any]:
     """The symmetric-log value axis, ticks labelled in real values; with open bins, labelled "< −w" and
     "> w" at their cells and the edges marked by white lines."""
     w, uw = grid.width, grid.u_width
-    ticks = _value_ticks(w, presenter)
+    ticks = _value_ticks(w, lecture)
     labels = [f"{v:g}".replace("-", "−") for v in ticks]
     pos = [float(_u(v)) for v in ticks]
     if grid.overflow:
@@ -252,7 +252,7 @@ def act_dist(
     lang: str = "en",
     step: int | None = None,
     animate: bool = False,
-    presenter: bool = False,
+    lecture: bool = False,
     height: int | None = None,
 ) -> go.Figure:
     """How the residual stream's values are spread after each layer (rows, 1 = input at the bottom) at one
@@ -264,22 +264,22 @@ def act_dist(
     controls only where `height` leaves room for them). `height`: px, None for Plotly's default."""
     L = data.info.config.depth
     info = _prepare_act(data, step)
-    controls = animate and len(data.probe_steps) > 1 and _controls_fit(height, presenter)
-    fig = go.Figure(_act_heatmap(info, L, lang, presenter, animate, height, controls))
-    fig.add_trace(_std_scatter(info, data.info.stat_names, lang, presenter))
+    controls = animate and len(data.probe_steps) > 1 and _controls_fit(height, lecture)
+    fig = go.Figure(_act_heatmap(info, L, lang, lecture, animate, height, controls))
+    fig.add_trace(_std_scatter(info, data.info.stat_names, lang, lecture))
     if info.p is None:
-        _empty_note(fig, lang, presenter)
+        _empty_note(fig, lang, lecture)
     title_of = lambda s: t("chart.act_title", lang, step=s)  # noqa: E731
     title = title_of(data.probe_steps[info.p]) if info.p is not None else t("chart.act_title_empty", lang)
     _layout(
         fig,
         title,
-        presenter,
+        lecture,
         "act-" + _run_key(data),
         legend_below=False,
         height=height,
-        margin={"b": _bottom(controls, presenter)},
-        xaxis=_value_axis(fig, info.grid, lang, presenter),
+        margin={"b": _bottom(controls, lecture)},
+        xaxis=_value_axis(fig, info.grid, lang, lecture),
         yaxis={
             "title": {"text": t("chart.layer_axis", lang)},
             "range": [0.5, L + 0.5],
@@ -291,7 +291,7 @@ def act_dist(
     if animate and info.p is not None:
         _add_frames(fig, data, info.p, title_of, info.grid)
         if controls:
-            _play_controls(fig, data.probe_steps, info.p, lang, presenter)
+            _play_controls(fig, data.probe_steps, info.p, lang, lecture)
     return fig
 
 
@@ -321,12 +321,12 @@ _PLAY = {
 }
 
 
-def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, presenter: bool) -> None:
+def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, lecture: bool) -> None:
     """With two or more frames, Play/Pause buttons and under them a step slider, stacked under the x
     axis title (buttons, then the slider) so nothing overlaps at half width."""
     if len(steps) < 2:
         return
-    s = _scale(presenter)
+    s = _scale(lecture)
     many = len(steps) > 25  # then the tick labels would overlap: the current value names the step
     buttons = {
         "type": "buttons",
@@ -337,7 +337,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "xanchor": "left",
         "yanchor": "top",
         "pad": {"t": round(70 * s)},
-        "font": {"size": _px(15, presenter)},
+        "font": {"size": _px(15, lecture)},
         "buttons": [
             {"label": "▶ " + t("chart.play", lang), "method": "animate", "args": [None, _PLAY]},
             {"label": "❚❚ " + t("chart.pause", lang), "method": "animate", "args": [[None], _JUMP]},
@@ -348,7 +348,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "currentvalue": {
             "prefix": t("chart.step", lang) + " ",
             "xanchor": "right",
-            "font": {"size": _px(15, presenter), "color": "#222222"},
+            "font": {"size": _px(15, lecture), "color": "#222222"},
         },
         "pad": {"t": round(108 * s), "b": 0, "l": 0, "r": 0},
         "len": 1.0,
@@ -357,7 +357,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "yanchor": "top",
         "ticklen": 4 if many else 7,
         "minorticklen": 0 if many else 4,
-        "font": {"size": _px(14, presenter), "color": "rgba(0,0,0,0)" if many else "#444444"},
+        "font": {"size": _px(14, lecture), "color": "rgba(0,0,0,0)" if many else "#444444"},
         "steps": [{"label": str(st), "method": "animate", "args": [[str(st)], _JUMP]} for st in steps],
     }
     fig.update_layout(updatemenus=[buttons], sliders=[slider])  # the room under the axis: `_bottom`

@@ -25,7 +25,7 @@ def uniform_entropy(seq_len: int) -> float:
 
 
 def attention_entropy_chart(
-    data: RunData, lang: str = "en", presenter: bool = False, height: int | None = None
+    data: RunData, lang: str = "en", lecture: bool = False, height: int | None = None
 ) -> go.Figure:
     """Mean attention entropy (nats, over heads and positions) per layer (rows, 1 = input at the
     bottom) and probe step (columns), on one fixed colour scale from 0 (collapsed: one key per query,
@@ -39,7 +39,7 @@ def attention_entropy_chart(
         "zmin": 0.0,
         "zmax": top,
         "colorscale": "Viridis",
-        "colorbar": _colorbar(t("chart.entropy_axis", lang), ticks, [f"{v:g}" for v in ticks], presenter, None, height),
+        "colorbar": _colorbar(t("chart.entropy_axis", lang), ticks, [f"{v:g}" for v in ticks], lecture, None, height),
     }
     if data.probe_steps:
         cols = heatmap_columns(len(data.probe_steps))
@@ -56,5 +56,5 @@ def attention_entropy_chart(
         trace = go.Heatmap(x=[0], y=[1], z=[[None]], hoverinfo="skip", **color)
     fig = go.Figure(trace)
     if not data.probe_steps:
-        _empty_note(fig, lang, presenter)
-    return layer_heatmap_layout(fig, data, ("chart.entropy_title", "entropy-"), lang, presenter, height)
+        _empty_note(fig, lang, lecture)
+    return layer_heatmap_layout(fig, data, ("chart.entropy_title", "entropy-"), lang, lecture, height)

@@ -21,7 +21,7 @@ UPDATE_RATIO_REF = 1e-3  # a common rule of thumb for a healthy update size
 MAX_RATIO_LAYERS = 8  # lines in the update-ratio chart; deeper models show a spread of layers
 
 
-def _diverged_line(fig: go.Figure, data: RunData, lang: str, presenter: bool) -> None:
+def _diverged_line(fig: go.Figure, data: RunData, lang: str, lecture: bool) -> None:
     """A dashed line and a short label at the step where the run diverged (steps on the x axis)."""
     if data.diverged_at is None:
         return
@@ -36,13 +36,13 @@ def _diverged_line(fig: go.Figure, data: RunData, lang: str, presenter: bool) ->
         xshift=4 if right else -4,
         showarrow=False,
         text=t("chart.diverged_at", lang, step=data.diverged_at),
-        font={"color": "#B00000", "size": _px(14, presenter)},
+        font={"color": "#B00000", "size": _px(14, lecture)},
         bgcolor="rgba(255,255,255,0.8)",
     )
 
 
 def _steps_layout(
-    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, presenter: bool, xaxis: dict, **extra: Any
+    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, lecture: bool, xaxis: dict, **extra: Any
 ) -> go.Figure:
     """The layout of a chart over steps 0..config.steps (or just past a divergence, `step_range`), no
     legend. `names`: the title's catalog key and the uirevision's prefix; `xaxis`: more of the step axis;
@@ -55,7 +55,7 @@ def _steps_layout(
         **({"dtick": 1} if end <= 12 else {}),
         **xaxis,
     }
-    return _layout(fig, t(title_key, lang), presenter, key + _run_key(data), legend_below=False, xaxis=steps, **extra)
+    return _layout(fig, t(title_key, lang), lecture, key + _run_key(data), legend_below=False, xaxis=steps, **extra)
 
 
 # --- gradient heatmap ----------------------------------------------------------------------------
@@ -89,14 +89,14 @@ def _prepare_heatmap(data: RunData, zrange: tuple[float, float] | None) -> _Heat
     return _HeatmapInfo(lo, hi, steps[cols], g[cols].T)
 
 
-def _heatmap_trace(info: _HeatmapInfo, L: int, lang: str, presenter: bool, height: int | None) -> go.Heatmap:
+def _heatmap_trace(info: _HeatmapInfo, L: int, lang: str, lecture: bool, height: int | None) -> go.Heatmap:
     """The coloured cells (log10 colours, real units in the hover); before the first probe an invisible
     heatmap that keeps the colorbar in place."""
     color: dict[str, Any] = {
         "zmin": math.log10(info.lo),
         "zmax": math.log10(info.hi),
         "colorscale": "Viridis",
-        "colorbar": _log_colorbar(t("chart.grad_norm_axis", lang), info.lo, info.hi, presenter, height),
+        "colorbar": _log_colorbar(t("chart.grad_norm_axis", lang), info.lo, info.hi, lecture, height),
     }
     if not info.steps.size:
         return go.Heatmap(x=[0], y=[1], z=[[None]], hoverinfo="skip", **color)
@@ -118,7 +118,7 @@ def grad_heatmap(
     data: RunData,
     lang: str = "en",
     zrange: tuple[float, float] | None = None,
-    presenter: bool = False,
+    lecture: bool = False,
     height: int | None = None,
 ) -> go.Figure:
     """Block gradient norm (all of a block's parameters, Frobenius) per layer (rows, 1 = input at the
@@ -129,25 +129,25 @@ def grad_heatmap(
     cfg = data.info.config
     L = cfg.depth
     info = _prepare_heatmap(data, zrange)
-    fig = go.Figure(_heatmap_trace(info, L, lang, presenter, height))
+    fig = go.Figure(_heatmap_trace(info, L, lang, lecture, height))
     if not info.steps.size:
-        _empty_note(fig, lang, presenter)
-    return layer_heatmap_layout(fig, data, ("chart.grad_heatmap_title", "grad-"), lang, presenter, height)
+        _empty_note(fig, lang, lecture)
+    return layer_heatmap_layout(fig, data, ("chart.grad_heatmap_title", "grad-"), lang, lecture, height)
 
 
 def layer_heatmap_layout(
-    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, presenter: bool, height: int | None
+    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, lecture: bool, height: int | None
 ) -> go.Figure:
     """The layout of a layer x step heatmap (gradients, attention entropy): the diverged mark, the step
     axis, layers 1..L upwards, no legend (the colourbar says what colours mean)."""
-    _diverged_line(fig, data, lang, presenter)
+    _diverged_line(fig, data, lang, lecture)
     L = data.info.config.depth
     return _steps_layout(
         fig,
         data,
         names,
         lang,
-        presenter,
+        lecture,
         {"showgrid": False},
         showlegend=False,
         height=height,
@@ -168,7 +168,7 @@ def _ratio_layers(L: int) -> list[int]:
     return sorted({int(round(v)) for v in np.linspace(1, L, MAX_RATIO_LAYERS)})
 
 
-def _ratio_lines(fig: go.Figure, data: RunData, lang: str, presenter: bool, height: int | None) -> None:
+def _ratio_lines(fig: go.Figure, data: RunData, lang: str, lecture: bool, height: int | None) -> None:
     """One line per shown layer, coloured from input (dark) to output (light); which colour is which
     layer is told by a thin colourbar (a legend of eight "layer n" entries took 40 % of a half-width chart)."""
     r = data.probe("update_ratio")
@@ -209,7 +209,7 @@ def _ratio_lines(fig: go.Figure, data: RunData, lang: str, presenter: bool, heig
                 "showscale": True,
                 # the last layer's label sits at the bar's top end: below its tick, clear of the title
                 "colorbar": {
-                    **_colorbar(t("chart.layer", lang), ticks, [str(v) for v in ticks], presenter, None, height),
+                    **_colorbar(t("chart.layer", lang), ticks, [str(v) for v in ticks], lecture, None, height),
                     "ticklabelposition": "outside bottom",
                 },
             },
@@ -217,7 +217,7 @@ def _ratio_lines(fig: go.Figure, data: RunData, lang: str, presenter: bool, heig
     )
 
 
-def _ref_label(fig: go.Figure, x: float, lang: str, presenter: bool) -> None:
+def _ref_label(fig: go.Figure, x: float, lang: str, lecture: bool) -> None:
     """The name of the 1e-3 reference at its right end, on the line (not in a legend)."""
     fig.add_annotation(
         x=x,
@@ -226,20 +226,18 @@ def _ref_label(fig: go.Figure, x: float, lang: str, presenter: bool) -> None:
         yanchor="bottom",
         showarrow=False,
         text=t("chart.ratio_ref", lang),
-        font={"size": _px(14, presenter), "color": GREY},
+        font={"size": _px(14, lecture), "color": GREY},
         bgcolor="rgba(255,255,255,0.7)",
     )
 
 
-def update_ratio_chart(
-    data: RunData, lang: str = "en", presenter: bool = False, height: int | None = None
-) -> go.Figure:
+def update_ratio_chart(data: RunData, lang: str = "en", lecture: bool = False, height: int | None = None) -> go.Figure:
     """||dw|| / ||w|| of each block over the probe steps (log y; up to 8 layers, evenly spread for deep
     models, coloured from input (dark) to output (light), a colourbar says which), with a dashed
     reference at 1e-3 labelled on the line. `height`: px, None for Plotly's default."""
     cfg = data.info.config
     fig = go.Figure()
-    _ratio_lines(fig, data, lang, presenter, height)
+    _ratio_lines(fig, data, lang, lecture, height)
     end = step_range(data)
     fig.add_trace(
         go.Scatter(
@@ -251,17 +249,17 @@ def update_ratio_chart(
             hoverinfo="skip",
         )
     )
-    _ref_label(fig, end, lang, presenter)
+    _ref_label(fig, end, lang, lecture)
     if not data.probe_steps:
-        _empty_note(fig, lang, presenter)
-    _diverged_line(fig, data, lang, presenter)
+        _empty_note(fig, lang, lecture)
+    _diverged_line(fig, data, lang, lecture)
     rng = _nice_log_range(data.probe("update_ratio"), at_least=(UPDATE_RATIO_REF / 10, UPDATE_RATIO_REF * 10))
     return _steps_layout(
         fig,
         data,
         ("chart.ratio_title", "ratio-"),
         lang,
-        presenter,
+        lecture,
         {},
         showlegend=False,
         height=height,

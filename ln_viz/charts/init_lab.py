@@ -39,7 +39,7 @@ def _band(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, color: str, name: str, 
 
 
 def _seed_band_and_mean(
-    fig: go.Figure, df: pd.DataFrame, column: str, pos: str, color: str, lang: str, presenter: bool
+    fig: go.Figure, df: pd.DataFrame, column: str, pos: str, color: str, lang: str, lecture: bool
 ) -> pd.DataFrame:
     """Per layer, the mean of `column` over seeds as a line, and their min-max as a band when there
     are several seeds; returns the per-layer mean/min/max."""
@@ -57,7 +57,7 @@ def _seed_band_and_mean(
             name=t("chart.seed_mean", lang, name=name, n=n_seeds),
             legendgroup=pos,
             line={"color": color, "width": 3},
-            marker={"size": _px(7, presenter)},
+            marker={"size": _px(7, lecture)},
             hovertemplate=name + "<br>" + _hover(lang, ("chart.layer", "%{x}"), (f"chart.{column}", "%{y:.3g}")),
         )
     )
@@ -68,7 +68,7 @@ def init_grad_profile(
     dfs_by_position: dict[str, pd.DataFrame],
     lang: str = "en",
     param: str = "ffn.w2",
-    presenter: bool = False,
+    lecture: bool = False,
     height: int | None = None,
 ) -> go.Figure:
     """Gradient norm of `param` per layer at initialisation (log y), one line per norm position: the mean
@@ -81,16 +81,16 @@ def init_grad_profile(
         sub = df[df["param"] == param]
         if sub.empty:
             continue
-        agg = _seed_band_and_mean(fig, sub, "grad_norm", pos, NORM_COLORS.get(pos, GREY), lang, presenter)
+        agg = _seed_band_and_mean(fig, sub, "grad_norm", pos, NORM_COLORS.get(pos, GREY), lang, lecture)
         max_L = max(max_L, int(agg.index.max()))
         values.append(agg.to_numpy().ravel())
     if not values:
-        _empty_note(fig, lang, presenter, "chart.no_data")
+        _empty_note(fig, lang, lecture, "chart.no_data")
     rng = _nice_log_range(np.concatenate(values)) if values else (1e-3, 10.0)
     _layout(
         fig,
         t("chart.init_profile_title", lang, param=param) + " · " + t("chart.band_note", lang),
-        presenter,
+        lecture,
         "init-profile",
         height=height,
         xaxis={"title": {"text": t("chart.layer_axis", lang)}, "range": [0.5, max_L + 0.5], **_layer_ticks(max_L)},
@@ -147,7 +147,7 @@ def _prepare_depth(df: pd.DataFrame) -> tuple[list[_DepthLine], list[int]]:
     return lines, depths_all
 
 
-def _depth_trace(line: _DepthLine, lang: str, presenter: bool) -> go.Scatter:
+def _depth_trace(line: _DepthLine, lang: str, lecture: bool) -> go.Scatter:
     """The mean per depth with min-max error bars."""
     color = NORM_COLORS.get(line.position, GREY)
     name = norm_label(line.position, lang)
@@ -158,7 +158,7 @@ def _depth_trace(line: _DepthLine, lang: str, presenter: bool) -> go.Scatter:
         mode="lines+markers",
         name=name,
         line={"color": color, "width": 3},
-        marker={"size": _px(10, presenter)},
+        marker={"size": _px(10, lecture)},
         error_y={
             "type": "data",
             "array": _f32(line.hi - m),
@@ -185,7 +185,7 @@ def _depth_theory(line: _DepthLine, xs: np.ndarray) -> np.ndarray | None:
 def last_layer_vs_depth_chart(
     df: pd.DataFrame,
     lang: str = "en",
-    presenter: bool = False,
+    lecture: bool = False,
     param: str = "ffn.w2",
     height: int | None = None,
     chosen: dict[str, pd.DataFrame] | None = None,
@@ -200,7 +200,7 @@ def last_layer_vs_depth_chart(
     xs = np.asarray(depths_all, dtype=np.float64)
     values = []
     for line in lines:
-        fig.add_trace(_depth_trace(line, lang, presenter))
+        fig.add_trace(_depth_trace(line, lang, lecture))
         values.append(np.stack([line.mean, line.lo, line.hi], axis=1).ravel())
         theory = _depth_theory(line, xs)
         if theory is None:
@@ -221,14 +221,14 @@ def last_layer_vs_depth_chart(
             )
         )
     if not values:
-        _empty_note(fig, lang, presenter, "chart.no_data")
+        _empty_note(fig, lang, lecture, "chart.no_data")
     rng = _nice_log_range(np.concatenate(values)) if values else (1e-3, 10.0)
     xr = [math.log10(min(depths_all)) - 0.08, math.log10(max(depths_all)) + 0.08] if depths_all else [0, 2]
     ticks = {"tickmode": "array", "tickvals": [int(v) for v in depths_all]}
     return _layout(
         fig,
         t("chart.depth_title", lang, param=param),
-        presenter,
+        lecture,
         "init-depth",
         height=height,
         xaxis={"title": {"text": t("chart.depth_axis", lang)}, "type": "log", "range": xr, **ticks},
@@ -265,7 +265,7 @@ def _lemma_refs(fig: go.Figure, max_L: int, lang: str) -> None:
 
 
 def resid_growth_chart(
-    resid_df_by_position: dict[str, pd.DataFrame], lang: str = "en", presenter: bool = False, height: int | None = None
+    resid_df_by_position: dict[str, pd.DataFrame], lang: str = "en", lecture: bool = False, height: int | None = None
 ) -> go.Figure:
     """E||x_l||^2 / d of the residual stream after layer l (0 = embeddings) at init, mean over seeds with
     a min-max band, against the paper's Lemma 1: Pre-LN between 1 + l/2 and 1 + 3l/2 (shaded), Post-LN
@@ -281,15 +281,15 @@ def resid_growth_chart(
         if df.empty:
             continue
         any_data = True
-        agg = _seed_band_and_mean(fig, df, "mean_sq", pos, NORM_COLORS.get(pos, GREY), lang, presenter)
+        agg = _seed_band_and_mean(fig, df, "mean_sq", pos, NORM_COLORS.get(pos, GREY), lang, lecture)
         top = max(top, float(np.nanmax(agg["max"])))
     if not any_data:
-        _empty_note(fig, lang, presenter, "chart.no_data")
+        _empty_note(fig, lang, lecture, "chart.no_data")
     layer_axis: dict[str, Any] = {"range": [-0.5, max_L + 0.5], **_layer_ticks(max_L, 0)}
     return _layout(
         fig,
         t("chart.resid_title", lang),
-        presenter,
+        lecture,
         "init-resid",
         height=height,
         xaxis={"title": {"text": t("chart.layer_axis0", lang)}, **layer_axis},

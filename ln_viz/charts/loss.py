@@ -115,7 +115,7 @@ def _loss_line(
     )
 
 
-def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, presenter: bool, color: str) -> None:
+def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, lecture: bool, color: str) -> None:
     """Held-out loss as open diamonds, clipped like the training loss."""
     steps = np.asarray(data.scalars["step"], dtype=np.int64)
     ev = np.asarray(data.scalars["eval_loss"], dtype=np.float64)
@@ -129,7 +129,7 @@ def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, presente
             name=t("chart.eval_loss", lang),
             marker={
                 "symbol": "diamond",
-                "size": _px(11, presenter),
+                "size": _px(11, lecture),
                 "color": "white",
                 "line": {"color": color, "width": 2.5},
             },
@@ -139,7 +139,7 @@ def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, presente
 
 
 def _reference_line(
-    fig: go.Figure, x1: float, y: float, key: str, style: tuple[str, str], lang: str, presenter: bool, label: bool
+    fig: go.Figure, x1: float, y: float, key: str, style: tuple[str, str], lang: str, lecture: bool, label: bool
 ) -> None:
     """A horizontal reference (the unigram loss, the entropy floor) from step 0 to `x1`, named on the
     line at its right end (`label`; one label for several unigram lines) rather than in the legend: a
@@ -164,12 +164,12 @@ def _reference_line(
             yanchor="top",  # under the line: a stalled Post-LN loss runs along its top side
             showarrow=False,
             text=two_lines(t(key, lang)),  # narrow enough for a phone's plot (~220 px)
-            font={"size": _px(14, presenter), "color": color},
+            font={"size": _px(14, lecture), "color": color},
             bgcolor="rgba(255,255,255,0.75)",
         )
 
 
-def _schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, presenter: bool) -> None:
+def _schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, lecture: bool) -> None:
     """The whole planned learning rate on the right axis (so the warm-up ramp is visible before the run
     gets there), and a dot at the latest step's rate."""
     lr_steps = np.arange(1, data.info.config.steps + 1)
@@ -196,13 +196,13 @@ def _schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, prese
                 yaxis="y2",
                 mode="markers",
                 showlegend=False,
-                marker={"color": "#888888", "size": _px(9, presenter)},
+                marker={"color": "#888888", "size": _px(9, lecture)},
                 hovertemplate=hover,
             )
         )
 
 
-def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, presenter: bool) -> None:
+def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, lecture: bool) -> None:
     """A shaded band from the step the loss stalled at the unigram loss, with a label."""
     if data.stalled_since is None:
         return
@@ -215,12 +215,12 @@ def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, presente
         yanchor="top",
         showarrow=False,
         text=two_lines(t("chart.stalled_since", lang, step=data.stalled_since)),
-        font={"color": "#8A5A00", "size": _px(15, presenter)},
+        font={"color": "#8A5A00", "size": _px(15, lecture)},
         bgcolor="rgba(255,255,255,0.8)",
     )
 
 
-def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presenter: bool, color: str) -> None:
+def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, lecture: bool, color: str) -> None:
     """A cross and a label where the run diverged; at the last finite loss or near the top."""
     if d.diverged_at is None:
         return
@@ -235,7 +235,7 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presen
             mode="markers",
             name=text,
             showlegend=False,  # labelled beside it
-            marker={"symbol": "x-thin", "size": _px(22, presenter), "line": {"width": 4, "color": color}},
+            marker={"symbol": "x-thin", "size": _px(22, lecture), "line": {"width": 4, "color": color}},
             hovertemplate=text + "<extra></extra>",
         )
     )
@@ -254,7 +254,7 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, presen
         ay=40 if high else -40,
         xanchor="left" if right else "right",
         yanchor="top" if high else "bottom",
-        font={"color": color, "size": _px(16, presenter)},
+        font={"color": color, "size": _px(16, lecture)},
         bgcolor="rgba(255,255,255,0.85)",
     )
 
@@ -287,7 +287,7 @@ def _lr_axis(sched: np.ndarray, lr: float, lang: str) -> dict[str, Any]:
     }
 
 
-def _loss_layout(info: _LossInfo, lang: str, presenter: bool) -> tuple[str, str, dict[str, Any]]:
+def _loss_layout(info: _LossInfo, lang: str, lecture: bool) -> tuple[str, str, dict[str, Any]]:
     """Title, uirevision and axes of the loss chart (a right axis for the learning rate of one run)."""
     xaxis: dict[str, Any] = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, info.max_steps]}
     if info.max_steps <= 12:  # a run that diverged at once: whole steps only
@@ -308,7 +308,7 @@ def _loss_layout(info: _LossInfo, lang: str, presenter: bool) -> tuple[str, str,
 def loss_chart(
     runs: RunData | Sequence[RunData],
     lang: str = "en",
-    presenter: bool = False,
+    lecture: bool = False,
     labels: Sequence[str] | None = None,
     height: int | None = None,
 ) -> go.Figure:
@@ -325,23 +325,21 @@ def loss_chart(
     for d, (name, color, dash, width) in zip(info.runs, info.lines):
         _loss_line(fig, d, name, color, info.top, lang, dash, width)
     if info.schedule is not None:
-        _eval_markers(fig, info.runs[0], info.top, lang, presenter, info.colors[0])
+        _eval_markers(fig, info.runs[0], info.top, lang, lecture, info.colors[0])
     for u in info.unigrams:
-        _reference_line(
-            fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, presenter, u == info.unigrams[-1]
-        )
+        _reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, u == info.unigrams[-1])
     if info.schedule is not None:
         data = info.runs[0]
         if data.info.floor is not None:
             floor_style = ("#009E73", "dashdot")
-            _reference_line(fig, info.max_steps, data.info.floor, "chart.floor", floor_style, lang, presenter, True)
-        _schedule(fig, data, info.schedule, lang, presenter)
-        _stalled_band(fig, data, info.top, lang, presenter)
+            _reference_line(fig, info.max_steps, data.info.floor, "chart.floor", floor_style, lang, lecture, True)
+        _schedule(fig, data, info.schedule, lang, lecture)
+        _stalled_band(fig, data, info.top, lang, lecture)
     for d, color in zip(info.runs, info.colors):
-        _divergence_marker(fig, d, info.top, lang, presenter, color)
+        _divergence_marker(fig, d, info.top, lang, lecture, color)
     if info.over:
-        _corner_note(fig, t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}"), presenter)
+        _corner_note(fig, t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}"), lecture)
     if not any(d.scalars["step"] for d in info.runs):
-        _empty_note(fig, lang, presenter)
-    title, key, axes = _loss_layout(info, lang, presenter)
-    return _layout(fig, title, presenter, key, height=height, **axes)
+        _empty_note(fig, lang, lecture)
+    title, key, axes = _loss_layout(info, lang, lecture)
+    return _layout(fig, title, lecture, key, height=height, **axes)

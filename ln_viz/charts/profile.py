@@ -36,19 +36,19 @@ PROFILE_SPACING = 0.13  # of the plot height, between the panels; more on a shor
 GRAD_DECADES = 6  # the gradient axis spans at most this many decades below the largest gradient
 
 
-def _spacing(height: int | None, presenter: bool) -> float:
+def _spacing(height: int | None, lecture: bool) -> float:
     """The gap between the panels as a share of the plot height: room for the lower panel's title
     (about 1.6 lines of its font) at any height, at least PROFILE_SPACING."""
     plot_px = _plot_height(height, 110, 70)
-    return min(max(PROFILE_SPACING, (_px(16, presenter) * 1.6 + 8) / plot_px), 0.3)
+    return min(max(PROFILE_SPACING, (_px(16, lecture) * 1.6 + 8) / plot_px), 0.3)
 
 
-def _profile_figure(grad_title: str, lang: str, presenter: bool, height: int | None) -> go.Figure:
+def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | None) -> go.Figure:
     """Two panels stacked on one layer axis (side by side they do not fit a half-width column):
     gradient norms above (row 1: axes x, y), the residual stream's std below (row 2: x2, y2); panel
     titles left-aligned above each. The layout make_subplots(rows=2, shared_xaxes=True,
     row_heights=[0.62, 0.38], vertical_spacing=...) makes, written out: it took 15 ms a figure."""
-    free = 1 - _spacing(height, presenter)
+    free = 1 - _spacing(height, lecture)
     top, bottom = PROFILE_HEIGHTS[0] * free, PROFILE_HEIGHTS[1] * free
 
     def title(text: str, y: float) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def _profile_figure(grad_title: str, lang: str, presenter: bool, height: int | N
             "yanchor": "bottom",
             "yref": "paper",
             "showarrow": False,
-            "font": {"size": _px(16, presenter)},
+            "font": {"size": _px(16, lecture)},
         }
 
     return go.Figure(
@@ -82,23 +82,23 @@ def _in_panel(fig: go.Figure, trace: go.Scatter, row: int) -> None:
 
 
 def _profile_axes(
-    lang: str, L: int, grad_rng: tuple[float, float], std_top: float, presenter: bool, title: str, height: int | None
+    lang: str, L: int, grad_rng: tuple[float, float], std_top: float, lecture: bool, title: str, height: int | None
 ) -> dict[str, Any]:
     """The two panels' axes (row 1: xaxis/yaxis, row 2: xaxis2/yaxis2) and legend, for `_layout`;
     the top margin holds the chart's title and the upper panel's; the gradient axis gets as many
     decade labels as its height holds."""
     layers = {"range": [-0.5, L + 0.5], **_layer_ticks(L, 0)}
-    panel_px = _plot_height(height, _top_margin(title, presenter) + 30, 100) * PROFILE_HEIGHTS[0] * 0.85
-    max_ticks = max(3, int(panel_px / (_px(BASE_FONT, presenter) * 1.4)))
+    panel_px = _plot_height(height, _top_margin(title, lecture) + 30, 100) * PROFILE_HEIGHTS[0] * 0.85
+    max_ticks = max(3, int(panel_px / (_px(BASE_FONT, lecture) * 1.4)))
     return {
         # shared axis: numbers once, at the bottom; no tick marks under the upper panel (the lower
         # panel's title sits there)
         "xaxis": {**layers, "showticklabels": False, "ticks": ""},
         "xaxis2": {**layers, "title": {"text": t("chart.layer_axis0", lang)}},
         "yaxis": _log_axis(grad_rng, max_ticks),
-        "yaxis2": {"range": [0, std_top], "nticks": max(2, int(panel_px * 0.6 / (_px(BASE_FONT, presenter) * 1.5)))},
+        "yaxis2": {"range": [0, std_top], "nticks": max(2, int(panel_px * 0.6 / (_px(BASE_FONT, lecture) * 1.5)))},
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
-        "margin": {"t": _top_margin(title, presenter) + round(_px(16, presenter) * 1.4)},
+        "margin": {"t": _top_margin(title, lecture) + round(_px(16, lecture) * 1.4)},
     }
 
 
@@ -113,13 +113,13 @@ def _grad_range(values: np.ndarray, keep: np.ndarray | None = None) -> tuple[flo
     return (min(floor, kept[0]) if kept else floor), hi
 
 
-def _clip_note(fig: go.Figure, infos: Sequence[np.ndarray], floor: float, lang: str, presenter: bool) -> None:
+def _clip_note(fig: go.Figure, infos: Sequence[np.ndarray], floor: float, lang: str, lecture: bool) -> None:
     """A note inside the gradient panel's lower right corner when any gradient is below the axis."""
     v = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in infos]) if infos else np.zeros(0)
     if not np.any(np.isfinite(v) & (v > 0) & (v < floor * (1 - 1e-9))):
         return
     note = t("chart.grad_floor_note", lang, floor=_short_number(floor, exponent=True))
-    _corner_note(fig, note, presenter, inside="x y")
+    _corner_note(fig, note, lecture, inside="x y")
 
 
 class _RunArrays(NamedTuple):
@@ -233,7 +233,7 @@ def _prepare_profile(
 
 
 def _param_lines(
-    fig: go.Figure, data: RunData, g: np.ndarray, p: int | None, lang: str, presenter: bool, floor: float
+    fig: go.Figure, data: RunData, g: np.ndarray, p: int | None, lang: str, lecture: bool, floor: float
 ) -> None:
     """One run's gradient norm (`g`, stacked) of each weight matrix per layer (ffn.w2 thick and black, on
     top); values below the axis' `floor` drawn on it (the hover tells the real value)."""
@@ -251,7 +251,7 @@ def _param_lines(
                 mode="lines+markers",
                 name=name,
                 line={"color": PARAM_COLORS.get(name, GREY), "width": 4 if w2 else 1.8},
-                marker={"size": _px(7 if w2 else 5, presenter)},
+                marker={"size": _px(7 if w2 else 5, lecture)},
                 opacity=1.0 if w2 else 0.85,
                 legendrank=0 if w2 else 10 + j,
                 hovertemplate=f"{name}<br>"
@@ -262,7 +262,7 @@ def _param_lines(
 
 
 def _profile_line(
-    fig: go.Figure, row: int, y: np.ndarray, name: str, line: dict[str, Any], lang: str, presenter: bool, **kw: Any
+    fig: go.Figure, row: int, y: np.ndarray, name: str, line: dict[str, Any], lang: str, lecture: bool, **kw: Any
 ) -> None:
     """A line over the layers of one panel: row 1, a gradient norm at layers 1..L (values below the
     axis' `floor`, in `kw`, drawn on it); row 2, the residual std at 0..L. `legendgroup` (in `kw`) links
@@ -278,7 +278,7 @@ def _profile_line(
         mode="lines+markers",
         name=name,
         line=line,
-        marker={"size": _px(6, presenter)},
+        marker={"size": _px(6, lecture)},
         hovertemplate=prefix + _hover(lang, ("chart.layer", "%{x}"), (value, "%{customdata:.3g}")),
         **kw,
     )
@@ -294,7 +294,7 @@ def layer_profile(
     runs: RunData | Sequence[RunData],
     lang: str = "en",
     step: int | None = None,
-    presenter: bool = False,
+    lecture: bool = False,
     labels: Sequence[str] | None = None,
     param: str = "ffn.w2",
     height: int | None = None,
@@ -307,15 +307,15 @@ def layer_profile(
     the gradient axis spans at most GRAD_DECADES decades (smaller gradients sit on its floor, and a note
     says so). `height`: px, None for Plotly's default."""
     info = _prepare_profile(runs, labels, lang, step, param)
-    fig = _profile_figure(info.grad_title, lang, presenter, height)
+    fig = _profile_figure(info.grad_title, lang, lecture, height)
     floor = info.grad_rng[0]
     shown: list[np.ndarray] = []
     if info.labels is None:
         d, a, p = info.runs[0], info.arrays[0], info.picks[0]
-        _param_lines(fig, d, a.grad, p, lang, presenter, floor)
+        _param_lines(fig, d, a.grad, p, lang, lecture, floor)
         shown += [a.grad[p]] if p is not None else []
         line = {"color": NORM_COLORS.get(d.info.config.norm_position, GREY), "width": 3}
-        _profile_line(fig, 2, _std_at(d, a, p), t("chart.resid_std", lang), line, lang, presenter, showlegend=False)
+        _profile_line(fig, 2, _std_at(d, a, p), t("chart.resid_std", lang), line, lang, lecture, showlegend=False)
     else:
         styles = _run_styles(info.runs)
         rows = zip(info.runs, info.arrays, info.labels, info.suffixes, styles, info.picks)
@@ -323,11 +323,11 @@ def layer_profile(
             line = {"color": color, "dash": dash, "width": 3}
             j = list(d.info.param_names).index(param)
             y = a.grad[p, :, j] if p is not None else np.full(d.info.config.depth, np.nan)
-            _profile_line(fig, 1, y, label + at, line, lang, presenter, legendgroup=label, floor=floor)
+            _profile_line(fig, 1, y, label + at, line, lang, lecture, legendgroup=label, floor=floor)
             shown.append(y)
-            _profile_line(fig, 2, _std_at(d, a, p), label, line, lang, presenter, legendgroup=label, showlegend=False)
+            _profile_line(fig, 2, _std_at(d, a, p), label, line, lang, lecture, legendgroup=label, showlegend=False)
     if all(p is None for p in info.picks):
-        _empty_note(fig, lang, presenter, xref="x domain", yref="y domain")
-    _clip_note(fig, shown, floor, lang, presenter)
-    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, presenter, info.title, height)
-    return _layout(fig, info.title, presenter, info.key, legend_below=False, height=height, **axes)
+        _empty_note(fig, lang, lecture, xref="x domain", yref="y domain")
+    _clip_note(fig, shown, floor, lang, lecture)
+    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, lecture, info.title, height)
+    return _layout(fig, info.title, lecture, info.key, legend_below=False, height=height, **axes)

@@ -1,5 +1,5 @@
 """The look every chart shares: Okabe-Ito colours (one per norm position, on every chart), fonts that
-start at 16 px and grow 1.4x in presenter mode (the margins do not), a small template of our own, and
+start at 16 px and grow 1.4x in the lecture view (the margins do not), a small template of our own, and
 `_layout`, which sets a figure's whole layout in one assignment at the height the page asks for."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ FAINT = "#BBBBBB"
 GRID = "#E6E6E6"
 FONT_FAMILY = 'Arial, "Noto Sans KR", "Nanum Gothic", "Malgun Gothic", "Apple SD Gothic Neo", sans-serif'
 BASE_FONT = 16  # px; legible at 1280x720 on a projector
-PRESENTER_SCALE = 1.4
+LECTURE_SCALE = 1.4
 # A small template of our own: the built-in ones add ~8 KB of JSON to every figure on every redraw.
 _AXIS_STYLE: dict[str, Any] = {
     "gridcolor": GRID,
@@ -56,12 +56,12 @@ _TEMPLATE: dict[str, Any] = {
 _TEMPLATE_OBJ = go.layout.Template(_TEMPLATE)
 
 
-def _scale(presenter: bool) -> float:
-    return PRESENTER_SCALE if presenter else 1.0
+def _scale(lecture: bool) -> float:
+    return LECTURE_SCALE if lecture else 1.0
 
 
-def _px(size: float, presenter: bool) -> int:
-    return round(size * _scale(presenter))
+def _px(size: float, lecture: bool) -> int:
+    return round(size * _scale(lecture))
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 DEFAULT_HEIGHT = 450  # px: Plotly's own default, what a chart gets when the page names no height
-_MARGIN = {"l": 70, "r": 30, "b": 55}  # px, the same in presenter mode: automargin grows it for larger text
+_MARGIN = {"l": 70, "r": 30, "b": 55}  # px, the same in the lecture view: automargin grows it for larger text
 
 
 def _title_text(text: str) -> dict[str, Any]:
@@ -82,13 +82,13 @@ def _title_text(text: str) -> dict[str, Any]:
     return {"text": head, "subtitle": {"text": tail}}
 
 
-def _title(text: str, presenter: bool) -> dict[str, Any]:
+def _title(text: str, lecture: bool) -> dict[str, Any]:
     """The chart title, split at its first " · ": the head large, the rest (step, settings) below it
     as a subtitle, so a half-width chart shows two short lines instead of cutting one long one."""
     parts = _title_text(text)
     title: dict[str, Any] = {
         "text": parts["text"],
-        "font": {"size": _px(20, presenter)},
+        "font": {"size": _px(20, lecture)},
         "x": 0.01,
         "xanchor": "left",
         "xref": "container",
@@ -98,14 +98,14 @@ def _title(text: str, presenter: bool) -> dict[str, Any]:
         "pad": {"t": 8},
     }
     if parts["subtitle"]["text"]:
-        title["subtitle"] = {**parts["subtitle"], "font": {"size": _px(15, presenter), "color": GREY}}
+        title["subtitle"] = {**parts["subtitle"], "font": {"size": _px(15, lecture), "color": GREY}}
     return title
 
 
-def _top_margin(text: str, presenter: bool) -> int:
+def _top_margin(text: str, lecture: bool) -> int:
     """Room above the plot for the title (and its subtitle): from the font sizes, not a scaled constant."""
-    lines = _px(20, presenter) * 1.4 + (_px(15, presenter) * 1.7 if " · " in text else 0)
-    return round(lines + _px(BASE_FONT, presenter) * 0.6 + 14)  # + half a tick label above the plot
+    lines = _px(20, lecture) * 1.4 + (_px(15, lecture) * 1.7 if " · " in text else 0)
+    return round(lines + _px(BASE_FONT, lecture) * 0.6 + 14)  # + half a tick label above the plot
 
 
 def _plot_height(height: int | None, top: int, bottom: int) -> float:
@@ -161,25 +161,25 @@ def _wrap(text: str, width: int = 12) -> str:
     return "<br>".join(_wrap_em(text, width * 0.56))
 
 
-def _fit_y_titles(layout: dict[str, Any], plot_px: float, presenter: bool) -> None:
+def _fit_y_titles(layout: dict[str, Any], plot_px: float, lecture: bool) -> None:
     """`_fit_axis_title` for every y axis of a merged layout, each over its share of the plot height."""
     for name, axis in layout.items():
         if name.startswith("yaxis") and isinstance(axis, dict):
             lo, hi = axis.get("domain", (0.0, 1.0))
             # Plotly draws axis titles at 1.2x the layout font (the default when none is set)
-            _fit_axis_title(axis, plot_px * (hi - lo), round(_px(BASE_FONT, presenter) * 1.2))
+            _fit_axis_title(axis, plot_px * (hi - lo), round(_px(BASE_FONT, lecture) * 1.2))
 
 
-def _legend_px(fig: go.Figure, presenter: bool) -> float:
+def _legend_px(fig: go.Figure, lecture: bool) -> float:
     """About how tall a legend under the plot is: two entries a row (Plotly aligns them in columns)."""
     n = sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
-    return math.ceil(max(n, 1) / 2) * _px(14, presenter) * 1.9 + 10
+    return math.ceil(max(n, 1) / 2) * _px(14, lecture) * 1.9 + 10
 
 
 def _layout(
     fig: go.Figure,
     title: str,
-    presenter: bool,
+    lecture: bool,
     uirevision: str,
     legend_below: bool = True,
     height: int | None = None,
@@ -188,17 +188,17 @@ def _layout(
     """Fonts, margins, legend and template shared by every chart, merged with the chart's own layout
     (`extra`, as update_layout takes it) and set in one assignment: each update_layout call costs
     3-5 ms on a figure with traces, and a live tab redraws six figures a second.
-    Presenter mode scales the text, not the margins (automargin makes room for larger tick labels).
+    The lecture view scales the text, not the margins (automargin makes room for larger tick labels).
     The legend (`legend_below`) sits at the figure's bottom edge, referred to the container: Plotly
     then reserves its room below the x axis title, so the two cannot overlap at any height (placed at a
     paper fraction under the plot, as before, it ran into the x title on short charts). `height` (px;
     None: Plotly's default, 450) is what the page gives the chart."""
-    top = _top_margin(title, presenter)
+    top = _top_margin(title, lecture)
     layout: dict[str, Any] = {
-        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, presenter), "color": "#222222"},
-        "title": _title(title, presenter),
+        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, lecture), "color": "#222222"},
+        "title": _title(title, lecture),
         "margin": {**_MARGIN, "t": top},
-        "hoverlabel": {"font": {"size": _px(15, presenter), "family": FONT_FAMILY}},
+        "hoverlabel": {"font": {"size": _px(15, lecture), "family": FONT_FAMILY}},
         "uirevision": uirevision,
         "showlegend": True,
     }
@@ -212,41 +212,41 @@ def _layout(
             "y": 0,
             "yref": "container",
             "yanchor": "bottom",
-            "font": {"size": _px(14, presenter)},
+            "font": {"size": _px(14, lecture)},
         }
     current = fig.layout.to_plotly_json()  # axes of subplots, shapes and annotations added so far
     current.pop("template", None)  # plotly's default, replaced by ours
     merged = _merge(_merge(current, layout), extra)
-    bottom = merged["margin"].get("b", _MARGIN["b"]) + (_legend_px(fig, presenter) if legend_below else 0)
-    _fit_y_titles(merged, _plot_height(height, merged["margin"].get("t", top), bottom + 40), presenter)
+    bottom = merged["margin"].get("b", _MARGIN["b"]) + (_legend_px(fig, lecture) if legend_below else 0)
+    _fit_y_titles(merged, _plot_height(height, merged["margin"].get("t", top), bottom + 40), lecture)
     fig.layout = {**merged, "template": _TEMPLATE_OBJ}
     return fig
 
 
-def plain_layout(fig: go.Figure, title: str, presenter: bool, height: int, **extra: Any) -> go.Figure:
+def plain_layout(fig: go.Figure, title: str, lecture: bool, height: int, **extra: Any) -> go.Figure:
     """The layout of a chart drawn once, not streamed (the stability map's): Plotly's own template, a
-    one-line title, margins that grow in presenter mode like the text; `extra` as update_layout takes
+    one-line title, margins that grow in the lecture view like the text; `extra` as update_layout takes
     it, replacing any key it names."""
     layout: dict[str, Any] = {
-        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, presenter), "color": "#222222"},
-        "title": {"text": title, "font": {"size": _px(19, presenter)}, "x": 0.01, "xanchor": "left"},
+        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, lecture), "color": "#222222"},
+        "title": {"text": title, "font": {"size": _px(19, lecture)}, "x": 0.01, "xanchor": "left"},
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
-        "height": _px(height, presenter),
-        "margin": margin(presenter, top=70),
-        "hoverlabel": {"font": {"size": _px(14, presenter), "family": FONT_FAMILY}},
+        "height": _px(height, lecture),
+        "margin": margin(lecture, top=70),
+        "hoverlabel": {"font": {"size": _px(14, lecture), "family": FONT_FAMILY}},
     }
     fig.update_layout(**{**layout, **extra})
     return fig
 
 
-def margin(presenter: bool, top: int, bottom: int = 60, left: int = 70, right: int = 20) -> dict[str, int]:
-    """Plot margins (px at normal size) scaled as the text is in presenter mode (for `plain_layout`)."""
+def margin(lecture: bool, top: int, bottom: int = 60, left: int = 70, right: int = 20) -> dict[str, int]:
+    """Plot margins (px at normal size) scaled as the text is in the lecture view (for `plain_layout`)."""
     return {
-        "l": _px(left, presenter),
-        "r": _px(right, presenter),
-        "t": _px(top, presenter),
-        "b": _px(bottom, presenter),
+        "l": _px(left, lecture),
+        "r": _px(right, lecture),
+        "t": _px(top, lecture),
+        "b": _px(bottom, lecture),
     }
 
 
@@ -265,7 +265,7 @@ def _hover(lang: str, *parts: tuple[str, str]) -> str:
 
 
 def _empty_note(
-    fig: go.Figure, lang: str, presenter: bool, key: str = "chart.waiting", xref: str = "paper", yref: str = "paper"
+    fig: go.Figure, lang: str, lecture: bool, key: str = "chart.waiting", xref: str = "paper", yref: str = "paper"
 ) -> None:
     """A grey note in the middle of an empty chart ("waiting for the first step")."""
     fig.add_annotation(
@@ -275,12 +275,12 @@ def _empty_note(
         x=0.5,
         y=0.5,
         showarrow=False,
-        font={"size": _px(18, presenter), "color": GREY},
+        font={"size": _px(18, lecture), "color": GREY},
         bgcolor="white",  # readable over reference lines
     )
 
 
-def _corner_note(fig: go.Figure, text: str, presenter: bool, inside: str | None = None) -> None:
+def _corner_note(fig: go.Figure, text: str, lecture: bool, inside: str | None = None) -> None:
     """A small grey note above the plot's top right corner (clipped values, what a band means); with
     `inside` (an axis pair, "x y"), inside that subplot's lower right corner, on a white ground."""
     xref, yref = (f"{a} domain" for a in inside.split()) if inside else ("paper", "paper")
@@ -293,6 +293,6 @@ def _corner_note(fig: go.Figure, text: str, presenter: bool, inside: str | None 
         yanchor="bottom",
         showarrow=False,
         text=text,
-        font={"size": _px(13 if inside else 14, presenter), "color": GREY},
+        font={"size": _px(13 if inside else 14, lecture), "color": GREY},
         bgcolor="rgba(255,255,255,0.8)" if inside else None,
     )

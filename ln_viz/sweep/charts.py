@@ -117,7 +117,7 @@ def stability_heatmap(
     results: Sequence[CellResult],
     zrange: tuple[float, float],
     lang: str = "en",
-    presenter: bool = False,
+    lecture: bool = False,
     x_axis: str = "lr",
     fixed: float | None = None,
     height: int = 340,
@@ -136,13 +136,13 @@ def stability_heatmap(
         ys = list(range(len(p.ys)))
         edges = _edges(xs)
         fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
-        heat = _heat_trace(p, xs, ys, zrange, lang, presenter, x_axis, col)
+        heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
         fig.add_trace(heat, row=1, col=col)
         fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
         for j, i in _marked(p):  # a frame inside the cell, whatever its colour
             pad = 0.06 * (edges[i + 1] - edges[i])
             x0, x1 = edges[i] + pad, edges[i + 1] - pad
-            frame = {"color": MARK, "width": _px(3, presenter)}
+            frame = {"color": MARK, "width": _px(3, lecture)}
             fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=1, col=col)
         fig.update_xaxes(
             tickvals=xs,
@@ -167,11 +167,11 @@ def stability_heatmap(
     )
     fig.update_yaxes(showgrid=False)
     for a in fig.layout.annotations:
-        a.font = {"size": _px(17, presenter)}
+        a.font = {"size": _px(17, lecture)}
     key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
     value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
     title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
-    return plain_layout(fig, title, presenter, height, showlegend=False, clickmode="event+select", dragmode=False)
+    return plain_layout(fig, title, lecture, height, showlegend=False, clickmode="event+select", dragmode=False)
 
 
 # One x title under each panel: short enough that two side by side do not run into each other (the log
@@ -184,7 +184,7 @@ def _x_ticks(p: Panel, x_axis: str) -> list[str]:
     return [lr_label(x) for x in p.xs] if x_axis == "lr" else [str(int(x)) for x in p.xs]
 
 
-def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.Heatmap:
+def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heatmap:
     label = t("sweep.axis.lr" if x_axis == "lr" else "sweep.axis.depth", lang)
     xtext = _x_ticks(p, x_axis)
     warmup = t("sweep.axis.warmup", lang)
@@ -201,11 +201,11 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, presenter, x_axis, col) -> go.He
         showscale=col == 1,
         colorbar={
             "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
-            "thickness": _px(14, presenter),
+            "thickness": _px(14, lecture),
         },
         text=p.text,
         texttemplate="%{text}",
-        textfont={"size": _px(14, presenter)},
+        textfont={"size": _px(14, lecture)},
         hovertext=hover,
         hoverinfo="skip",  # the click trace on top shows it
         xgap=2,
@@ -271,7 +271,7 @@ def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:
 
 
 def sensitivity_chart(
-    curves: Sequence[Curve], unigram: float, lang: str = "en", presenter: bool = False, height: int = 460
+    curves: Sequence[Curve], unigram: float, lang: str = "en", lecture: bool = False, height: int = 460
 ) -> go.Figure:
     """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr
     sits at the loss at init with an x; each curve's LR sensitivity is written at its right end."""
@@ -281,28 +281,28 @@ def sensitivity_chart(
     labels = []
     for c in curves:
         trace = _curve_trace(
-            c, lang, presenter, with_depth, _WARMUP_DASH[warmups.index(c.warmup_steps) % len(_WARMUP_DASH)]
+            c, lang, lecture, with_depth, _WARMUP_DASH[warmups.index(c.warmup_steps) % len(_WARMUP_DASH)]
         )
         fig.add_trace(trace)
         labels.append((trace.y[-1], c))
-    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, presenter)}}
+    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
     fig.add_hline(
         y=unigram,
         line={"color": GREY, "dash": "dot", "width": 2},
         annotation=unigram_note,
         annotation_position="top left",
     )
-    columns = 2 if presenter else 1  # the legend below the axis; two columns on a wide presenter screen
-    room = margin(presenter, top=50, bottom=75 + 21 * math.ceil(len(curves) / columns))
+    columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
+    room = margin(lecture, top=50, bottom=75 + 21 * math.ceil(len(curves) / columns))
     ys = [y for y, _ in labels] + [unigram]
     lo, hi = min(ys) - 0.08, max(ys) + 0.1
-    plot_px = max(_px(height, presenter) - room["t"] - room["b"], 50)
-    hi = _sensitivity_labels(fig, labels, presenter, lang, gap=(hi - lo) * 1.3 * _px(13, presenter) / plot_px, top=hi)
+    plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
+    hi = _sensitivity_labels(fig, labels, lecture, lang, gap=(hi - lo) * 1.3 * _px(13, lecture) / plot_px, top=hi)
     lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
     legend = {
-        "font": {"size": _px(13, presenter)},
+        "font": {"size": _px(13, lecture)},
         "orientation": "h",
-        "y": -_px(60, presenter) / plot_px,
+        "y": -_px(60, lecture) / plot_px,
         "yanchor": "top",
         "entrywidth": 1 / columns,
         "entrywidthmode": "fraction",
@@ -310,7 +310,7 @@ def sensitivity_chart(
     return plain_layout(
         fig,
         t("sweep.chart.sens_title", lang),
-        presenter,
+        lecture,
         height,
         plot_bgcolor="white",
         xaxis=_lr_axis(lrs, lang),
@@ -320,7 +320,7 @@ def sensitivity_chart(
     )
 
 
-def _curve_trace(c: Curve, lang: str, presenter: bool, with_depth: bool, dash: str) -> go.Scatter:
+def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str) -> go.Scatter:
     """One setting's final loss against lr: a diverged lr at the loss at init, marked x; stalled, open."""
     ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
     symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
@@ -331,7 +331,7 @@ def _curve_trace(c: Curve, lang: str, presenter: bool, with_depth: bool, dash: s
         name=name,
         mode="lines+markers",
         line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
-        marker={"symbol": symbols, "size": _px(11, presenter), "line": {"width": 2}},
+        marker={"symbol": symbols, "size": _px(11, lecture), "line": {"width": 2}},
         hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
     )
 
@@ -354,7 +354,7 @@ def _curve_name(c: Curve, lang: str, with_depth: bool) -> str:
 
 
 def _sensitivity_labels(
-    fig: go.Figure, labels: list[tuple[float, Curve]], presenter: bool, lang: str, gap: float, top: float
+    fig: go.Figure, labels: list[tuple[float, Curve]], lecture: bool, lang: str, gap: float, top: float
 ) -> float:
     """Each curve's LR sensitivity right of its last point, pushed up (by `gap`, one line of text in data
     units) so none overlap; returns the y range's top, raised if the labels need it."""
@@ -370,14 +370,14 @@ def _sensitivity_labels(
             text=t("sweep.chart.sens_label", lang, value=f"{c.lr_sensitivity:.2f}"),
             showarrow=False,
             xanchor="left",
-            xshift=_px(12, presenter),
-            font={"size": _px(13, presenter), "color": NORM_COLORS.get(c.norm_position, GREY)},
+            xshift=_px(12, lecture),
+            font={"size": _px(13, lecture), "color": NORM_COLORS.get(c.norm_position, GREY)},
         )
     return max([top, *(y + gap / 2 for y in placed)])
 
 
 def cell_curve_chart(
-    curve: Sequence[tuple[int, float]], title: str, unigram: float, lang: str = "en", presenter: bool = False
+    curve: Sequence[tuple[int, float]], title: str, unigram: float, lang: str = "en", lecture: bool = False
 ) -> go.Figure:
     """One cell's training loss against step, with the unigram line."""
     line = {"width": 3, "color": "#0072B2"}
@@ -387,11 +387,11 @@ def cell_curve_chart(
     return plain_layout(
         fig,
         title,
-        presenter,
+        lecture,
         340,
         plot_bgcolor="white",
         showlegend=False,
-        margin=margin(presenter, top=85),
+        margin=margin(lecture, top=85),
         xaxis={"title": t("sweep.axis.step", lang), "gridcolor": GRID},
         yaxis={"title": t("sweep.axis.loss", lang), "gridcolor": GRID},
     )

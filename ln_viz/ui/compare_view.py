@@ -51,7 +51,7 @@ def mark_custom() -> None:
 
 
 def scenario_label(name: str, lang: str) -> str:
-    return t("ui.preset_custom", lang) if name == config_form.CUSTOM else t(f"stage.scenario.{name}", lang)
+    return t("ui.preset_custom", lang) if name == config_form.CUSTOM else t(f"lecture.scenario.{name}", lang)
 
 
 def scenario_picker(lang: str, container=None) -> None:
@@ -68,7 +68,7 @@ def scenario_picker(lang: str, container=None) -> None:
 
 def scenario_caption(lang: str) -> str:
     name = st.session_state["cpreset"]
-    return t(COMPARE_PRESETS[name][2], lang) if name in COMPARE_PRESETS else t("stage.custom_caption", lang)
+    return t(COMPARE_PRESETS[name][2], lang) if name in COMPARE_PRESETS else t("lecture.custom_caption", lang)
 
 
 def write_query() -> None:
@@ -86,7 +86,7 @@ def write_query() -> None:
 _LABEL_KEYS = {"warmup_steps": "ui.warmup"}
 _VALUE_KEYS = {
     "norm_position": "chart.norm.",
-    "optimizer": "stage.opt.",
+    "optimizer": "lecture.opt.",
     "schedule": "schedule.",
     "norm_type": "normtype.",
     "corpus": "corpus.",
@@ -119,7 +119,7 @@ def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
 def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
     """Short names of runs on one chart: the norm position, plus what else tells them apart
     ("Post-LN · warm-up 100 steps")."""
-    from ln_viz.ui.stage import setting_words
+    from ln_viz.ui.lecture_view import setting_words
 
     words = [setting_words(c, lang) for c in cfgs]
     differ = [j for j in range(1, len(words[0])) if len({w[j] for w in words}) > 1]
@@ -129,7 +129,7 @@ def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
 def stored_labels(datas: list[RunData], ids: list[int], lang: str) -> list[str]:
     """Stored runs named by their settings and id ("Post-LN (run 13)"), not by the id alone."""
     names = run_labels([d.info.config for d in datas], lang)
-    return [t("stage.stored_label", lang, desc=n, id=i) for n, i in zip(names, ids)]
+    return [t("lecture.stored_label", lang, desc=n, id=i) for n, i in zip(names, ids)]
 
 
 def common_steps(datas: list[RunData]) -> list[int]:

@@ -129,12 +129,12 @@ def config_form(lang: str, prefix: str = "", container: Any = None, compact: boo
         t("ui.preset", lang),
         names,
         key=language.translated(prefix + "preset"),
-        format_func=lambda n: t("ui.preset_custom", lang) if n == CUSTOM else t(f"stage.preset.{n}", lang),
+        format_func=lambda n: t("ui.preset_custom", lang) if n == CUSTOM else t(f"lecture.preset.{n}", lang),
         on_change=_apply_preset,
         args=(prefix,),
     )
     chosen = st.session_state[prefix + "preset"]
-    c.caption(t(PRESETS[chosen].expect_key, lang) if chosen in PRESETS else t("stage.custom_caption", lang))
+    c.caption(t(PRESETS[chosen].expect_key, lang) if chosen in PRESETS else t("lecture.custom_caption", lang))
     for name in MAIN_FIELDS:
         _widget(c, FIELDS[name], lang, prefix)
     with c.expander(t("ui.advanced", lang), expanded=False):

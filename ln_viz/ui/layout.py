@@ -24,12 +24,15 @@ _PHONE_MARGINS = """
 @media (max-width: 640px) { [data-testid="stMainBlockContainer"] {padding-left: 0.5rem !important;
     padding-right: 0.5rem !important;} }
 """
-FRAME_CSS = """
+FRAME_CSS = (
+    """
 .stApp, .stApp p, .stApp li, .stApp span, .stApp label {word-break: keep-all; overflow-wrap: break-word;}
 @media (hover: none) { .modebar-container {display: none !important;} }
-""" + _PHONE_MARGINS
-# Presenter mode on any page: larger text for the back of the room (charts scale their own fonts).
-PRESENTER_CSS = """
+"""
+    + _PHONE_MARGINS
+)
+# The lecture view on any page: larger text for the back of the room (charts scale their own fonts).
+LECTURE_TEXT_CSS = """
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {font-size: 1.3rem;}
 [data-testid="stCaptionContainer"] {font-size: 1.1rem;}
 """
@@ -48,11 +51,14 @@ BOX_CSS = f"""
 
 # Live and Compare outside the lecture view: a shorter top and title, so Start and the first row of
 # charts are in a 1280x720 laptop's first screen (a phone keeps its narrow side margins).
-PAGE_CSS = """
+PAGE_CSS = (
+    """
 [data-testid="stMainBlockContainer"] {padding-top: 3.2rem !important; padding-left: 2rem !important;
     padding-right: 2rem !important;}
 [data-testid="stMainBlockContainer"] h1 {font-size: 2rem; padding: 0.2rem 0 0.4rem 0;}
-""" + _PHONE_MARGINS
+"""
+    + _PHONE_MARGINS
+)
 
 
 def css(text: str) -> None:
@@ -68,9 +74,9 @@ def css(text: str) -> None:
 NOMINAL_PX = {TALL: 470, LOSS: 420, MID: 440, SHORT: 320, FULL: 848, HALF: 420}
 
 
-def chart(fig: Any, key: str, box: str, presenter: bool = False) -> None:
+def chart(fig: Any, key: str, box: str, lecture: bool = False) -> None:
     """Draw a Plotly figure filling a box of size class `box` (TALL, MID, SHORT, FULL, HALF)."""
-    config = {"displayModeBar": False} if presenter else {"displaylogo": False}
+    config = {"displayModeBar": False} if lecture else {"displaylogo": False}
     if fig.layout.height is None:
         fig.layout.height = NOMINAL_PX[box]
     with st.container(key=box + key):

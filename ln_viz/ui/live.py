@@ -156,23 +156,23 @@ _SIMPLE_CHARTS = {
 }
 
 
-def _build(name: str, data: RunData, step: int | None, lang: str, presenter: bool):
+def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool):
     """One of the live page's five figures (`step`: the probe step the distribution and profile show).
     The distribution is never animated inside its figure: the page's one step control moves it and the
     profile together (ln_viz.ui.stepper)."""
     if name == "act_dist":
-        return charts.act_dist(data, step=step, animate=False, lang=lang, presenter=presenter)
+        return charts.act_dist(data, step=step, animate=False, lang=lang, lecture=lecture)
     if name == "layer_profile":
-        return charts.layer_profile(data, step=step, lang=lang, presenter=presenter)
-    return _SIMPLE_CHARTS[name](data, lang=lang, presenter=presenter)
+        return charts.layer_profile(data, step=step, lang=lang, lecture=lecture)
+    return _SIMPLE_CHARTS[name](data, lang=lang, lecture=lecture)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _finished_figure(cache_key: str, name: str, lang: str, presenter: bool, step: int | None, _data: RunData):
+def _finished_figure(cache_key: str, name: str, lang: str, lecture: bool, step: int | None, _data: RunData):
     """A figure of a run that has ended, built once for every tab and rerun showing it (`_data` is not
     hashed: `cache_key` names the run's final data). A finished page's figures cost ~120 ms to build;
     a click on that page re-ran them all, and Play asks for the same few steps again."""
-    return _build(name, _data, step, lang, presenter)
+    return _build(name, _data, step, lang, lecture)
 
 
 def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
@@ -182,13 +182,13 @@ def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
     return f"{handle.run_id}@{view.version}/{data.probe_stride}/{len(data.probe_steps)}/{data.steps_done}"
 
 
-def figures(data: RunData, lang: str, done: bool, presenter: bool, cache_key: str | None):
+def figures(data: RunData, lang: str, done: bool, lecture: bool, cache_key: str | None):
     """`figure(name, step=None)`: the page's figures of `data`, from the cache once the run has ended."""
 
     def figure(name: str, step: int | None = None):
         if done and cache_key is not None:
-            return _finished_figure(cache_key, name, lang, presenter, step, data)
-        return _build(name, data, step, lang, presenter)
+            return _finished_figure(cache_key, name, lang, lecture, step, data)
+        return _build(name, data, step, lang, lecture)
 
     return figure
 

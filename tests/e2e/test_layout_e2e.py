@@ -31,7 +31,7 @@ pytestmark = pytest.mark.e2e
 
 LAYOUT = ARTIFACTS / "layout"
 LIVE_PRESET = "post-ln-no-warmup"
-VIEWPORTS = {  # name: (browser context options, presenter mode)
+VIEWPORTS = {  # name: (browser context options, lecture view on)
     "1920x1080-present": ({"viewport": {"width": 1920, "height": 1080}}, True),
     "1280x720": ({"viewport": {"width": 1280, "height": 720}}, False),
     "390x844": ({"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}, False),
@@ -50,10 +50,10 @@ ALL_DONE = """() => { const lines = [...document.querySelectorAll('[data-testid=
   return lines.length > 0 && lines.every(t => / - \\|/.test(t)); }"""
 
 
-def url(server, page: str, lang: str, present: bool) -> str:
+def url(server, page: str, lang: str, lecture: bool) -> str:
     path = {"compare": "/compare", "init-lab": "/init-lab"}.get(page, "/")
     query = {"lang": lang} | ({"preset": LIVE_PRESET} if page == "live" else {})
-    query |= {"present": "1"} if present else {}
+    query |= {"present": "1"} if lecture else {}
     return server.url + path + "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
 
@@ -89,29 +89,29 @@ def wait_live_training(pg, steps: int = 30, timeout: float = 120) -> None:
     raise AssertionError(f"the Live run drew fewer than {steps} steps in {timeout} s")
 
 
-def switch_lang(pg, lang: str, present: bool) -> None:
+def switch_lang(pg, lang: str, lecture: bool) -> None:
     """Switch the page's language with its own control: the lecture view's language button on Live and
     Compare, else the sidebar's radio (a dispatched click: on a phone the sidebar is collapsed)."""
     wait_idle(pg, timeout=60_000)
-    stage = pg.locator(".st-key-stage_lang button")
-    if present and stage.count():
-        stage.first.click()
+    own_button = pg.locator(".st-key-lecture_lang button")
+    if lecture and own_button.count():
+        own_button.first.click()
     else:
         pg.locator(".st-key-lang_choice input[type='radio']").nth(list(LANG_NAMES).index(lang)).dispatch_event("click")
     pg.wait_for_function(f"() => new URL(location.href).searchParams.get('lang') === '{lang}'", timeout=30_000)
     wait_idle(pg, timeout=60_000)
 
 
-def open_case(pg, server, page: str, present: bool, figures: dict):
+def open_case(pg, server, page: str, lecture: bool, figures: dict):
     """Bring the page to each state the case measures, yielding (state, language) there: Live while it
     trains in English then Korean, and once it has ended in Korean then English; Compare once both runs
     have ended, and Init lab, in English then Korean. The figures read on the way go into `figures`."""
-    pg.goto(url(server, page, "en", present))
+    pg.goto(url(server, page, "en", lecture))
     wait_idle(pg, timeout=60_000)
     if page == "init-lab":
         pg.wait_for_selector(".st-key-init_resid .js-plotly-plot", timeout=120_000)
         yield page, "en"
-        switch_lang(pg, "ko", present)
+        switch_lang(pg, "ko", lecture)
         pg.wait_for_selector(".st-key-init_resid .js-plotly-plot", timeout=120_000)
         yield page, "ko"
         return
@@ -121,7 +121,7 @@ def open_case(pg, server, page: str, present: bool, figures: dict):
     if page == "live":
         wait_live_training(pg)
         yield "live-running", "en"
-        switch_lang(pg, "ko", present)
+        switch_lang(pg, "ko", lecture)
         wait_live_training(pg)
         yield "live-running", "ko"
     pg.wait_for_function(ALL_DONE, timeout=240_000, polling=500)
@@ -129,11 +129,11 @@ def open_case(pg, server, page: str, present: bool, figures: dict):
     state = "live-done" if page == "live" else page
     if page == "live":
         yield state, "ko"
-        switch_lang(pg, "en", present)
+        switch_lang(pg, "en", lecture)
         yield state, "en"
     else:
         yield state, "en"
-        switch_lang(pg, "ko", present)
+        switch_lang(pg, "ko", lecture)
         yield state, "ko"
     pg.wait_for_selector(f".st-key-{START[page]} button", state="attached", timeout=60_000)
     figures["start_y_after"] = start_y(pg, START[page])  # no layout jump when a run ends
@@ -244,16 +244,16 @@ def _case_params() -> list:
 
 @pytest.mark.parametrize(("page", "viewport"), _case_params(), ids=lambda v: str(v))
 def test_layout(server, case_page, page, viewport):
-    present = VIEWPORTS[viewport][1]
+    lecture = VIEWPORTS[viewport][1]
     case = f"{page}-{viewport}"
     figures: dict = {"case": case}
     found: list[str] = []
     LAYOUT.mkdir(parents=True, exist_ok=True)
     try:
-        for state, lang in open_case(case_page, server, page, present, figures):
+        for state, lang in open_case(case_page, server, page, lecture, figures):
             reading = read_layout(case_page)
             full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
-            state_found, loss_h = problems(reading, page, lecture=present)
+            state_found, loss_h = problems(reading, page, lecture=lecture)
             found += [f"[{state}, {lang}] {p}" for p in state_found]
             figures |= {f"{state}_{lang}_loss_plot_px": loss_h, f"{state}_{lang}_charts": len(reading["charts"])}
     except Exception:

@@ -1,5 +1,5 @@
 """The live page in headless Chromium: Start a preset, watch the charts move, Stop; tab close and a
-second Start leave no worker behind; a depth-24 run leaves the page responsive; Korean; presenter."""
+second Start leave no worker behind; a depth-24 run leaves the page responsive; Korean; the lecture view."""
 
 import time
 
@@ -153,11 +153,11 @@ def test_korean_page_trains(server, page):
     page.locator(".st-key-stop button").click()
 
 
-def test_presenter_mode_hides_the_settings(server, page):
+def test_the_lecture_view_hides_the_settings(server, page):
     open_app(page, server.url + "/?present=1")
     assert not page.get_by_test_id("stSidebar").is_visible()
     assert page.locator(".st-key-start button").is_visible()
-    settled_screenshot(page, "live-presenter")
+    settled_screenshot(page, "live-lecture")
 
 
 def test_the_page_recovers_its_run_after_the_connection_drops(server, browser):

@@ -21,7 +21,7 @@ FIT = """() => {
                                       '.st-key-compare_loss .nsewdrag');
   return {charts, scroll: main.scrollHeight - main.clientHeight, w: innerWidth, h: innerHeight,
           loss_h: loss ? loss.getBoundingClientRect().height : 0}; }"""
-TITLE = ".st-key-stage_title"
+TITLE = ".st-key-lecture_title"
 
 
 def wait_charts(page, n: int) -> None:
@@ -45,19 +45,19 @@ def test_the_lecture_view_fits_one_screen_and_switches_without_the_url(server, b
         time.sleep(1)
         fit = page.evaluate(FIT)
         ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"stage-compare-{size[0]}x{size[1]}.png"))
+        page.screenshot(path=str(ARTIFACTS / f"lecture-compare-{size[0]}x{size[1]}.png"))
         assert fit["scroll"] <= 1, fit  # nothing to scroll
         for r in fit["charts"]:
             assert r["top"] >= 0 and r["bottom"] <= fit["h"] + 1 and r["right"] <= fit["w"] + 1, (r, fit)
         assert fit["loss_h"] >= fit["h"] / 3, fit
         assert not page.get_by_test_id("stSidebar").is_visible()
         assert "Post-LN vs Pre-LN" in page.locator(TITLE).inner_text()
-        page.locator(".st-key-stage_choice button", has_text="24 layers").first.click()
+        page.locator(".st-key-lecture_choice button", has_text="24 layers").first.click()
         page.wait_for_function(
             f"() => document.querySelector('{TITLE}').innerText.includes('24 layers')", timeout=30_000
         )
         wait_idle(page)
-        page.locator(".st-key-stage_lang button").click()
+        page.locator(".st-key-lecture_lang button").click()
         page.wait_for_function(f"() => document.querySelector('{TITLE}').innerText.includes('24층')", timeout=30_000)
         wait_idle(page)
         assert page.locator(".st-key-compare_start button").inner_text().strip() == "둘 다 시작"
@@ -91,7 +91,7 @@ def test_play_moves_the_distribution_and_the_profile_together(server, page):
     shown = [chart(page, k).evaluate(STEP_OF) for k in ("act_dist", "layer_profile")]
     slider = int(page.locator(".st-key-probe_step [data-testid='stSliderThumbValue']").inner_text())
     assert shown[0] == shown[1] == slider < 60, (shown, slider)  # one step everywhere, and it moved
-    settled_screenshot(page, "stage-live-paused")
+    settled_screenshot(page, "lecture-live-paused")
 
 
 # The loss plot area's height now (0 while Plotly rebuilds its drag layer: nothing drawn changes then).
@@ -147,17 +147,17 @@ def test_switching_the_language_back_and_forth_keeps_the_scenario_and_every_sett
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(server.url + path + "&lang=en&present=1")
     wait_idle(page, 60_000)
-    page.wait_for_selector(".st-key-stage_lang button", timeout=60_000)
+    page.wait_for_selector(".st-key-lecture_lang button", timeout=60_000)
     first = page.evaluate(QUERY)
     assert first[choice[0]] == choice[1]
     seen = []
     for lang in ("ko", "en", "ko"):  # the box fell back on the second switch
-        page.locator(".st-key-stage_lang button").click()
+        page.locator(".st-key-lecture_lang button").click()
         page.wait_for_function(f"() => new URL(location.href).searchParams.get('lang') === '{lang}'", timeout=30_000)
         time.sleep(0.5)  # the next reruns send the widgets' labels back
         wait_idle(page, 30_000)
         query = page.evaluate(QUERY)
-        text = page.locator(".st-key-stage_takeaway").inner_text()
+        text = page.locator(".st-key-lecture_takeaway").inner_text()
         seen.append((lang, query.get(choice[0]), text[:40]))
         assert query == first | {"lang": lang}, seen  # every setting kept, none in the other language's words
         assert takeaway[lang == "ko"] in text, seen

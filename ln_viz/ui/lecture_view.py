@@ -15,7 +15,7 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import language, layout, lecture_mode, stepper
+from ln_viz.ui import language, layout, lecture_switch, stepper
 from ln_viz.ui.layout import FULL, HALF
 
 # Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
@@ -23,7 +23,7 @@ from ln_viz.ui.layout import FULL, HALF
 # (1280x720: 2/3; --ln-zoom): a laptop shows the projector's picture, not a crowded one. A part
 # zoomed by z is made 1/z as wide and tall, so it still fills its place. --ln-chrome: what is not a
 # chart (header strip, buttons, status and step row, takeaway, gaps), measured in Chromium.
-LECTURE_CSS = f"""
+SCREEN_CSS = f"""
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] {{display: none;}}
 :root {{--ln-zoom: 1; --ln-chrome: calc(232px * var(--ln-zoom));}}
 @media (max-width: 1700px), (max-height: 960px) {{ :root {{--ln-zoom: 0.85;}} }}
@@ -37,15 +37,15 @@ LECTURE_CSS = f"""
 [class*="st-key-{FULL}"] [data-testid="stFullScreenFrame"],
 [class*="st-key-{HALF}"] [data-testid="stFullScreenFrame"] {{zoom: var(--ln-zoom);
     width: calc(100% / var(--ln-zoom)) !important; height: calc(100% / var(--ln-zoom)) !important;}}
-.st-key-stage_top, .st-key-stage_buttons, .st-key-stage_steps, .st-key-stage_takeaway {{zoom: var(--ln-zoom);
+.st-key-lecture_top, .st-key-lecture_buttons, .st-key-lecture_steps, .st-key-lecture_takeaway {{zoom: var(--ln-zoom);
     width: calc(100% / var(--ln-zoom)) !important;}}
-.st-key-stage_title p {{font-size: 34px; font-weight: 700; line-height: 1.2; margin: 0;}}
-.st-key-stage_steps .st-key-probe_step, .st-key-stage_steps .st-key-probe_step_idle,
-.st-key-stage_steps .st-key-compare_step, .st-key-stage_steps .st-key-compare_step_idle {{flex: 0 0 40%;}}
-.st-key-stage_steps .stButton {{flex: 0 0 auto;}}
-.st-key-stage_status {{height: 50px !important; flex: 0 0 50px !important; overflow-y: auto;}}
-.st-key-stage_status p {{font-size: 19px; line-height: 1.3; margin: 0;}}
-.st-key-stage_takeaway p {{font-size: 28px; line-height: 1.25; margin: 0;}}
+.st-key-lecture_title p {{font-size: 34px; font-weight: 700; line-height: 1.2; margin: 0;}}
+.st-key-lecture_steps .st-key-probe_step, .st-key-lecture_steps .st-key-probe_step_idle,
+.st-key-lecture_steps .st-key-compare_step, .st-key-lecture_steps .st-key-compare_step_idle {{flex: 0 0 40%;}}
+.st-key-lecture_steps .stButton {{flex: 0 0 auto;}}
+.st-key-lecture_status {{height: 50px !important; flex: 0 0 50px !important; overflow-y: auto;}}
+.st-key-lecture_status p {{font-size: 19px; line-height: 1.3; margin: 0;}}
+.st-key-lecture_takeaway p {{font-size: 28px; line-height: 1.25; margin: 0;}}
 """
 
 
@@ -58,16 +58,16 @@ def _lr_text(lr: float) -> str:
 
 
 def _one_or_vs(values: Sequence[str], lang: str) -> str:
-    return values[0] if len(set(values)) == 1 else t("stage.vs", lang).join(values)
+    return values[0] if len(set(values)) == 1 else t("lecture.vs", lang).join(values)
 
 
 def setting_words(c: RunConfig, lang: str) -> list[str]:
     """A run's settings as a lecturer says them: norm position, depth, optimizer and lr, warm-up."""
     return [
         charts.norm_label(c.norm_position, lang),
-        t("stage.layers", lang, n=c.depth),
-        t(f"stage.opt.{c.optimizer}", lang) + " " + t("stage.lr", lang, lr=_lr_text(c.lr)),
-        t("stage.warmup", lang, n=c.warmup_steps) if c.warmup_steps else t("stage.no_warmup", lang),
+        t("lecture.layers", lang, n=c.depth),
+        t(f"lecture.opt.{c.optimizer}", lang) + " " + t("lecture.lr", lang, lr=_lr_text(c.lr)),
+        t("lecture.warmup", lang, n=c.warmup_steps) if c.warmup_steps else t("lecture.no_warmup", lang),
     ]
 
 
@@ -89,14 +89,14 @@ def _switch_lang(lang: str) -> None:
 
 
 def _top_row(cfgs: Sequence[RunConfig], lang: str, other_page: tuple[str, str]) -> None:
-    row = st.container(horizontal=True, vertical_alignment="center", key="stage_top")
-    with row.container(key="stage_title", width="stretch"):
+    row = st.container(horizontal=True, vertical_alignment="center", key="lecture_top")
+    with row.container(key="lecture_title", width="stretch"):
         st.markdown(describe(cfgs, lang))
     page, label_key = other_page
     row.page_link(page, label=t(label_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
-    row.button(language.LANG_NAMES[other], key="stage_lang", on_click=_switch_lang, args=(other,))
-    row.button(t("stage.exit", lang), key="stage_exit", on_click=lecture_mode.set_present, args=(False,))
+    row.button(language.LANG_NAMES[other], key="lecture_lang", on_click=_switch_lang, args=(other,))
+    row.button(t("lecture.exit", lang), key="lecture_exit", on_click=lecture_switch.set_lecture_view, args=(False,))
 
 
 def header(
@@ -110,19 +110,19 @@ def header(
     scenario names, the current one (None: the user's own settings), the catalog prefix of their
     names and what a pick does; `buttons`: (key, label) of Start and of Stop; `other_page`: (page
     file, label key) of the other page with a lecture view."""
-    layout.css(LECTURE_CSS)
+    layout.css(SCREEN_CSS)
     _top_row(cfgs, lang, other_page)
     names, current, prefix, apply = choices
-    row = st.container(horizontal=True, vertical_alignment="center", key="stage_buttons")
-    st.session_state["stage_choice"] = current
+    row = st.container(horizontal=True, vertical_alignment="center", key="lecture_buttons")
+    st.session_state["lecture_choice"] = current
     with row:
         st.segmented_control(
-            t("stage.scenarios", lang),
+            t("lecture.scenarios", lang),
             list(names),
-            key="stage_choice",
+            key="lecture_choice",
             format_func=lambda n: t(prefix + n, lang),
             on_change=_pick,
-            args=("stage_choice", apply),
+            args=("lecture_choice", apply),
             label_visibility="collapsed",
         )
     (start_key, start_label), (stop_key, stop_label) = buttons
@@ -133,14 +133,14 @@ def header(
 
 def takeaway(key: str | None, lang: str) -> None:
     """The scenario's one sentence at the bottom (none for the user's own settings)."""
-    with st.container(key="stage_takeaway"):
+    with st.container(key="lecture_takeaway"):
         st.markdown(t(key, lang) if key else "&nbsp;")
 
 
 def status_and_steps(lines: Sequence[str], steps: Sequence[int], key: str, lang: str, done: bool, ticking: bool):
     """The run's status (and its end message) beside the one step control; returns the step to show."""
-    row = st.container(horizontal=True, vertical_alignment="center", key="stage_steps")
-    with row.container(key="stage_status", width="stretch"):
+    row = st.container(horizontal=True, vertical_alignment="center", key="lecture_steps")
+    with row.container(key="lecture_status", width="stretch"):
         st.markdown("  \n".join(lines))
     return stepper.step_control(steps, key, lang, done, ticking, row=row)
 
@@ -150,12 +150,12 @@ def draw_live(figure: Callable, step: int | None) -> None:
     distribution on the right (`figure(name, step=None)` from ln_viz.ui.live.figures)."""
     left, right = st.columns([1, 1.15], gap="small")
     with left:
-        layout.chart(figure("loss_chart"), "loss_chart", FULL, presenter=True)
+        layout.chart(figure("loss_chart"), "loss_chart", FULL, lecture=True)
     with right:
-        layout.chart(figure("grad_heatmap"), "grad_heatmap", HALF, presenter=True)
+        layout.chart(figure("grad_heatmap"), "grad_heatmap", HALF, lecture=True)
         for col, name in zip(st.columns([1.25, 1], gap="small"), ("layer_profile", "act_dist")):
             with col:
-                layout.chart(figure(name, step), name, HALF, presenter=True)
+                layout.chart(figure(name, step), name, HALF, lecture=True)
 
 
 def draw_compare(datas: Sequence[RunData], labels: Sequence[str], lang: str, step: int | None) -> None:
@@ -163,15 +163,15 @@ def draw_compare(datas: Sequence[RunData], labels: Sequence[str], lang: str, ste
     scale (one colour bar) above both runs' per-layer ffn.w2 gradient (the paper's Figure 3 line)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
-        layout.chart(charts.loss_chart(datas, lang, True, labels), "compare_loss", FULL, presenter=True)
+        layout.chart(charts.loss_chart(datas, lang, True, labels), "compare_loss", FULL, lecture=True)
     zrange = charts.shared_zrange(datas)
     with right:
         for i, (col, data) in enumerate(zip(st.columns(len(datas), gap="small"), datas)):
-            fig = charts.grad_heatmap(data, lang, zrange=zrange, presenter=True)
+            fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True)
             fig.update_layout(title={"text": labels[i]})  # which run is which, where the eye looks
             if i < len(datas) - 1:
                 fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
             with col:
-                layout.chart(fig, f"compare_heatmap_{i}", HALF, presenter=True)
+                layout.chart(fig, f"compare_heatmap_{i}", HALF, lecture=True)
         fig = charts.layer_profile(datas, lang, step, True, labels)
-        layout.chart(fig, "compare_profile", HALF, presenter=True)
+        layout.chart(fig, "compare_profile", HALF, lecture=True)
