@@ -25,9 +25,7 @@ def thinned_note(data: RunData, lang: str) -> None:
         st.caption(t("runs.thinned", lang, stride=data.probe_stride, kept=data.max_probe_steps))
 
 
-def lazy_downloads(
-    store: Store, data: RunData, summary: RunSummary
-) -> list[tuple[str, str, Callable[[], bytes], str]]:
+def lazy_downloads(store: Store, data: RunData, summary: RunSummary) -> list[tuple[str, str, Callable[[], bytes], str]]:
     """(label key, file extension, builder, MIME type) of each download built on click: the tables and
     the run file, from the whole run (read from the store then, when the charts' copy is thinned)."""
     from ln_viz import export
@@ -43,8 +41,12 @@ def lazy_downloads(
     return [
         ("runs.dl_csv", "csv.zip", lambda: export.tables_zip(whole(), "csv", header), "application/zip"),
         ("runs.dl_parquet", "parquet.zip", lambda: export.tables_zip(whole(), "parquet", header), "application/zip"),
-        ("runs.dl_run", "json.gz", lambda: export.run_file_bytes(whole(), summary.label, summary.created),
-         "application/gzip"),  # fmt: skip
+        (
+            "runs.dl_run",
+            "json.gz",
+            lambda: export.run_file_bytes(whole(), summary.label, summary.created),
+            "application/gzip",
+        ),  # fmt: skip
     ]
 
 
