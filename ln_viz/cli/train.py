@@ -84,7 +84,7 @@ def _finite_or_none(x: float | None) -> float | None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """`train`: one run, a progress bar on stderr, a summary (or --json) on stdout."""
-    from ln_viz.snapshot import FINAL_LOSS_WINDOW, RunData
+    from ln_viz.snapshot import RunData
     from ln_viz.train import Trainer
 
     cfg = config_from_args(args)
@@ -113,24 +113,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 last_draw = now
     if show_progress:
         sys.stderr.write("\n")
-    report = {
-        "status": data.status,
-        "steps_done": data.steps_done,
-        "final_loss": _finite_or_none(data.final_loss()),
-        "final_loss_window": FINAL_LOSS_WINDOW,
-        "last_loss": _finite_or_none(data.scalars["loss"][-1]),
-        "loss": [_finite_or_none(x) for x in data.scalars["loss"]],
-        "lr": data.scalars["lr"],
-        "eval_loss": [[s, e] for s, e in zip(data.scalars["step"], data.scalars["eval_loss"]) if math.isfinite(e)],
-        "unigram_entropy": trainer.info.unigram_entropy,
-        "floor": trainer.info.floor,
-        "steps_per_sec": data.steps_done / max(data.scalars["elapsed"][-1], 1e-9),
-        "n_params": trainer.info.n_params,
-        "config": {k: v for k, v in cfg.to_dict().items() if k != "user_text"},
-        "probe_steps": [s for s, _, _ in attn_logits],
-        "max_attn_logit": [[_finite_or_none(float(x)) for x in m] for _, m, _ in attn_logits],
-        "log_z": [_finite_or_none(float(z)) for _, _, z in attn_logits],
-    }
+    report = _train_report(data, trainer.info, cfg, attn_logits)
     if writer is not None:
         report["run_id"] = writer.run_id
     if args.json:
@@ -148,6 +131,30 @@ def cmd_train(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {writer.problem}\n")
         return 1
     return 0
+
+
+def _train_report(data: Any, info: Any, cfg: RunConfig, attn_logits: list[tuple[int, Any, float]]) -> dict[str, Any]:
+    """What `train` reports of a finished run (printed whole with --json)."""
+    from ln_viz.snapshot import FINAL_LOSS_WINDOW
+
+    return {
+        "status": data.status,
+        "steps_done": data.steps_done,
+        "final_loss": _finite_or_none(data.final_loss()),
+        "final_loss_window": FINAL_LOSS_WINDOW,
+        "last_loss": _finite_or_none(data.scalars["loss"][-1]),
+        "loss": [_finite_or_none(x) for x in data.scalars["loss"]],
+        "lr": data.scalars["lr"],
+        "eval_loss": [[s, e] for s, e in zip(data.scalars["step"], data.scalars["eval_loss"]) if math.isfinite(e)],
+        "unigram_entropy": info.unigram_entropy,
+        "floor": info.floor,
+        "steps_per_sec": data.steps_done / max(data.scalars["elapsed"][-1], 1e-9),
+        "n_params": info.n_params,
+        "config": {k: v for k, v in cfg.to_dict().items() if k != "user_text"},
+        "probe_steps": [s for s, _, _ in attn_logits],
+        "max_attn_logit": [[_finite_or_none(float(x)) for x in m] for _, m, _ in attn_logits],
+        "log_z": [_finite_or_none(float(z)) for _, _, z in attn_logits],
+    }
 
 
 def _store_step(writer: Any, snap: Any, reported: Any) -> Any:
