@@ -165,3 +165,17 @@ def test_qk_norm_gives_the_lower_lr_sensitivity():
 
 
 MARGIN = 0.1  # measured: 0.198 against 0.375 (a margin of 0.18), README "The stability map"
+
+
+# --- the page ---------------------------------------------------------------------------------------------
+def test_the_page_offers_the_qk_norm_preset_and_keeps_the_axis_in_the_url(start_app):
+    at = start_app(120)
+    at.switch_page("pages/stability_map.py").run()
+    assert "sm_qk" not in at.query_params  # the default map: no variant axis in its address
+    at.radio(key="sm_preset").set_value("qk-norm").run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="sm_qk").value == ["none", "layernorm"]
+    assert at.query_params["sm_qk"] == "none,layernorm" and at.query_params["sm_steps"] == "400"
+    assert any("8 runs x 400 steps" in c.value for c in at.caption)
+    at.multiselect(key="sm_qk").set_value(["none"]).run()  # back at the base's value: the key leaves the URL
+    assert not at.exception and "sm_qk" not in at.query_params

@@ -191,23 +191,17 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
 def _variant_form(spec: SweepConfig, lang: str, container: Any) -> dict[str, tuple]:
     """The variant axes (QK-norm, norm type, weight decay); none chosen, or the base's one, is the base's."""
     v1, v2, v3 = container.columns(3)
-    qk = _axis_select(
-        v1, t("sweep.ui.qk_norm", lang), QK_NORMS, spec.values("qk_norm"), "sm_qk", format_func=_label("qknorm", lang)
-    )
-    norm_type = _axis_select(
-        v2,
-        t("sweep.ui.norm_type", lang),
-        NORM_TYPES,
-        spec.values("norm_type"),
-        "sm_normtype",
-        format_func=_label("sweep.chart.normtype", lang),
-    )
+    chosen = {}
+    for column, name, key, choices, prefix in (
+        (v1, "qk_norm", "sm_qk", QK_NORMS, "qknorm"),
+        (v2, "norm_type", "sm_normtype", NORM_TYPES, "sweep.chart.normtype"),
+    ):  # translated labels: the value set here, not by default= (as the norm positions')
+        st.session_state.setdefault(key, list(spec.values(name)))
+        label = t(f"sweep.ui.{name}", lang)
+        picked = column.multiselect(label, choices, format_func=_label(prefix, lang), key=language.translated(key))
+        chosen[name] = tuple(v for v in choices if v in picked)
     wd = _axis_select(v3, t("sweep.ui.weight_decay", lang), WEIGHT_DECAY_CHOICES, spec.values("weight_decay"), "sm_wd")
-    return {
-        "qk_norm": tuple(v for v in QK_NORMS if v in qk),
-        "norm_type": tuple(v for v in NORM_TYPES if v in norm_type),
-        "weight_decay": tuple(sorted(wd)),
-    }
+    return chosen | {"weight_decay": tuple(sorted(wd))}
 
 
 def _label(prefix: str, lang: str) -> Any:
