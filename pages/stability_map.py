@@ -42,7 +42,7 @@ with st.expander(t("sweep.ui.settings", lang), expanded=False):
     if preset != "-" and st.session_state.get("sm_preset_applied") != preset:
         st.session_state["sm_preset_applied"] = preset
         st.session_state["sm_spec"] = SWEEP_PRESETS[preset]
-        for k in ("sm_norm", "sm_lr", "sm_warmup", "sm_depth", "sm_steps", "sm_seeds"):
+        for k in ("sm_norm", "sm_lr", "sm_warmup", "sm_depth", "sm_steps", "sm_seeds", "sm_qk", "sm_normtype", "sm_wd"):
             st.session_state.pop(k, None)
         st.rerun()
     candidate = view.spec_form(st.session_state["sm_spec"], lang, st)

@@ -13,6 +13,7 @@ Data preparation (`map_panels`) is apart from drawing, so tests read the numbers
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -24,19 +25,14 @@ from plotly.subplots import make_subplots
 
 from ln_viz.charts.style import GREY, GRID, NORM_COLORS, _px, margin, norm_label, plain_layout
 from ln_viz.i18n import t
+from ln_viz.sweep.labels import lr_label, variant_text
 from ln_viz.sweep.results import CellResult, Curve
-from ln_viz.sweep.spec import SweepConfig
+from ln_viz.sweep.spec import VARIANT_AXES, SweepConfig
 
 COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low loss
 PENDING = "#D9D9D9"
 MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
 _WARMUP_DASH = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
-
-
-def lr_label(lr: float) -> str:
-    """3e-4, 1e-3, 0.01 -> '3e-4', '1e-3', '1e-2'."""
-    mantissa, exp = f"{lr:.0e}".split("e")
-    return f"{mantissa}e{int(exp)}" if math.isclose(float(mantissa) * 10 ** int(exp), lr) else f"{lr:.2g}"
 
 
 # --- data preparation ---------------------------------------------------------------------------
@@ -51,6 +47,7 @@ class Panel:
     status: list[list[str | None]]  # learned | stalled | diverged | failed | None (not trained yet)
     text: list[list[str]]
     fingerprints: list[list[str | None]]  # of seed 0's cell, for the click
+    variant: tuple = ()  # (qk_norm, norm_type, weight_decay): one panel per norm position and variant
 
 
 def map_panels(
@@ -63,21 +60,21 @@ def map_panels(
     by_cell: dict[tuple, list[CellResult]] = defaultdict(list)
     for r in results:
         if getattr(r, other) == fixed:
-            by_cell[(r.norm_position, getattr(r, x_axis), r.warmup_steps)].append(r)
-    cells = {c.key[:4]: c.fingerprint for c in spec.cells() if c.seed == 0}
+            by_cell[(r.norm_position, r.variant, getattr(r, x_axis), r.warmup_steps)].append(r)
+    cells = {(*c.key[:4], c.variant): c.fingerprint for c in spec.cells() if c.seed == 0}
     xs = tuple(sorted(getattr(spec, x_axis)))
     ys = tuple(sorted(spec.warmup_steps))
     panels = []
-    for norm in spec.norm_position:
+    for norm, variant in itertools.product(spec.norm_position, itertools.product(*map(spec.values, VARIANT_AXES))):
         z, status, text, fps = [], [], [], []
         for y in ys:
-            row = [_cell(by_cell.get((norm, x, y), []), lang) for x in xs]
+            row = [_cell(by_cell.get((norm, variant, x, y), []), lang) for x in xs]
             z.append([c[0] for c in row])
             status.append([c[1] for c in row])
             text.append([c[2] for c in row])
-            keys = [(norm, x, y, fixed) if x_axis == "lr" else (norm, fixed, y, x) for x in xs]
+            keys = [(norm, x, y, fixed, variant) if x_axis == "lr" else (norm, fixed, y, x, variant) for x in xs]
             fps.append([cells.get(k) for k in keys])
-        panels.append(Panel(norm, xs, ys, z, status, text, fps))
+        panels.append(Panel(norm, xs, ys, z, status, text, fps, variant))
     return panels
 
 
@@ -129,7 +126,9 @@ def stability_heatmap(
         cols=len(panels),
         shared_yaxes=True,
         horizontal_spacing=0.04,
-        subplot_titles=[norm_label(p.norm_position, lang) for p in panels],
+        subplot_titles=[
+            norm_label(p.norm_position, lang) + variant_text(p.variant, spec.varied(), lang) for p in panels
+        ],
     )
     for col, p in enumerate(panels, start=1):
         xs = [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
@@ -276,13 +275,13 @@ def sensitivity_chart(
     """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr
     sits at the loss at init with an x; each curve's LR sensitivity is written at its right end."""
     fig = go.Figure()
-    warmups = sorted({c.warmup_steps for c in curves})
+    styles = sorted({(c.warmup_steps, c.variant) for c in curves})  # a dash per warm-up and variant
     with_depth = len({c.depth for c in curves}) > 1
+    varied = [n for i, n in enumerate(VARIANT_AXES) if len({c.variant[i] for c in curves}) > 1]
     labels = []
     for c in curves:
-        trace = _curve_trace(
-            c, lang, lecture, with_depth, _WARMUP_DASH[warmups.index(c.warmup_steps) % len(_WARMUP_DASH)]
-        )
+        dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
+        trace = _curve_trace(c, lang, lecture, with_depth, dash, varied)
         fig.add_trace(trace)
         labels.append((trace.y[-1], c))
     unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
@@ -320,11 +319,13 @@ def sensitivity_chart(
     )
 
 
-def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str) -> go.Scatter:
+def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list) -> go.Scatter:
     """One setting's final loss against lr: a diverged lr at the loss at init, marked x; stalled, open."""
     ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
     symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
-    name = _curve_name(c, lang, with_depth)  # its LR sensitivity is written at the line's end
+    name = _curve_name(c, lang, with_depth) + variant_text(
+        c.variant, varied, lang
+    )  # its LR sensitivity is written at the line's end
     return go.Scatter(
         x=list(c.lrs),
         y=ys,

@@ -1,7 +1,8 @@
 """`python -m ln_viz sweep ...`: a grid of runs on this machine's cores or a Ray cluster.
 
     python -m ln_viz sweep --norm-position post,pre --lr 3e-4,1e-3,3e-3,1e-2 --warmup 0,100 \\
-        --depth 6 --steps 300 --seeds 1 [--executor local|ray] [--address ADDR] [--json | --csv]
+        --depth 6 --steps 300 --seeds 1 [--qk-norm none,layernorm] [--norm-type layernorm,dyt] \\
+        [--weight-decay 0,0.1] [--executor local|ray] [--address ADDR] [--json | --csv]
 
 The work estimate and a progress bar go to stderr; the result (a table, one JSON object, or CSV rows)
 to stdout. Bad values exit 2 with one `error:` line (ln_viz.cli.main prints LocalizedErrors so).
@@ -21,17 +22,20 @@ from typing import Any
 _AXES_HELP = "comma-separated list"
 # RunConfig fields the sweep keeps fixed, as flags: the same flags, kinds and ranges as `train`'s
 # (ln_viz.config.FIELDS); the swept axes have their own comma-separated flags.
-_BASE_FLAGS = ("norm_type", "d_model", "heads", "d_ff", "batch_size", "seq_len", "optimizer", "schedule", "corpus")
+_BASE_FLAGS = ("d_model", "heads", "d_ff", "batch_size", "seq_len", "optimizer", "schedule", "corpus")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `sweep` subcommand to `python -m ln_viz`."""
     p = subparsers.add_parser("sweep", help="a grid of runs: lr x warm-up x depth x norm position (the stability map)")
-    p.add_argument("--preset", help="start from a named sweep: warmup-map | depth-slice")
+    p.add_argument("--preset", help="start from a named sweep: warmup-map | depth-slice | qk-norm")
     p.add_argument("--norm-position", help=f"{_AXES_HELP}: post,pre,peri,deepnorm,none")
     p.add_argument("--lr", help=f"{_AXES_HELP} of peak learning rates")
     p.add_argument("--warmup", dest="warmup_steps", help=f"{_AXES_HELP} of warm-up steps")
     p.add_argument("--depth", help=f"{_AXES_HELP} of depths")
+    p.add_argument("--qk-norm", help=f"{_AXES_HELP}: none,layernorm,rmsnorm")
+    p.add_argument("--norm-type", help=f"{_AXES_HELP}: layernorm,rmsnorm,dyt")
+    p.add_argument("--weight-decay", help=f"{_AXES_HELP} of decoupled weight decays")
     p.add_argument("--seeds", type=int, help="number of seeds per cell (0..N-1), 1-16")
     p.add_argument("--steps", type=int, help="steps of every run")
     from ln_viz.config import FIELDS
@@ -56,17 +60,27 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The SweepConfig the flags describe, validated (SweepError / ConfigError name the bad flag)."""
     from ln_viz.sweep.presets import BASE, SWEEP_PRESETS
-    from ln_viz.sweep.spec import SweepConfig, SweepError
+    from ln_viz.sweep.spec import VARIANT_AXES, SweepConfig, SweepError
 
     if args.preset and args.preset not in SWEEP_PRESETS:
         raise SweepError("sweep.err.preset", "preset", value=args.preset, choices=", ".join(SWEEP_PRESETS))
     spec = SWEEP_PRESETS[args.preset] if args.preset else SweepConfig(base=BASE)
     base_changes = {k: getattr(args, k) for k in _BASE_FLAGS if getattr(args, k) is not None}
-    changes: dict[str, Any] = {"base": spec.base.replace(**base_changes)}
+    changes: dict[str, Any] = {}
     for name, parse in (("norm_position", str), ("lr", float), ("warmup_steps", int), ("depth", int)):
         raw = getattr(args, name)
         if raw is not None:
             changes[name] = parse_list(name, raw, parse)
+    for name, parse in VARIANT_AXES.items():
+        raw = getattr(args, name)
+        if raw is None:
+            continue
+        values = parse_list(name, raw, parse)
+        if len(values) == 1:  # one value is the base's, as `train`'s flag sets it (the spec stays as before)
+            base_changes[name], changes[name] = values[0], ()
+        else:
+            changes[name] = values
+    changes["base"] = spec.base.replace(**base_changes)
     for name in ("seeds", "steps"):
         if getattr(args, name) is not None:
             changes[name] = getattr(args, name)
@@ -188,6 +202,7 @@ def build_report(spec: Any, final: Any, executor: str) -> dict[str, Any]:
     """The `--json` object: cells, sensitivity per curve, executor, elapsed_s (and the spec)."""
     from ln_viz.corpus import load_corpus
     from ln_viz.sweep.results import curves
+    from ln_viz.sweep.spec import VARIANT_AXES
 
     cells = [
         {
@@ -196,6 +211,7 @@ def build_report(spec: Any, final: Any, executor: str) -> dict[str, Any]:
             "warmup_steps": r.warmup_steps,
             "depth": r.depth,
             "seed": r.seed,
+            **dict(zip(VARIANT_AXES, r.variant)),
             "status": r.status,
             "final_loss": _finite(r.final_loss),
             "eval_loss": _finite(r.eval_loss),
@@ -222,6 +238,8 @@ def build_report(spec: Any, final: Any, executor: str) -> dict[str, Any]:
 
 
 def _print_report(report: dict[str, Any], final: Any, args: argparse.Namespace) -> None:
+    from ln_viz.sweep.spec import VARIANT_AXES
+
     if args.json:
         print(json.dumps(report, allow_nan=False))
         return
@@ -241,5 +259,6 @@ def _print_report(report: dict[str, Any], final: Any, args: argparse.Namespace) 
     print("LR sensitivity (Wortsman et al. 2023), per curve:")
     for s in report["sensitivity"]:
         where = f"{s['norm_position']:6} depth {s['depth']:>2} warm-up {s['warmup_steps']:>4}"
+        where += "".join(f" {name} {s[name]}" for name in VARIANT_AXES if name in report["spec"])  # swept ones
         print(f"  {where}: {s['lr_sensitivity']:.3f}")
     print(f"{len(report['cells'])} cells in {report['elapsed_s']:.1f} s ({report['executor']})")

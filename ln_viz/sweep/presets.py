@@ -1,4 +1,4 @@
-"""The two sweeps the stability map page offers by name, sized from measurement.
+"""The sweeps the stability map page offers by name, sized from measurement.
 
 Both start from the Live page's preset size (depth 6, d_model 64, batch 16 x 32 characters, 300
 steps, seed 0: ln_viz.config), at which the issue's single runs were measured:
@@ -6,6 +6,8 @@ steps, seed 0: ln_viz.config), at which the issue's single runs were measured:
   Xiong et al. 2020 (Fig. 2): Post-LN needs warm-up, the longer the higher the lr; Pre-LN does not;
 - the depth slice: Post-LN and Pre-LN x depth {2, 4, 6, 8} x warm-up {0, 100} at lr 3e-3; Nguyen &
   Salazar 2019 (Table 5): Post-LN without warm-up fails from a depth of about 5-6.
+- QK-norm: Pre-LN x lr {3e-3, 1e-2, 3e-2, 1e-1} x QK-norm {none, LayerNorm}, no warm-up, 400 steps;
+  Wortsman et al. 2023 (Fig. 1): QK-layernorm lowers the LR sensitivity (attention-logit growth).
 What these grids measured with this code is in the README ("The stability map") and shipped as the
 page's default (ln_viz/data/stability_map_default.json).
 """
@@ -37,6 +39,16 @@ SWEEP_PRESETS: dict[str, SweepConfig] = {
         depth=(2, 4, 6, 8),
         seeds=1,
         steps=300,
+    ),
+    "qk-norm": SweepConfig(
+        base=BASE,
+        norm_position=("pre",),
+        lr=(3e-3, 1e-2, 3e-2, 1e-1),
+        warmup_steps=(0,),
+        depth=(6,),
+        seeds=1,
+        steps=400,
+        qk_norm=("none", "layernorm"),
     ),
 }
 DEFAULT_SWEEP = "warmup-map"

@@ -15,10 +15,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ln_viz.config import RunConfig
 from ln_viz.snapshot import final_loss
-from ln_viz.sweep.spec import Cell
+from ln_viz.sweep.spec import VARIANT_AXES, Cell
 
 CURVE_POINTS = 100
+_DEFAULTS = {name: getattr(RunConfig(), name) for name in VARIANT_AXES}
 _TRAINER_STATUS = {"completed": "learned", "stalled": "stalled", "diverged": "diverged"}
 
 
@@ -67,8 +69,15 @@ class CellResult:
     elapsed_s: float = 0.0
 
     @property
-    def key(self) -> tuple[str, float, int, int, int]:
-        return (self.norm_position, self.lr, self.warmup_steps, self.depth, self.seed)
+    def variant(self) -> tuple[str, str, float]:
+        """(qk_norm, norm_type, weight_decay), from its config: a cell's columns predate these axes, and
+        its config leaves the issue-19 fields out at their defaults (ln_viz.config.OMIT_AT_DEFAULT)."""
+        return tuple(self.config.get(name, _DEFAULTS[name]) for name in VARIANT_AXES)  # type: ignore[return-value]
+
+    @property
+    def key(self) -> tuple:
+        """As Cell.key: (norm_position, lr, warmup_steps, depth, seed, *variant)."""
+        return (self.norm_position, self.lr, self.warmup_steps, self.depth, self.seed, *self.variant)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -133,7 +142,7 @@ def lr_sensitivity(final_losses: Sequence[float | None], init_loss: float) -> fl
 
 @dataclass(frozen=True)
 class Curve:
-    """Final loss against lr for one setting (norm position, warm-up, depth), seeds averaged."""
+    """Final loss against lr for one setting (norm position, warm-up, depth, variant), seeds averaged."""
 
     norm_position: str
     warmup_steps: int
@@ -143,9 +152,11 @@ class Curve:
     statuses: tuple[str, ...]  # the worst status over the seeds at each lr
     init_loss: float
     lr_sensitivity: float
+    variant: tuple[str, str, float] = tuple(_DEFAULTS.values())  # type: ignore[assignment]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """Plain JSON types (the `--json` report), the variant axes by name."""
+        return dict(zip(VARIANT_AXES, self.variant)) | {
             "norm_position": self.norm_position,
             "warmup_steps": self.warmup_steps,
             "depth": self.depth,
@@ -161,14 +172,14 @@ _WORST = {"failed": 0, "learned": 1, "stalled": 2, "diverged": 3}
 
 
 def curves(results: Iterable[CellResult], default_init: float) -> list[Curve]:
-    """One Curve per (norm position, warm-up, depth) with at least one cell that ran. A failed cell
-    says nothing about the lr and is left out; a diverged seed counts at the loss at init."""
-    groups: dict[tuple[str, int, int], dict[float, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
+    """One Curve per (norm position, warm-up, depth, variant) with at least one cell that ran. A failed
+    cell says nothing about the lr and is left out; a diverged seed counts at the loss at init."""
+    groups: dict[tuple, dict[float, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         if r.status != "failed":
-            groups[(r.norm_position, r.warmup_steps, r.depth)][r.lr].append(r)
+            groups[(r.norm_position, r.warmup_steps, r.depth, r.variant)][r.lr].append(r)
     out = []
-    for (norm, warm, depth), by_lr in groups.items():
+    for (norm, warm, depth, variant), by_lr in groups.items():
         inits = [r.init_loss for rs in by_lr.values() for r in rs if r.init_loss is not None]
         init = sum(inits) / len(inits) if inits else default_init
         lrs = tuple(sorted(by_lr))
@@ -181,5 +192,5 @@ def curves(results: Iterable[CellResult], default_init: float) -> list[Curve]:
             finals.append(None if diverged_all else sum(values) / len(values))
             statuses.append(max((r.status for r in rs), key=_WORST.__getitem__))
         sens = lr_sensitivity(finals, init)
-        out.append(Curve(norm, warm, depth, lrs, tuple(finals), tuple(statuses), init, sens))
-    return sorted(out, key=lambda c: (c.norm_position, c.depth, c.warmup_steps))
+        out.append(Curve(norm, warm, depth, lrs, tuple(finals), tuple(statuses), init, sens, variant))
+    return sorted(out, key=lambda c: (c.norm_position, c.depth, c.warmup_steps, c.variant))

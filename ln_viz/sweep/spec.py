@@ -1,8 +1,10 @@
 """SweepConfig: a base RunConfig and the axes a sweep varies, validated like RunConfig.
 
 A sweep is the grid norm_position x lr x warmup_steps x depth x seed, every cell a RunConfig that
-`python -m ln_viz train` would train the same way. Cells skip the probes (a sweep reads losses only)
-and measure the held-out loss once, at the end.
+`python -m ln_viz train` would train the same way. Three more axes, `qk_norm`, `norm_type` and
+`weight_decay` (VARIANT_AXES), are empty by default: then every cell has the base's value, and the spec's
+`to_dict()` (so its fingerprint, the store's row, the shipped map) is what it was before they existed.
+Cells skip the probes (a sweep reads losses only) and measure the held-out loss once, at the end.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +23,9 @@ from ln_viz.i18n import LocalizedError
 MAX_RUNS = 512  # a sweep above this is a job for a cluster scheduler, not a page
 MAX_AXIS_VALUES = 32
 MAX_SEEDS = 16
+# Axes a sweep may vary beyond the five above; each a RunConfig field of this name and kind. Empty means
+# "the base's value" and is left out of to_dict(), so older specs keep their fingerprints.
+VARIANT_AXES: dict[str, type] = {"qk_norm": str, "norm_type": str, "weight_decay": float}
 
 # Seconds per step of the reference cell (depth 6, d_model 64, batch 16 x 32 tokens, no probes) on one
 # torch thread, measured on the 2-core machine with nothing else running (benchmarks/sweep.py: 21
@@ -44,9 +50,14 @@ class Cell:
     config: RunConfig
 
     @property
-    def key(self) -> tuple[str, float, int, int, int]:
-        """(norm_position, lr, warmup_steps, depth, seed): the cell's place in the grid."""
-        return (self.norm_position, self.lr, self.warmup_steps, self.depth, self.seed)
+    def variant(self) -> tuple[str, str, float]:
+        """(qk_norm, norm_type, weight_decay): its place on the variant axes (read from its config)."""
+        return (self.config.qk_norm, self.config.norm_type, self.config.weight_decay)
+
+    @property
+    def key(self) -> tuple:
+        """(norm_position, lr, warmup_steps, depth, seed, qk_norm, norm_type, weight_decay): its place."""
+        return (self.norm_position, self.lr, self.warmup_steps, self.depth, self.seed, *self.variant)
 
     @property
     def fingerprint(self) -> str:
@@ -72,11 +83,29 @@ class SweepConfig:
     depth: tuple[int, ...] = (6,)
     seeds: int = 1
     steps: int = 300
+    qk_norm: tuple[str, ...] = ()  # the variant axes: () is the base's value (VARIANT_AXES)
+    norm_type: tuple[str, ...] = ()
+    weight_decay: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        # the base's one value is the empty axis: equal specs compare equal (the page finds the shipped map)
+        for name in VARIANT_AXES:
+            if tuple(getattr(self, name)) == (getattr(self.base, name),):
+                object.__setattr__(self, name, ())
+
+    def values(self, name: str) -> tuple[Any, ...]:
+        """A variant axis's values: its own, or the base's one value when it is empty."""
+        return getattr(self, name) or (getattr(self.base, name),)
+
+    def varied(self) -> tuple[str, ...]:
+        """The variant axes with more than one value (the charts name a curve by these)."""
+        return tuple(name for name in VARIANT_AXES if len(self.values(name)) > 1)
 
     @property
     def n_runs(self) -> int:
         """Runs in the grid: the product of the axes' lengths and the seeds."""
-        return len(self.norm_position) * len(self.lr) * len(self.warmup_steps) * len(self.depth) * self.seeds
+        n = len(self.norm_position) * len(self.lr) * len(self.warmup_steps) * len(self.depth) * self.seeds
+        return n * math.prod(len(self.values(name)) for name in VARIANT_AXES)
 
     def validate(self) -> SweepConfig:
         """Raise SweepError (or the cell's ConfigError) on the first bad field; return self."""
@@ -86,6 +115,9 @@ class SweepConfig:
                 raise SweepError("sweep.err.choice", "norm_position", value=v, choices=", ".join(NORM_POSITIONS))
         for name in ("lr", "warmup_steps", "depth"):
             _axis(name, getattr(self, name))
+        for name in VARIANT_AXES:
+            if getattr(self, name):
+                _axis(name, getattr(self, name))
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or not 1 <= self.seeds <= MAX_SEEDS:
             raise SweepError("sweep.err.seeds", "seeds", value=self.seeds, hi=MAX_SEEDS)
         if self.n_runs > MAX_RUNS:
@@ -97,6 +129,9 @@ class SweepConfig:
             probe.replace(lr=lr).validate()
         for d in self.depth:
             probe.replace(depth=d).validate()
+        for name in VARIANT_AXES:
+            for v in self.values(name):
+                probe.replace(**{name: v}).validate()
         for w in self.warmup_steps:
             if isinstance(w, int) and not isinstance(w, bool) and w > self.steps:
                 raise SweepError("sweep.err.warmup_longer", "warmup_steps", warmup=w, steps=self.steps)
@@ -104,13 +139,15 @@ class SweepConfig:
         return self
 
     def cells(self) -> list[Cell]:
-        """Every run of the grid, in a fixed order (norm position, depth, warm-up, lr, seed)."""
+        """Every run of the grid, in a fixed order (norm position, the variant axes, depth, warm-up, lr,
+        seed)."""
         base = self.base.replace(steps=self.steps, probe_every=0, eval_every=self.steps)
+        variants = [dict(zip(VARIANT_AXES, v)) for v in itertools.product(*map(self.values, VARIANT_AXES))]
         out = []
-        for norm, depth, warm, lr, seed in itertools.product(
-            self.norm_position, self.depth, self.warmup_steps, self.lr, range(self.seeds)
+        for norm, variant, depth, warm, lr, seed in itertools.product(
+            self.norm_position, variants, self.depth, self.warmup_steps, self.lr, range(self.seeds)
         ):
-            cfg = base.replace(norm_position=norm, depth=depth, warmup_steps=warm, lr=lr, seed=seed)
+            cfg = base.replace(norm_position=norm, depth=depth, warmup_steps=warm, lr=lr, seed=seed, **variant)
             out.append(Cell(norm, lr, warm, depth, seed, cfg))
         return out
 
@@ -125,7 +162,7 @@ class SweepConfig:
             "depth": list(self.depth),
             "seeds": self.seeds,
             "steps": self.steps,
-        }
+        } | {name: list(getattr(self, name)) for name in VARIANT_AXES if getattr(self, name)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SweepConfig:
@@ -138,6 +175,7 @@ class SweepConfig:
             depth=tuple(int(x) for x in d["depth"]),
             seeds=int(d["seeds"]),
             steps=int(d["steps"]),
+            **{name: tuple(kind(x) for x in d[name]) for name, kind in VARIANT_AXES.items() if name in d},
         )
 
     @property
@@ -207,13 +245,19 @@ def duration_text(seconds: float, lang: str = "en") -> str:
 # --- the spec in a URL ----------------------------------------------------------------------------
 # The stability map page keeps its spec here; the base config's fields use ln_viz.urlstate's names.
 QUERY_AXES = {"sm_norm": "norm_position", "sm_lr": "lr", "sm_warmup": "warmup_steps", "sm_depth": "depth"}
-QUERY_KEYS = (*QUERY_AXES, "sm_seeds", "sm_steps")  # every parameter of the spec (ln_viz.urlstate knows them)
-_AXIS_TYPES = {"norm_position": str, "lr": float, "warmup_steps": int, "depth": int}
+QUERY_VARIANTS = {"sm_qk": "qk_norm", "sm_normtype": "norm_type", "sm_wd": "weight_decay"}  # only when set
+QUERY_KEYS = (*QUERY_AXES, *QUERY_VARIANTS, "sm_seeds", "sm_steps")  # the spec's parameters (ln_viz.urlstate)
+_AXIS_TYPES = {"norm_position": str, "lr": float, "warmup_steps": int, "depth": int, **VARIANT_AXES}
 
 
 def spec_to_query(spec: SweepConfig) -> dict[str, str]:
     """The axes, seeds and steps as short query parameters (sm_lr=0.0003,0.001 ...)."""
     out = {key: ",".join(_fmt(v) for v in getattr(spec, name)) for key, name in QUERY_AXES.items()}
+    out |= {
+        key: ",".join(_fmt(v) for v in getattr(spec, name))
+        for key, name in QUERY_VARIANTS.items()
+        if getattr(spec, name)
+    }
     out["sm_seeds"] = str(spec.seeds)
     out["sm_steps"] = str(spec.steps)
     return out
@@ -225,7 +269,7 @@ def spec_from_query(params: dict[str, Any], default: SweepConfig) -> tuple[Sweep
     import dataclasses
 
     spec, bad = default, []
-    for key, name in {**QUERY_AXES, "sm_seeds": "seeds", "sm_steps": "steps"}.items():
+    for key, name in {**QUERY_AXES, **QUERY_VARIANTS, "sm_seeds": "seeds", "sm_steps": "steps"}.items():
         raw = params.get(key)
         if raw is None:
             continue

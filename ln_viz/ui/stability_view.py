@@ -16,11 +16,11 @@ from typing import Any
 
 import streamlit as st
 
-from ln_viz.config import FIELDS, NORM_POSITIONS
+from ln_viz.config import FIELDS, NORM_POSITIONS, NORM_TYPES, QK_NORMS
 from ln_viz.i18n import t
 from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
-from ln_viz.sweep.spec import MAX_SEEDS, SweepConfig, spec_from_query, spec_to_query
+from ln_viz.sweep.spec import MAX_SEEDS, QUERY_VARIANTS, SweepConfig, spec_from_query, spec_to_query
 from ln_viz.text import error_line
 from ln_viz.ui import language
 
@@ -29,6 +29,7 @@ LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 WARMUP_CHOICES = (0, 10, 30, 50, 100, 200, 400)
 DEPTH_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24)
 NORM_CHOICES = NORM_POSITIONS
+WEIGHT_DECAY_CHOICES = (0.0, 0.01, 0.1)
 
 
 @dataclass
@@ -145,8 +146,12 @@ def read_spec_from_url() -> tuple[SweepConfig, list[str]]:
 
 def write_spec_to_url(spec: SweepConfig) -> None:
     """Keep the spec in the address bar, so a map can be bookmarked."""
-    for key, value in spec_to_query(spec).items():
+    query = spec_to_query(spec)
+    for key, value in query.items():
         st.query_params[key] = value
+    for key in QUERY_VARIANTS:  # a variant axis back at the base's value leaves the address
+        if key not in query and key in st.query_params:
+            del st.query_params[key]
 
 
 def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
@@ -173,6 +178,7 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
     seeds = d2.slider(t("sweep.ui.seeds", lang), 1, MAX_SEEDS, spec.seeds, key="sm_seeds")
     return dataclasses.replace(
         spec,
+        **_variant_form(spec, lang, container),
         norm_position=tuple(n for n in NORM_CHOICES if n in norm),
         lr=tuple(sorted(lrs)),
         warmup_steps=tuple(sorted(warm)),
@@ -180,6 +186,26 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
         seeds=seeds,
         steps=steps,
     )
+
+
+def _variant_form(spec: SweepConfig, lang: str, container: Any) -> dict[str, tuple]:
+    """The variant axes (QK-norm, norm type, weight decay); none chosen, or the base's one, is the base's."""
+    v1, v2, v3 = container.columns(3)
+    chosen = {}
+    for column, name, key, choices, prefix in (
+        (v1, "qk_norm", "sm_qk", QK_NORMS, "qknorm"),
+        (v2, "norm_type", "sm_normtype", NORM_TYPES, "sweep.chart.normtype"),
+    ):  # translated labels: the value set here, not by default= (as the norm positions')
+        st.session_state.setdefault(key, list(spec.values(name)))
+        label = t(f"sweep.ui.{name}", lang)
+        picked = column.multiselect(label, choices, format_func=_label(prefix, lang), key=language.translated(key))
+        chosen[name] = tuple(v for v in choices if v in picked)
+    wd = _axis_select(v3, t("sweep.ui.weight_decay", lang), WEIGHT_DECAY_CHOICES, spec.values("weight_decay"), "sm_wd")
+    return chosen | {"weight_decay": tuple(sorted(wd))}
+
+
+def _label(prefix: str, lang: str) -> Any:
+    return lambda v: t(f"{prefix}.{v}", lang)
 
 
 def _axis_select(column: Any, label: str, choices: tuple, values: tuple, key: str, **kwargs: Any) -> list:
@@ -190,7 +216,7 @@ def _axis_select(column: Any, label: str, choices: tuple, values: tuple, key: st
 def cell_title(r: CellResult, lang: str) -> str:
     """Post-LN, lr 3e-3, warm-up 0, depth 6: learned, final loss 2.16."""
     from ln_viz.charts import norm_label
-    from ln_viz.sweep.charts import lr_label
+    from ln_viz.sweep.labels import lr_label
 
     loss = f"{r.final_loss:.2f}" if r.final_loss is not None else "-"
     status = t(f"sweep.status.{r.status}", lang)
