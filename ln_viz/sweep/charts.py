@@ -25,7 +25,7 @@ from plotly.subplots import make_subplots
 
 from ln_viz.charts.style import GREY, GRID, NORM_COLORS, _px, margin, norm_label, plain_layout
 from ln_viz.i18n import t
-from ln_viz.sweep.labels import lr_label, variant_text
+from ln_viz.sweep.labels import PANEL_X_TITLE, lr_label, variant_text
 from ln_viz.sweep.results import CellResult, Curve
 from ln_viz.sweep.spec import VARIANT_AXES, SweepConfig
 
@@ -131,28 +131,7 @@ def stability_heatmap(
         ],
     )
     for col, p in enumerate(panels, start=1):
-        xs = [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
-        ys = list(range(len(p.ys)))
-        edges = _edges(xs)
-        fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
-        heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
-        fig.add_trace(heat, row=1, col=col)
-        fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
-        for j, i in _marked(p):  # a frame inside the cell, whatever its colour
-            pad = 0.06 * (edges[i + 1] - edges[i])
-            x0, x1 = edges[i] + pad, edges[i + 1] - pad
-            frame = {"color": MARK, "width": _px(3, lecture)}
-            fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=1, col=col)
-        fig.update_xaxes(
-            tickvals=xs,
-            ticktext=_x_ticks(p, x_axis),
-            showgrid=False,
-            zeroline=False,
-            range=[edges[0], edges[-1]],
-            row=1,
-            col=col,
-            title_text=t(_PANEL_X_TITLE[x_axis], lang),
-        )
+        _draw_panel(fig, p, col, zrange, lang, lecture, x_axis)
     warmups = sorted(spec.warmup_steps)
     fig.update_yaxes(range=[-0.5, len(warmups) - 0.5], zeroline=False)
     ytitle = t("sweep.axis.warmup", lang)
@@ -173,9 +152,30 @@ def stability_heatmap(
     return plain_layout(fig, title, lecture, height, showlegend=False, clickmode="event+select", dragmode=False)
 
 
-# One x title under each panel: short enough that two side by side do not run into each other (the log
-# scale shows in the ticks 3e-4, 1e-3, ...).
-_PANEL_X_TITLE = {"lr": "sweep.axis.lr_panel", "depth": "sweep.axis.depth"}
+def _draw_panel(fig: go.Figure, p: Panel, col: int, zrange, lang: str, lecture: bool, x_axis: str) -> None:
+    """One panel of the map: its cells (pending, coloured, clickable), the frames of marked cells, its x axis."""
+    xs = [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
+    ys = list(range(len(p.ys)))
+    edges = _edges(xs)
+    fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
+    heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
+    fig.add_trace(heat, row=1, col=col)
+    fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
+    for j, i in _marked(p):  # a frame inside the cell, whatever its colour
+        pad = 0.06 * (edges[i + 1] - edges[i])
+        x0, x1 = edges[i] + pad, edges[i + 1] - pad
+        frame = {"color": MARK, "width": _px(3, lecture)}
+        fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=1, col=col)
+    fig.update_xaxes(
+        tickvals=xs,
+        ticktext=_x_ticks(p, x_axis),
+        showgrid=False,
+        zeroline=False,
+        range=[edges[0], edges[-1]],
+        row=1,
+        col=col,
+        title_text=t(PANEL_X_TITLE[x_axis], lang),
+    )
 
 
 def _x_ticks(p: Panel, x_axis: str) -> list[str]:

@@ -27,3 +27,8 @@ def _variant_value(name: str, value: Any, lang: str) -> str:
     if name == "weight_decay":
         return f"{value:g}"
     return t(f"qknorm.{value}" if name == "qk_norm" else f"sweep.chart.normtype.{value}", lang)
+
+
+# One x title under each panel of the map: short enough that two side by side do not run into each other
+# (the log scale shows in the ticks 3e-4, 1e-3, ...).
+PANEL_X_TITLE = {"lr": "sweep.axis.lr_panel", "depth": "sweep.axis.depth"}
