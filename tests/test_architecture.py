@@ -228,3 +228,27 @@ def test_the_graph_reader_sees_lazy_relative_and_submodule_imports() -> None:
     assert circles({"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset({"a"})}) == [
         ["a", "b", "c"]
     ]
+
+
+MAX_FILE_LINES = 400  # a library file a reader can hold in mind (the shape ../shared/style.md asks for)
+MAX_FUNCTION_LINES = 60
+
+
+def _library_files() -> list[Path]:
+    return sorted([*(ROOT / PACKAGE).rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"])
+
+
+def test_no_library_file_is_over_400_lines_and_no_function_over_60() -> None:
+    long_files, long_functions = [], []
+    for path in _library_files():
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(ROOT).as_posix()
+        if text.count("\n") > MAX_FILE_LINES:
+            long_files.append(f"{rel} ({text.count(chr(10))} lines)")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{rel}:{node.lineno} {node.name} ({n} lines)")
+    assert not long_files, f"over {MAX_FILE_LINES} lines: split by concern: {', '.join(long_files)}"
+    assert not long_functions, f"over {MAX_FUNCTION_LINES} lines: {', '.join(long_functions)}"
