@@ -50,19 +50,19 @@ def attn_logit_chart(data: RunData, lang: str = "en", lecture: bool = False, hei
     info = _prepare_attn_logits(data)
     fig = go.Figure()
     _ratio_lines(fig, data, lang, lecture, height, "attn_logit_max", ("chart.attn_logit", "%{y:.3g}"))
+    yaxis = {"title": {"text": t("chart.attn_logit_axis", lang)}, **_log_axis(info.rng)}
+    return _over_steps(
+        fig, data, ("chart.attn_logit_title", "logit-"), lang, lecture, False, height=height, yaxis=yaxis
+    )
+
+
+def _over_steps(
+    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, lecture: bool, legend: bool, **extra
+) -> go.Figure:
+    """A chart over the steps: the waiting note before the first probe, a legend under it or none."""
     if not data.probe_steps:
         _empty_note(fig, lang, lecture)
-    return _steps_layout(
-        fig,
-        data,
-        ("chart.attn_logit_title", "logit-"),
-        lang,
-        lecture,
-        {},
-        showlegend=False,
-        height=height,
-        yaxis={"title": {"text": t("chart.attn_logit_axis", lang)}, **_log_axis(info.rng)},
-    )
+    return _steps_layout(fig, data, names, lang, lecture, {}, legend_below=legend, showlegend=legend, **extra)
 
 
 # --- log Z over the steps ------------------------------------------------------------------------
@@ -101,19 +101,9 @@ def log_z_chart(data: RunData, lang: str = "en", lecture: bool = False, height: 
             )
         )
     fig.add_hline(y=0, line={"color": GREY, "width": 1.5, "dash": "dot"})
-    if not data.probe_steps:
-        _empty_note(fig, lang, lecture)
-    return _steps_layout(
-        fig,
-        data,
-        ("chart.logz_title", "logz-"),
-        lang,
-        lecture,
-        {},
-        legend_below=True,  # under the x axis: above the plot it ran into the title's second line
-        height=height,
-        yaxis={"title": {"text": t("chart.logz_axis", lang)}, "zeroline": False, "rangemode": "tozero"},
-    )
+    # under the x axis: above the plot the legend ran into the title's second line
+    yaxis = {"title": {"text": t("chart.logz_axis", lang)}, "zeroline": False, "rangemode": "tozero"}
+    return _over_steps(fig, data, ("chart.logz_title", "logz-"), lang, lecture, True, height=height, yaxis=yaxis)
 
 
 # --- per layer at a step: massive activations, DyT saturation -----------------------------------
