@@ -137,6 +137,22 @@ def attention_summary(q: torch.Tensor, k: torch.Tensor, heads: int) -> tuple[flo
     return float(-torch.dot(p, logp)) / (B * heads * T), largest
 
 
+def _median_abs(x: torch.Tensor) -> float:
+    """The median |x| (the lower middle value of an even count, as torch.median gives it), NaN if x
+    holds a NaN. numpy's partition: 30x faster than torch.median on 131k floats on a busy 2-core box."""
+    a = np.abs(x.detach().float().reshape(-1).cpu().numpy())
+    if np.isnan(a).any():
+        return math.nan
+    k = (a.size - 1) // 2
+    return float(np.partition(a, k)[k])
+
+
+def _saturated(x: torch.Tensor, alpha: float) -> float:
+    """The fraction of x with |alpha * x| > 2 (float32 arithmetic, as DyT's tanh input is computed)."""
+    a = x.detach().float().reshape(-1).cpu().numpy()
+    return np.count_nonzero(np.abs(a * np.float32(alpha)) > 2) / a.size
+
+
 ENTROPY_SEQUENCES = 8  # attention entropy is measured on the first this-many sequences of the batch
 
 
@@ -199,7 +215,7 @@ class ActivationProbe:
     def _on_block(self, i: int):
         def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
             self.resid_hist[i], self.resid_stats[i] = self._summary(out)
-            median = float(out.detach().abs().median())  # NaN at a diverged step: the ratio is NaN too
+            median = _median_abs(out)  # NaN at a diverged step: the ratio is NaN too
             self.massive_act[i] = self.resid_stats[i, Stat.MAX_ABS] / median if median > 0 else math.nan
 
         return hook
@@ -208,8 +224,7 @@ class ActivationProbe:
         def hook(module: nn.Module, args: tuple) -> None:
             self.norm_in_hist[i, j], self.norm_in_stats[i, j] = self._summary(args[0])
             if isinstance(module, DyT):
-                with torch.no_grad():
-                    self.dyt_saturation[i, j] = float(((module.alpha * args[0]).abs() > 2).float().mean())
+                self.dyt_saturation[i, j] = _saturated(args[0], float(module.alpha.detach()))
 
         return hook
 
