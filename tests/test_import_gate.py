@@ -375,11 +375,13 @@ def mutation(draw: st.DrawFn, doc: dict) -> str:
         if isinstance(arr, dict):
             part = draw(st.sampled_from(["shape", "data", "encoding", "values"]))
             if part == "values":  # well-formed bytes of hostile float32 values
-                n = int(np.prod(arr["shape"])) if all(isinstance(x, int) for x in arr["shape"]) else 0
+                shape = arr.get("shape")  # an earlier mutation may have made it hostile
+                whole = isinstance(shape, list) and all(isinstance(x, int) and x >= 0 for x in shape)
+                n = int(np.prod(shape)) if whole else 0
                 fill = draw(st.sampled_from([np.nan, np.inf, -np.inf, -1.0, 3e38, 2.0, 1e-45]))
                 values = np.full(n, fill, "<f4")
                 arr["data"] = base64.b64encode(values.tobytes()).decode()
-                if draw(st.booleans()):
+                if whole and draw(st.booleans()):
                     arr["encoding"], arr["data"] = "list", values.reshape(arr["shape"]).tolist()
             else:
                 arr[part] = draw(HOSTILE)
