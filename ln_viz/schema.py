@@ -220,6 +220,25 @@ PROBES: dict[str, Measure] = {
             "log Z (logsumexp of the output logits) of each token of the batch: stats",
             optional=True,
         ),
+        _probe(
+            "massive_act",
+            ("depth",),
+            "ratio",
+            "forward",
+            "residual stream after each block: largest |h| over the median |h| (Sun 2024, massive activations)",
+            lo=0.0,
+            optional=True,
+        ),
+        _probe(
+            "dyt_saturation",
+            ("depth", "norms"),
+            "fraction",
+            "forward",
+            "fraction of each DyT norm's tanh inputs with |alpha x| > 2 (NaN for a norm that is not DyT)",
+            lo=0.0,
+            hi=1.0,
+            optional=True,
+        ),
     )
 }
 

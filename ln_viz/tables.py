@@ -12,12 +12,15 @@ a norm name (`ln1`, `ln2`, and for Peri-LN `ln1_out`, `ln2_out`) is that norm's 
     histograms   step, layer, site, bin_left, bin_right, fraction               long format: the
                  fraction of a tensor's elements in [bin_left, bin_right); rows only for bins with a
                  non-zero fraction (an absent bin is 0); values beyond the edges are in layer_stats
-    layer_stats  step, layer, site, mean, std, rms, max_abs, frac_below, frac_above    one row per
-                 (probe step, layer, site); site `input` at layer 0 is the embeddings into block 1
+    layer_stats  step, layer, site, mean, std, rms, max_abs, frac_below, frac_above, dyt_saturation
+                 one row per (probe step, layer, site); site `input` at layer 0 is the embeddings into
+                 block 1; dyt_saturation is a DyT norm's (NaN at resid, input and other norms)
     grad_norms   step, layer, param, grad_norm           Frobenius norm of each weight's gradient;
                  param is attn.q, attn.k, attn.v, attn.o, ffn.w1, ffn.w2
-    layers       step, layer, attn_entropy, block_grad_norm, update_ratio, attn_logit_max    the
-                 probe arrays with one value per block, as ln_viz.schema.PROBES describes them
+    layers       step, layer, attn_entropy, block_grad_norm, update_ratio, attn_logit_max, massive_act
+                 the probe arrays with one value per block, as ln_viz.schema.PROBES describes them
+    log_z        step, mean, std, rms, max_abs, frac_below, frac_above    one row per probe step: the
+                 stats of log Z (logsumexp of the output logits) over the step's tokens (logz_stats)
 
 Probe values are float32 (as measured), scalars float64; CSV writes each value as the shortest text
 that reads back to the same number at that precision (read probe columns as float32 to get them bit
@@ -93,6 +96,7 @@ def layer_stats_table(data: RunData) -> pd.DataFrame:
         parts.append(
             pd.DataFrame({"step": steps, "layer": 0, "site": "input"}).join(pd.DataFrame(inputs, columns=stat_names))
         )
+    saturation = dict(_sites(data, "resid_stats", "dyt_saturation")[1:])  # norm name -> (P, L)
     for site, stats in _sites(data, "resid_stats", "norm_in_stats"):  # (P, L, stats)
         P, L, _ = stats.shape
         frame = pd.DataFrame(
@@ -102,8 +106,11 @@ def layer_stats_table(data: RunData) -> pd.DataFrame:
                 "site": site,
             }
         )
-        parts.append(frame.join(pd.DataFrame(stats.reshape(P * L, -1), columns=stat_names)))
+        frame = frame.join(pd.DataFrame(stats.reshape(P * L, -1), columns=stat_names))
+        frame["dyt_saturation"] = saturation[site].reshape(-1) if site in saturation else np.float32("nan")
+        parts.append(frame)
     columns = {"step": np.int64, "layer": np.int64, "site": str} | dict.fromkeys(stat_names, np.float32)
+    columns["dyt_saturation"] = np.float32
     return _concat(parts, columns).sort_values(["step", "layer"], kind="stable", ignore_index=True)
 
 
@@ -134,7 +141,7 @@ def grad_norm_table(data: RunData) -> pd.DataFrame:
 
 
 def layer_table(data: RunData) -> pd.DataFrame:
-    """step, layer, attn_entropy, block_grad_norm, update_ratio."""
+    """step, layer, then each probe with one value per block (attn_entropy, ..., massive_act)."""
     steps = np.asarray(data.probe_steps, np.int64)
     L = data.info.config.depth
     frame = {
@@ -147,12 +154,22 @@ def layer_table(data: RunData) -> pd.DataFrame:
     return pd.DataFrame(frame).astype({"step": np.int64, "layer": np.int64})
 
 
+def log_z_table(data: RunData) -> pd.DataFrame:
+    """step, then the stats of log Z over the step's tokens (mean, std, rms, max_abs, ...)."""
+    steps = np.asarray(data.probe_steps, np.int64)
+    stat_names = list(data.info.stat_names)
+    values = data.probe("logz_stats") if len(steps) else np.zeros((0, len(stat_names)), np.float32)
+    frame = pd.DataFrame({"step": steps}).join(pd.DataFrame(values, columns=stat_names))
+    return frame.astype({"step": np.int64} | dict.fromkeys(stat_names, np.float32))
+
+
 TABLES = {
     "scalars": scalars_table,
     "histograms": histogram_table,
     "layer_stats": layer_stats_table,
     "grad_norms": grad_norm_table,
     "layers": layer_table,
+    "log_z": log_z_table,
 }
 
 

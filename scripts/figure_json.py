@@ -8,7 +8,8 @@ any change a user could see in a figure shows as a changed file.
 
 The data: the shipped demo runs (a normal, a stalled and a deep run), a diverged run cut from one of
 them, an empty run, the Init lab's shipped default measurement, and the stability map's shipped default
-sweep (with a depth slice, a failed cell and unfinished grids made from it); every builder in English
+sweep (with a depth slice, a failed cell and unfinished grids made from it), a small DyT run trained
+at once (the instability probes: the demo runs predate them); every builder in English
 and Korean, the lecture view on and off, one run and several.
 """
 
@@ -101,6 +102,31 @@ def compare_builders(runs: list[RunData], labels: list[str]) -> dict[str, Build]
         "profile_100": lambda lang, p: charts.layer_profile(runs, lang, 100, p, labels),
         "profile_q": lambda lang, p: charts.layer_profile(runs, lang, lecture=p, labels=labels, param="attn.q"),
     }
+
+
+def instability_builders(data: RunData) -> dict[str, Build]:
+    """The Live page's instability-probe charts (its "Instability probes" expander)."""
+    mid = data.probe_steps[len(data.probe_steps) // 2] if data.probe_steps else 100
+    return {
+        "attn_logit": lambda lang, p: charts.attn_logit_chart(data, lang, p),
+        "log_z": lambda lang, p: charts.log_z_chart(data, lang, p),
+        "massive": lambda lang, p: charts.massive_act_chart(data, lang, lecture=p),
+        "massive_mid": lambda lang, p: charts.massive_act_chart(data, lang, step=mid, lecture=p),
+        "dyt": lambda lang, p: charts.dyt_saturation_chart(data, lang, lecture=p),
+    }
+
+
+def probed_run() -> RunData:
+    """A DyT run at lr 1e-2 trained now (seconds): the demo runs were recorded before the instability
+    probes and hold NaN for them. One thread, a fixed seed: the same figures on every call."""
+    import torch
+
+    from ln_viz.config import RunConfig
+    from ln_viz.train import run
+
+    torch.set_num_threads(1)
+    cfg = RunConfig(depth=4, d_model=32, heads=4, seq_len=32, batch_size=8, steps=60, probe_every=10, eval_every=0)
+    return run(cfg.replace(norm_type="dyt", lr=1e-2))
 
 
 def init_lab_builders(lab: InitLab) -> dict[str, Build]:
@@ -226,6 +252,9 @@ def figures() -> Iterator[tuple[str, Build]]:
         yield f"init-{chart}", build
     for chart, build in sweep_builders().items():
         yield f"sweep-{chart}", build
+    for run_name, data in {"probed": probed_run(), "normal": normal, "empty": runs["empty"]}.items():
+        for chart, build in instability_builders(data).items():
+            yield f"{run_name}-{chart}", build
 
 
 def main() -> None:

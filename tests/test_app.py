@@ -267,3 +267,38 @@ def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
         "Post-LN · Adam lr 3e-3",
         "Post-LN · Adam lr 1e-2",
     ]
+
+
+@pytest.fixture(scope="module")
+def probed_run():
+    """A real DyT run with the instability probes (the shipped demo runs were recorded before them)."""
+    from ln_viz.train import run
+
+    cfg = PRESETS["pre-ln-no-warmup"].config.replace(depth=2, d_model=16, heads=2, batch_size=4, seq_len=16)
+    return run(cfg.replace(steps=30, probe_every=10, eval_every=0, norm_type="dyt"))
+
+
+def test_the_instability_expander_draws_the_probes_of_a_finished_run(replay_runner, at, probed_run, monkeypatch):
+    import tests.replay
+
+    monkeypatch.setattr(tests.replay, "nearest_demo", lambda cfg: probed_run)  # replay this run, not a demo
+    at.button(key="start").click().run()
+    wait_for(lambda: live_handle(at).done, timeout=30)
+    at.run()
+    assert not at.exception and not at.error
+    (expander,) = [e for e in at.expander if e.label == "Instability probes"]
+    keys = {c.key for c in expander.get("plotly_chart")}
+    assert keys == {"attn_logit", "log_z", "massive_act", "dyt_saturation"}
+    assert "Wortsman" in " ".join(c.value for c in expander.caption)
+
+
+def test_a_run_from_before_the_probes_says_so_in_one_sentence(replay_runner, at):
+    at.button(key="start").click().run()  # replays a shipped demo run: recorded before the probes
+    wait_for(lambda: live_handle(at).done, timeout=30)
+    at.run()
+    (expander,) = [e for e in at.expander if e.label == "Instability probes"]
+    assert not expander.get("plotly_chart")
+    assert [c.value for c in expander.caption] == [
+        "This run was recorded before the instability probes existed (attention logits, log Z, massive "
+        "activations, DyT saturation): train it again to see them."
+    ]

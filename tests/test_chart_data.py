@@ -175,3 +175,57 @@ def test_the_depth_chart_has_one_line_per_norm_position_with_its_seed_spread() -
     np.testing.assert_allclose(post_line.lo, [1.0, 0.1])
     np.testing.assert_allclose(post_line.hi, [2.0, 0.3])
     assert _prepare_depth(df.iloc[:0]) == ([], [])
+
+
+# --- instability probes ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def dyt_run() -> RunData:
+    """A real DyT run at a high learning rate: every instability probe measured, some inputs saturated."""
+    from ln_viz.config import RunConfig
+    from ln_viz.train import run
+
+    cfg = RunConfig(depth=3, d_model=16, heads=2, seq_len=16, batch_size=4, steps=30, probe_every=10, eval_every=0)
+    return run(cfg.replace(norm_type="dyt", lr=1e-2))
+
+
+def test_the_attention_logit_chart_spans_every_drawn_layers_logits(dyt_run: RunData) -> None:
+    from ln_viz.charts.instability import _prepare_attn_logits
+
+    info = _prepare_attn_logits(dyt_run)
+    assert info.layers == [1, 2, 3]
+    logits = dyt_run.probe("attn_logit_max")
+    assert info.rng[0] <= min(1.0, logits.min()) and max(10.0, logits.max()) <= info.rng[1]
+    assert on_the_1_2_5_grid(info.rng[0]) and on_the_1_2_5_grid(info.rng[1])
+    assert _prepare_attn_logits(demo("deep-post-ln")).layers == [1, 4, 8, 11, 14, 17, 21, 24]  # 8 of 24
+
+
+def test_the_log_z_chart_draws_the_mean_and_the_largest_magnitude(dyt_run: RunData) -> None:
+    from ln_viz.charts.instability import _prepare_log_z
+
+    info = _prepare_log_z(dyt_run)
+    assert info.steps.tolist() == [1, 10, 20, 30]
+    np.testing.assert_array_equal(info.mean, dyt_run.probe("logz_stats")[:, 0])
+    np.testing.assert_array_equal(info.max_abs, dyt_run.probe("logz_stats")[:, 3])
+    assert (info.max_abs >= np.abs(info.mean)).all()
+
+
+def test_the_per_layer_charts_show_the_chosen_probe_step(dyt_run: RunData) -> None:
+    from ln_viz.charts.instability import _prepare_dyt, _prepare_massive
+
+    info, rng = _prepare_massive(dyt_run, step=11)
+    assert info.step == 10 and info.layers.tolist() == [1, 2, 3]
+    np.testing.assert_array_equal(info.values, dyt_run.probe("massive_act")[1])
+    assert rng[0] <= 1 and info.values.max() <= rng[1]
+    dyt = _prepare_dyt(dyt_run)
+    assert dyt.step == 30 and dyt.values.shape == (3, 2)  # layers x (ln1, ln2), in %
+    np.testing.assert_allclose(dyt.values, 100 * dyt_run.probe("dyt_saturation")[-1], rtol=1e-6)
+    assert np.isnan(_prepare_dyt(demo("pre-ln-no-warmup")).values).all()
+
+
+def test_a_run_from_before_the_probes_has_none_to_draw(dyt_run: RunData) -> None:
+    from ln_viz.charts.instability import has_instability_probes, is_dyt
+
+    assert has_instability_probes(dyt_run) and is_dyt(dyt_run)
+    old = demo("pre-ln-no-warmup")
+    assert not has_instability_probes(old) and not is_dyt(old)
+    assert not has_instability_probes(RunData(dyt_run.info))  # no probe step yet

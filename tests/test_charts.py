@@ -328,7 +328,7 @@ def title_of(fig: go.Figure) -> str:
     return (fig.layout.title.text or "") + (" · " + sub if sub else "")
 
 
-ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "Mix-LN", "LN", *PARAM_NAMES]
+ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "Mix-LN", "DyT", "LN", *PARAM_NAMES]  # paper names
 
 
 def visible_texts(fig: go.Figure) -> list[str]:
@@ -635,3 +635,24 @@ def test_short_distribution_chart_leaves_play_to_the_page(pre_run: RunData) -> N
     assert small.layout.margin.b < 100
     tall = charts.act_dist(pre_run, animate=True, lecture=True, height=700)
     assert tall.layout.sliders and tall.layout.updatemenus
+
+
+def test_the_instability_charts_are_labelled_in_korean() -> None:
+    from ln_viz.config import RunConfig
+    from ln_viz.train import run
+
+    cfg = RunConfig(depth=2, d_model=16, heads=2, seq_len=16, batch_size=4, steps=10, probe_every=5, eval_every=0)
+    dyt = run(cfg.replace(norm_type="dyt"))
+    figs = [
+        charts.attn_logit_chart(dyt, "ko"),
+        charts.log_z_chart(dyt, "ko"),
+        charts.massive_act_chart(dyt, "ko"),
+        charts.dyt_saturation_chart(dyt, "ko"),
+        charts.dyt_saturation_chart(run(cfg), "ko"),  # not DyT: the note says so
+    ]
+    for fig in figs:
+        assert re.search("[가-힣]", title_of(fig)), title_of(fig)
+        for text in visible_texts(fig):
+            assert not english_left(text), (text, english_left(text))
+    assert [a.text for a in figs[-1].layout.annotations][-1] == KO["chart.not_dyt"]
+    assert not figs[-1].layout.showlegend  # no norm legend over an empty chart

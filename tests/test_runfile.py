@@ -97,7 +97,7 @@ def test_exported_tables_read_back_exactly(tmp_path: Path, store: Store, tiny_ru
     run_id = store.add_run(tiny_run, label="tables")
     paths = export_run(store, run_id, fmt, tmp_path / "out")
     assert {p.name for p in paths} == {
-        f"{n}.{fmt}" for n in ("scalars", "histograms", "layer_stats", "grad_norms", "layers")
+        f"{n}.{fmt}" for n in ("scalars", "histograms", "layer_stats", "grad_norms", "layers", "log_z")
     } | {"info.json"}
     expected = tables(tiny_run)
     for name, df in expected.items():
@@ -395,7 +395,7 @@ def test_cli_export_and_import(tmp_path: Path, store: Store, tiny_run: RunData) 
             "runs", "export", str(run_id), "--format", fmt, "--out", str(tmp_path / fmt), "--store", src
         )
         assert code == 0, err
-        assert len(out.strip().splitlines()) == 6  # five tables and info.json
+        assert len(out.strip().splitlines()) == 7  # six tables and info.json
     other = tmp_path / "other.sqlite"
     code, out, err = cli("runs", "import", str(tmp_path / "r.json.gz"), "--store", str(other), "--json")
     assert code == 0, err

@@ -28,6 +28,10 @@ CHART_KEYS = {
     "runs_act_dist",
     "runs_layer_profile",
     "runs_attn_entropy",
+    # the "Instability probes" expander (a LayerNorm run: no DyT saturation chart)
+    "runs_attn_logit",
+    "runs_log_z",
+    "runs_massive_act",
 }
 
 

@@ -12,7 +12,8 @@ Built for a live page that redraws about once a second and for a projector:
 The package: `style` (colours, fonts, the shared layout, the lecture view's scaling), `axes` (ranges, ticks,
 colorbars), `sample` (downsampling, which probe step), and one module per family of views: `loss`,
 `grads` (gradient heatmap, update ratio), `dist` (activation distributions), `profile` (per-layer
-profile), `entropy` (attention entropy per layer), `init_lab` (the Init lab). Every public builder takes
+profile), `entropy` (attention entropy per layer), `instability` (attention logits, log Z, massive
+activations, DyT saturation), `init_lab` (the Init lab). Every public builder takes
 `height` (px; None = Plotly's default): the page decides how tall each chart is. In each module, a
 `_prepare_*` step computes what is drawn, apart from the drawing; `loss_chart` and `layer_profile`
 take one run (its full view) or a sequence of runs (compared).
@@ -22,6 +23,14 @@ from ln_viz.charts.dist import ACT_CODES, ACT_LOG_MIN, act_dist
 from ln_viz.charts.entropy import attention_entropy_chart, uniform_entropy
 from ln_viz.charts.grads import MAX_RATIO_LAYERS, UPDATE_RATIO_REF, grad_heatmap, shared_zrange, update_ratio_chart
 from ln_viz.charts.init_lab import init_grad_profile, last_layer_vs_depth_chart, resid_growth_chart
+from ln_viz.charts.instability import (
+    attn_logit_chart,
+    dyt_saturation_chart,
+    has_instability_probes,
+    is_dyt,
+    log_z_chart,
+    massive_act_chart,
+)
 from ln_viz.charts.loss import loss_chart
 from ln_viz.charts.profile import PROFILE_HEIGHTS, PROFILE_SPACING, layer_profile
 from ln_viz.charts.sample import (
@@ -61,6 +70,12 @@ __all__ = [
     "UPDATE_RATIO_REF",
     "act_dist",
     "attention_entropy_chart",
+    "attn_logit_chart",
+    "dyt_saturation_chart",
+    "has_instability_probes",
+    "is_dyt",
+    "log_z_chart",
+    "massive_act_chart",
     "downsample",
     "downsample_index",
     "grad_heatmap",

@@ -42,11 +42,18 @@ def _diverged_line(fig: go.Figure, data: RunData, lang: str, lecture: bool) -> N
 
 
 def _steps_layout(
-    fig: go.Figure, data: RunData, names: tuple[str, str], lang: str, lecture: bool, xaxis: dict, **extra: Any
+    fig: go.Figure,
+    data: RunData,
+    names: tuple[str, str],
+    lang: str,
+    lecture: bool,
+    xaxis: dict,
+    legend_below: bool = False,
+    **extra: Any,
 ) -> go.Figure:
     """The layout of a chart over steps 0..config.steps (or just past a divergence, `step_range`), no
-    legend. `names`: the title's catalog key and the uirevision's prefix; `xaxis`: more of the step axis;
-    `extra`: more layout (`height` among it)."""
+    legend unless `legend_below`. `names`: the title's catalog key and the uirevision's prefix; `xaxis`:
+    more of the step axis; `extra`: more layout (`height` among it)."""
     title_key, key = names
     end = step_range(data)
     steps = {
@@ -55,7 +62,8 @@ def _steps_layout(
         **({"dtick": 1} if end <= 12 else {}),
         **xaxis,
     }
-    return _layout(fig, t(title_key, lang), lecture, key + _run_key(data), legend_below=False, xaxis=steps, **extra)
+    uirevision = key + _run_key(data)
+    return _layout(fig, t(title_key, lang), lecture, uirevision, legend_below=legend_below, xaxis=steps, **extra)
 
 
 # --- gradient heatmap ----------------------------------------------------------------------------
@@ -168,10 +176,19 @@ def _ratio_layers(L: int) -> list[int]:
     return sorted({int(round(v)) for v in np.linspace(1, L, MAX_RATIO_LAYERS)})
 
 
-def _ratio_lines(fig: go.Figure, data: RunData, lang: str, lecture: bool, height: int | None) -> None:
-    """One line per shown layer, coloured from input (dark) to output (light); which colour is which
-    layer is told by a thin colourbar (a legend of eight "layer n" entries took 40 % of a half-width chart)."""
-    r = data.probe("update_ratio")
+def _ratio_lines(
+    fig: go.Figure,
+    data: RunData,
+    lang: str,
+    lecture: bool,
+    height: int | None,
+    probe: str = "update_ratio",
+    value: tuple[str, str] = ("chart.update_ratio", "%{y:.2e}"),
+) -> None:
+    """One line per shown layer of a (depth,) probe (`value`: its hover label key and format), coloured
+    from input (dark) to output (light); which colour is which layer is told by a thin colourbar (a
+    legend of eight "layer n" entries took 40 % of a half-width chart)."""
+    r = data.probe(probe)
     steps = np.asarray(data.probe_steps, dtype=np.int32)
     L = data.info.config.depth
     layers = _ratio_layers(L)
@@ -186,7 +203,7 @@ def _ratio_lines(fig: go.Figure, data: RunData, lang: str, lecture: bool, height
                 mode="lines" if steps.size > 2 else "lines+markers",  # one point alone draws no line
                 name=name,
                 line={"color": c, "width": 2.2},
-                hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), ("chart.update_ratio", "%{y:.2e}")),
+                hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), value),
             )
         )
     ticks = _layer_ticks(L)["tickvals"]

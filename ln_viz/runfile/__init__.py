@@ -60,6 +60,10 @@ checks this table against the schema):
             largest |q.k|/sqrt(d_head) before the softmax, the batch's first 8 sequences (Wortsman 2023)
     probe   logz_stats      (stats)                  float32  nats
             log Z (logsumexp of the output logits) of each token of the batch: stats
+    probe   massive_act     (depth)                  float32  ratio
+            residual stream after each block: largest |h| over the median |h| (Sun 2024, massive activations)
+    probe   dyt_saturation  (depth, norms)           float32  fraction
+            fraction of each DyT norm's tanh inputs with |alpha x| > 2 (NaN for a norm that is not DyT)
 
 Reading validates everything before anything is stored: a file ln-viz would not have written is
 refused with one sentence (RunFileError, in English and Korean; a value it repeats is cut to a short
@@ -104,6 +108,7 @@ from ln_viz.tables import (
     histogram_table,
     layer_stats_table,
     layer_table,
+    log_z_table,
     scalars_table,
     tables,
 )
@@ -128,6 +133,7 @@ __all__ = [
     "histogram_table",
     "layer_stats_table",
     "layer_table",
+    "log_z_table",
     "parse_run",
     "read_run_bytes",
     "read_run_data",

@@ -16,6 +16,7 @@ from ln_viz.i18n import t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData, RunInfo
 from ln_viz.ui import layout, stepper
+from ln_viz.ui.instability_view import instability_expander
 from ln_viz.ui.safe import md
 
 REFRESH_S = 1.0
@@ -153,17 +154,22 @@ _SIMPLE_CHARTS = {
     "grad_heatmap": charts.grad_heatmap,
     "update_ratio": charts.update_ratio_chart,
     "attn_entropy": charts.attention_entropy_chart,
+    "attn_logit": charts.attn_logit_chart,
+    "log_z": charts.log_z_chart,
 }
+_STEP_CHARTS = {"massive_act": charts.massive_act_chart, "dyt_saturation": charts.dyt_saturation_chart}
 
 
 def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool):
-    """One of the live page's five figures (`step`: the probe step the distribution and profile show).
+    """One of the live page's figures (`step`: the probe step the distribution and profile show).
     The distribution is never animated inside its figure: the page's one step control moves it and the
     profile together (ln_viz.ui.stepper)."""
     if name == "act_dist":
         return charts.act_dist(data, step=step, animate=False, lang=lang, lecture=lecture)
     if name == "layer_profile":
         return charts.layer_profile(data, step=step, lang=lang, lecture=lecture)
+    if name in _STEP_CHARTS:  # the instability expander's charts at the page's step
+        return _STEP_CHARTS[name](data, step=step, lang=lang, lecture=lecture)
     return _SIMPLE_CHARTS[name](data, lang=lang, lecture=lecture)
 
 
@@ -204,7 +210,8 @@ def draw_charts(
 ) -> None:
     """Place the six charts with their captions: the loss and the gradient heatmap side by side in the
     first screen, then the step control, the distribution and the per-layer profile at that step, and
-    the update ratio beside the attention entropy. With `cache_key` (a finished run's `finished_key`)
+    the update ratio beside the attention entropy, and the "Instability probes" expander below
+    (ln_viz.ui.instability_view). With `cache_key` (a finished run's `finished_key`)
     the figures are built once and shared; `ticking`: the page's fragment runs on the Play timer
     (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that
     keeps its height from the start."""
@@ -226,3 +233,4 @@ def draw_charts(
         with col:
             layout.chart(figure(name), key_prefix + name, layout.SHORT)
             st.caption(t(f"caption.{name}", lang))
+    instability_expander(data, lang, step, figure, key_prefix)

@@ -1,0 +1,40 @@
+"""The "Instability probes" expander under the live view's charts (issue 19): the largest attention
+logit per layer and log Z over the steps, the massive-activation ratio per layer and, for a DyT run,
+DyT's saturation per norm at the page's chosen step. A run recorded before these probes existed (the
+shipped demo runs) gets one sentence instead of empty charts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from ln_viz import charts
+from ln_viz.i18n import t
+from ln_viz.snapshot import RunData
+from ln_viz.ui import layout
+
+# chart name (as live._build knows it) -> its caption's key
+OVER_STEPS = {"attn_logit": "caption.attn_logit", "log_z": "caption.log_z"}
+AT_STEP = {"massive_act": "caption.massive_act", "dyt_saturation": "caption.dyt_saturation"}
+
+
+def instability_expander(
+    data: RunData, lang: str, step: int | None, figure: Callable[..., go.Figure], key_prefix: str = ""
+) -> None:
+    """The expander, closed at first; `figure(name, step=None)` builds (or takes from the finished run's
+    cache) one of the named figures."""
+    with st.expander(t("ui.instability", lang)):
+        if data.probe_steps and not charts.has_instability_probes(data):
+            st.caption(t("ui.instability_none", lang))
+            return
+        for col, (name, caption) in zip(st.columns(2), OVER_STEPS.items()):
+            with col:
+                layout.chart(figure(name), key_prefix + name, layout.SHORT)
+                st.caption(t(caption, lang))
+        shown = [n for n in AT_STEP if n != "dyt_saturation" or charts.is_dyt(data)]
+        for col, name in zip(st.columns(2), shown):
+            with col:
+                layout.chart(figure(name, step), key_prefix + name, layout.SHORT)
+                st.caption(t(AT_STEP[name], lang))
