@@ -354,6 +354,9 @@ def test_a_crashed_run_fails_its_cell_the_sweep_goes_on_and_stop_takes_under_two
         (["--address", "127.0.0.1:6379"], "--executor ray"),
         (["--preset", "everything"], "unknown sweep preset"),
         (["--executor", "slurm"], "invalid choice"),
+        (["--qk-norm", "none,cosine"], "'cosine'"),
+        (["--weight-decay", "0,fast"], "--weight-decay must be a comma-separated list of numbers"),
+        (["--norm-type", "layernorm,batchnorm"], "'batchnorm'"),
     ],
 )
 def test_cli_bad_values_exit_2_with_one_error_line(argv, words, capsys):
