@@ -346,6 +346,7 @@ _BASE = RunConfig(
     depth=6, d_model=64, heads=4, batch_size=16, seq_len=32, lr=3e-3, steps=300, probe_every=5, eval_every=50
 )
 _DEEP = _BASE.replace(depth=24, steps=200)
+_HIGH = _BASE.replace(norm_position="pre", lr=3e-2)
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -358,6 +359,11 @@ PRESETS: dict[str, Preset] = {
         Preset("deepnorm", _DEEP.replace(norm_position="deepnorm"), "preset.deepnorm"),
         Preset("peri-ln", _BASE.replace(norm_position="peri"), "preset.peri-ln"),
         Preset("no-norm", _BASE.replace(norm_position="none"), "preset.no-norm"),
+        # Wortsman et al. 2023's first instability: attention logits grow at a high lr; QK-norm bounds them.
+        Preset("high-lr", _HIGH, "preset.high-lr"),
+        Preset("high-lr-qk-norm", _HIGH.replace(qk_norm="layernorm"), "preset.high-lr-qk-norm"),
+        Preset("very-high-lr", _HIGH.replace(lr=1e-1), "preset.very-high-lr"),
+        Preset("very-high-lr-qk-norm", _HIGH.replace(lr=1e-1, qk_norm="layernorm"), "preset.very-high-lr-qk-norm"),
     ]
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
@@ -368,6 +374,8 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "warmup-vs-none": ("post-ln-no-warmup", "post-ln-warmup", "compare.warmup-vs-none"),
     "deep-post-vs-pre": ("deep-post-ln", "deep-pre-ln", "compare.deep-post-vs-pre"),
     "deepnorm-rescue": ("deep-post-ln", "deepnorm", "compare.deepnorm-rescue"),
+    "qk-norm-logits": ("high-lr", "high-lr-qk-norm", "compare.qk-norm-logits"),
+    "qk-norm-rescue": ("very-high-lr", "very-high-lr-qk-norm", "compare.qk-norm-rescue"),
 }
 DEFAULT_COMPARE = "post-vs-pre"
 
