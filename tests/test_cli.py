@@ -225,6 +225,40 @@ def test_runs_import_of_a_file_it_may_not_read_is_one_sentence(tmp_path):
     assert not store.exists()
 
 
+def test_arguments_that_are_not_utf8_are_one_error_line(tmp_path):
+    """Issue 21 T3: non-UTF-8 bytes in a label or a filter (Python keeps them as lone surrogates) were
+    UnicodeEncodeError tracebacks from SQLite. The label is refused in one sentence, before any training;
+    a filter is one of its choices; a path's bytes are echoed as escapes."""
+    from ln_viz.store import Store
+    from ln_viz.store.transfer import DEMO_DIR
+
+    store = tmp_path / "runs.sqlite"
+    demo = next(DEMO_DIR.glob("*.json.gz"))
+    odd = tmp_path / os.fsdecode(b"run\xff.json.gz")
+    odd.write_bytes(demo.read_bytes())
+    code, out, err = cli("runs", "import", str(odd), "--store", str(store))
+    assert code == 0 and out == f"imported run 1 from {tmp_path}/run\\udcff.json.gz\n", err
+    proc = subprocess.run(  # the bytes as a shell passes them
+        [sys.executable, "-m", "ln_viz", "runs", "label", "--store", str(store), "1", b"bad\xff\xfebytes"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "error: a label must be Unicode text, but character 4 is a lone surrogate (a byte that is not UTF-8, "
+        "or half of a UTF-16 pair); give the label as UTF-8 text.\n"
+    )
+    with Store(store) as opened:
+        assert opened.summary(1).label == demo.name.removesuffix(".json.gz")  # unchanged
+    code, out, err = cli("runs", "list", "--store", str(store), "--status", os.fsdecode(b"x\xff"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: argument --status: invalid choice: 'x\\udcff' (choose from 'queued'"), err
+    label = os.fsdecode(b"x\xffy")
+    code, out, err = cli("train", *SMALL, "--steps", "2", "--store", str(store), "--label", label)
+    assert code == 2 and out == "" and err.startswith("error: a label must be Unicode text, but character 2"), err
+    with Store(store) as opened:
+        assert [r.id for r in opened.list_runs()] == [1]  # nothing trained or stored
+
+
 def test_a_text_file_with_another_corpus_is_refused():
     code, out, err = cli("train", *SMALL, "--corpus", "markov", "--text-file", __file__, "--steps", "1")
     assert code == 2 and out == "" and err.count("\n") == 1

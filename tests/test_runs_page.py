@@ -197,6 +197,31 @@ def test_import_accepts_a_run_file_and_refuses_a_bad_one(store_path: Path, two_r
     assert new_id in shown_ids(at)
 
 
+def test_an_upload_whose_label_is_no_unicode_text_is_refused_in_one_sentence(store_path: Path, two_runs, measured):
+    """Issue 21 T2: a label with a lone surrogate ("\\ud800", valid JSON) showed Streamlit's exception box,
+    with the server's paths, to the student who uploaded it."""
+    at = open_page()
+    before = stored(store_path)
+    blob = run_file_bytes(measured["pre"], label="\ud800 lone")
+    at.file_uploader(key="runs_import_file").set_value(("lone.json.gz", blob, "application/gzip")).run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [
+        "Not imported: file lone.json.gz: label is not Unicode text: character 1 is a lone surrogate (a "
+        "\\\\ud800-style escape without its pair)."
+    ]
+    assert stored(store_path) == before
+
+
+def test_a_label_s_bidi_and_control_characters_show_as_escapes_in_the_table(store_path: Path, measured) -> None:
+    """Issue 21 S3: the heading showed `\\u202eevil\\u202c normal \\u2066x\\u2069` as escapes, but the table's row
+    applied the override (the label could spoof its own text there)."""
+    label = "\u202eevil\u202c normal \u2066x\u2069\nnext"
+    with Store(store_path) as store:
+        store.add_run(measured["pre"], label=label, source="import")
+    at = open_page()
+    assert list(table(at).value["label"]) == [r"\u202eevil\u202c normal \u2066x\u2069\nnext"]
+
+
 def test_empty_store_offers_the_demo_runs_once(store_path: Path) -> None:
     demos = sorted(DEMO_DIR.glob("*.json.gz"))
     assert demos, "the bundled demo runs are missing: run scripts/make_demo_runs.py"

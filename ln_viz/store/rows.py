@@ -22,7 +22,7 @@ import numpy as np
 from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.runfile.validate import Validator
-from ln_viz.runmeta import MAX_LABEL_CHARS, in_time_range, iso_time
+from ln_viz.runmeta import MAX_LABEL_CHARS, first_surrogate, in_time_range, iso_time
 from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES, STATUSES
 from ln_viz.snapshot import RunData, RunInfo, Snapshot, thin_plan
 from ln_viz.store.db import StoreError
@@ -179,8 +179,11 @@ def _short(x: object) -> str:
 
 
 def check_label(label: str | None) -> None:
+    """Refuse a label no runs row can hold: too long, or not Unicode text (`runmeta.first_surrogate`)."""
     if label is not None and len(label) > MAX_LABEL_CHARS:
         raise StoreError("err.label_too_long", have=len(label), limit=MAX_LABEL_CHARS)
+    if label is not None and (at := first_surrogate(label)) is not None:
+        raise StoreError("err.label_not_unicode", at=at)
 
 
 # --- writing rows ---------------------------------------------------------------------------------------
