@@ -259,6 +259,16 @@ def test_arguments_that_are_not_utf8_are_one_error_line(tmp_path):
         assert [r.id for r in opened.list_runs()] == [1]  # nothing trained or stored
 
 
+def test_a_sweep_on_user_text_is_refused_in_one_sentence():
+    """Issue 21 M10: `sweep --corpus user` said "corpus 'user' needs user_text (a string or a file)", and no
+    sweep flag gives one."""
+    code, out, err = cli("sweep", "--corpus", "user", "--steps", "10", "--quiet")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: the sweep cannot train on user text (it has no --text-file); choose --corpus english or markov.\n"
+    )
+
+
 def test_a_text_file_with_another_corpus_is_refused():
     code, out, err = cli("train", *SMALL, "--corpus", "markov", "--text-file", __file__, "--steps", "1")
     assert code == 2 and out == "" and err.count("\n") == 1
