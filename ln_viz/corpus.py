@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,35 +186,53 @@ def user_text_corpus(text: str | bytes, seq_len: int) -> Corpus:
     return _from_text("user", text)
 
 
+# the sentence of each way a user's text file can be refused (read_regular_file's problems)
+_USER_FILE_KEYS = {
+    "missing": "err.file_missing",
+    "is_dir": "err.file_is_dir",
+    "not_regular": "err.file_not_regular",
+    "unreadable": "err.file_unreadable",
+    "too_large": "err.file_too_large",
+}
+
+
 def read_user_file(path: str | Path) -> bytes:
-    """The bytes of a user's text file. Refuses, each with its own sentence, a missing path, a directory,
-    anything but a regular file (a FIFO or a device is never opened: reading one could block or never
-    end), an oversized file and one that cannot be read, before reading more than the limit."""
+    """The bytes of a user's text file (at most MAX_USER_FILE_BYTES), each refusal a CorpusError of the
+    user text (`read_regular_file`)."""
+    return read_regular_file(
+        path,
+        MAX_USER_FILE_BYTES,
+        lambda problem, **params: CorpusError(_USER_FILE_KEYS[problem], "user_text", **params),
+    )
+
+
+def read_regular_file(path: str | Path, limit: int, fail: Callable[..., LocalizedError]) -> bytes:
+    """The bytes of a file a user named (a text file, a run file). Refuses, each with its own sentence, a
+    missing path, a directory, anything but a regular file (a FIFO or a device is never opened: reading one
+    could block or never end), a file over `limit` bytes and one that cannot be read, before reading more
+    than the limit. `fail(problem, path=..., ...)` makes the error: problem is "missing", "is_dir",
+    "not_regular", "unreadable" (with `reason`) or "too_large" (with `have`, `limit`)."""
     p = Path(path)
     try:
         info = p.stat()
     except (FileNotFoundError, NotADirectoryError):
-        raise CorpusError("err.file_missing", "user_text", path=str(p)) from None
+        raise fail("missing", path=str(p)) from None
     except OSError as e:
-        raise CorpusError("err.file_unreadable", "user_text", path=str(p), reason=e.strerror or str(e)) from None
+        raise fail("unreadable", path=str(p), reason=e.strerror or str(e)) from None
     if stat.S_ISDIR(info.st_mode):
-        raise CorpusError("err.file_is_dir", "user_text", path=str(p))
+        raise fail("is_dir", path=str(p))
     if not stat.S_ISREG(info.st_mode):
-        raise CorpusError("err.file_not_regular", "user_text", path=str(p))
-    if info.st_size > MAX_USER_FILE_BYTES:
-        raise _too_large(p, info.st_size)
+        raise fail("not_regular", path=str(p))
+    if info.st_size > limit:
+        raise fail("too_large", path=str(p), have=info.st_size, limit=limit)
     try:
         with p.open("rb") as f:
-            raw = f.read(MAX_USER_FILE_BYTES + 1)  # a file that grew since stat() is still cut off here
+            raw = f.read(limit + 1)  # a file that grew since stat() is still cut off here
     except OSError as e:
-        raise CorpusError("err.file_unreadable", "user_text", path=str(p), reason=e.strerror or str(e)) from None
-    if len(raw) > MAX_USER_FILE_BYTES:
-        raise _too_large(p, len(raw))
+        raise fail("unreadable", path=str(p), reason=e.strerror or str(e)) from None
+    if len(raw) > limit:
+        raise fail("too_large", path=str(p), have=len(raw), limit=limit)
     return raw
-
-
-def _too_large(p: Path, size: int) -> CorpusError:
-    return CorpusError("err.file_too_large", "user_text", path=str(p), have=size, limit=MAX_USER_FILE_BYTES)
 
 
 def load_corpus(name: str, user_text: str | bytes | None = None, seq_len: int = 64) -> Corpus:

@@ -131,6 +131,28 @@ def thinned(ordinals: Sequence[int], stride: int) -> list[int]:
     return [i for i, k in enumerate(ordinals) if k % stride == 0 or i == last]
 
 
+def thin_plan(n: int, max_probe_steps: int | None) -> tuple[list[int], int]:
+    """(the indices kept, the stride) when `n` probe steps are appended one by one to a RunData capped
+    at `max_probe_steps`, worked out from `n` alone, so a reader can pick the steps before it decodes
+    any array. The kept count at a stride never falls as steps arrive, so the live copy's stride (doubled
+    whenever the count exceeds the cap) ends as the smallest power of two whose count fits."""
+    if max_probe_steps is None:
+        return list(range(n)), 1
+    stride = 1
+    while len(keep := thinned(range(n), stride)) > max(2, max_probe_steps):
+        stride *= 2
+    return keep, stride
+
+
+def aligned_probe_steps(own: Sequence[int], common: Sequence[int], max_probe_steps: int) -> list[int]:
+    """The probe steps of one of several runs shown side by side: its own steps thinned to the cap, and
+    the steps all the runs measured thinned the same way (so the shared step control and profile find
+    each of them in every run): at most twice the cap, and the cap alone when the runs share every step."""
+    mine = {own[i] for i in thin_plan(len(own), max_probe_steps)[0]}
+    shared = {common[i] for i in thin_plan(len(common), max_probe_steps)[0]}
+    return sorted(mine | shared)
+
+
 @dataclass
 class RunData:
     info: RunInfo
@@ -198,7 +220,19 @@ class RunData:
             self.probe_steps = [self.probe_steps[i] for i in keep]
             self.probes = {name: [arrays[i] for i in keep] for name, arrays in self.probes.items()}
 
+    def mark_thinned(self, max_probe_steps: int | None, stride: int, kept: list[int], measured: int) -> None:
+        """Record that this run was read back with only the probe steps `thin_plan` keeps (`kept`: their
+        ordinals among the `measured` ones), as if all had been appended under the cap."""
+        self.max_probe_steps, self.probe_stride = max_probe_steps, stride
+        self._probe_ordinals, self._probes_received = list(kept), measured
+
     # --- reading ---------------------------------------------------------------------------------
+    def nbytes(self) -> int:
+        """About what this run holds in memory: its probe arrays, and each scalar as a Python float in a
+        list (32 bytes)."""
+        arrays = sum(a.nbytes for values in self.probes.values() for a in values)
+        return arrays + 32 * sum(len(column) for column in self.scalars.values())
+
     @property
     def steps_done(self) -> int:
         return self.scalars["step"][-1] if self.scalars["step"] else 0

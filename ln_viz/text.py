@@ -22,9 +22,10 @@ _REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = DEFAULT_LIMIT
 LENGTH_NOTE = "({count} characters)"  # the English note; i18n passes the catalog's `text.length`
 
-# C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional overrides that can
-# make a terminal show text in another order than it is stored
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]")
+# C0 and C1 controls, DEL, the line and paragraph separators, the bidirectional overrides that can
+# make a terminal show text in another order than it is stored, and lone surrogates (a non-UTF-8 byte of a
+# command line, a JSON `\ud800` escape without its pair), which no UTF-8 terminal or page can encode
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

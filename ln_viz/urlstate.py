@@ -129,6 +129,8 @@ def config_from_query(
         try:
             return cfg.validate(), notices
         except ConfigError as e:
+            if e.field == "user_text" and "corpus" in applied:  # a link never carries the text: `corpus=user` asked
+                e = ConfigError("err.link_user_text", "corpus")
             if e.field not in applied:
                 notices.append(Notice(prefix + _short(e.field), str(getattr(cfg, e.field or "", "")), e))
                 return base, notices

@@ -33,15 +33,15 @@ if stored:  # two runs from the store: draw them, train nothing
     if st.button(t("compare.clear_stored", lang), key="compare_clear"):
         del st.session_state["compare_runs"]
         st.rerun()
-    from ln_viz.ui.storage import stored_run
+    from ln_viz.ui.storage import stored_pair
 
     store = get_store()
     if store is None:
         st.error(t("runs.no_store", lang))
         st.stop()
-    try:  # read once per run and change, through the shared cache (not on every Play tick); whole, so
-        # the two runs' probe steps line up (each thinned on its own, they could share only a few)
-        datas = [stored_run(store, run_id, store.summary(run_id).updated, whole=True) for run_id in stored]
+    try:  # read once per run and change, through the shared cache (not on every Play tick), thinned so
+        # that the two runs' probe steps line up
+        datas = stored_pair(store, stored)
     except LocalizedError as e:  # deleted meanwhile
         st.error(md(e.message(lang)))
         st.stop()

@@ -1,8 +1,11 @@
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,6 +14,7 @@ from ln_viz.cli import main
 from ln_viz.config import RunConfig
 from ln_viz.init_grads import init_grads
 
+ROOT = Path(__file__).resolve().parents[1]
 SMALL = [
     "--depth",
     "2",
@@ -180,6 +184,89 @@ def test_an_unusable_text_file_is_one_error_line_naming_what_it_is(tmp_path):
     for path, text in cases.items():
         code, out, err = cli("train", "--text-file", path, "--steps", "1")
         assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and text in err, err
+
+
+def test_runs_import_of_a_path_that_is_no_run_file_says_what_it_is(tmp_path):
+    """Issue 21 M7: a folder, a FIFO or a device was "does not exist"; /proc/self/mem (a regular file
+    whose read fails, for root too) was a traceback (T1). Each is one line now, as `--text-file` says it,
+    and nothing is opened that could block (the FIFO has no writer)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    cases = {
+        str(tmp_path): "is a directory, not a run file",
+        str(fifo): "is not a regular file (a FIFO, a device or a socket)",
+        "/dev/zero": "is not a regular file",
+        "/dev/null": "is not a regular file",
+        "/proc/self/mem": "cannot read /proc/self/mem (Input/output error)",
+    }
+    store = tmp_path / "runs.sqlite"
+    for path, text in cases.items():
+        code, out, err = cli("runs", "import", path, "--store", str(store))
+        assert code == 2 and out == "" and err.startswith("error: ") and err.count("\n") == 1 and text in err, err
+    assert not store.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None, reason="root reads any file without setpriv")
+def test_runs_import_of_a_file_it_may_not_read_is_one_sentence(tmp_path):
+    """Issue 21 T1: a file of mode 0000 was a PermissionError traceback. Root reads any file whatever its
+    mode, so as root the command runs without the two capabilities that let it (setpriv), as anyone else."""
+    f = tmp_path / "noperm.json.gz"
+    f.write_bytes(b"{}")
+    f.chmod(0)
+    caps = "-dac_override,-dac_read_search"
+    drop = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"] if os.geteuid() == 0 else []
+    store = tmp_path / "runs.sqlite"
+    argv = [*drop, sys.executable, "-m", "ln_viz", "runs", "import", str(f), "--store", str(store)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert (
+        proc.stderr == f"error: cannot read {f} (Permission denied); check that it exists and that you may read it.\n"
+    )
+    assert not store.exists()
+
+
+def test_arguments_that_are_not_utf8_are_one_error_line(tmp_path):
+    """Issue 21 T3: non-UTF-8 bytes in a label or a filter (Python keeps them as lone surrogates) were
+    UnicodeEncodeError tracebacks from SQLite. The label is refused in one sentence, before any training;
+    a filter is one of its choices; a path's bytes are echoed as escapes."""
+    from ln_viz.store import Store
+    from ln_viz.store.transfer import DEMO_DIR
+
+    store = tmp_path / "runs.sqlite"
+    demo = next(DEMO_DIR.glob("*.json.gz"))
+    odd = tmp_path / os.fsdecode(b"run\xff.json.gz")
+    odd.write_bytes(demo.read_bytes())
+    code, out, err = cli("runs", "import", str(odd), "--store", str(store))
+    assert code == 0 and out == f"imported run 1 from {tmp_path}/run\\udcff.json.gz\n", err
+    proc = subprocess.run(  # the bytes as a shell passes them
+        [sys.executable, "-m", "ln_viz", "runs", "label", "--store", str(store), "1", b"bad\xff\xfebytes"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "error: a label must be Unicode text, but character 4 is a lone surrogate (a byte that is not UTF-8, "
+        "or half of a UTF-16 pair); give the label as UTF-8 text.\n"
+    )
+    with Store(store) as opened:
+        assert opened.summary(1).label == demo.name.removesuffix(".json.gz")  # unchanged
+    code, out, err = cli("runs", "list", "--store", str(store), "--status", os.fsdecode(b"x\xff"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: argument --status: invalid choice: 'x\\udcff' (choose from 'queued'"), err
+    label = os.fsdecode(b"x\xffy")
+    code, out, err = cli("train", *SMALL, "--steps", "2", "--store", str(store), "--label", label)
+    assert code == 2 and out == "" and err.startswith("error: a label must be Unicode text, but character 2"), err
+    with Store(store) as opened:
+        assert [r.id for r in opened.list_runs()] == [1]  # nothing trained or stored
+
+
+def test_a_sweep_on_user_text_is_refused_in_one_sentence():
+    """Issue 21 M10: `sweep --corpus user` said "corpus 'user' needs user_text (a string or a file)", and no
+    sweep flag gives one."""
+    code, out, err = cli("sweep", "--corpus", "user", "--steps", "10", "--quiet")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: the sweep cannot train on user text (it has no --text-file); choose --corpus english or markov.\n"
+    )
 
 
 def test_a_text_file_with_another_corpus_is_refused():

@@ -177,6 +177,48 @@ def test_header_values_names_and_ranges_beyond_what_a_trainer_writes_are_refused
         assert state(store.path) == before
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("label", "\ud800 lone", "label is not Unicode text: character 1 is a lone surrogate"),
+        ("info.config.user_text", "ok \udfff", "info.config.user_text is not Unicode text: character 4 is a lone"),
+        ("stalled_since", -10, "stalled_since is -10, which is not one of the run's steps"),
+        ("diverged_at", 10**30, "diverged_at is 1000000000000000000000000000000, which is not one of the run's"),
+        ("probe_steps", "a duplicate", "probe_steps must be increasing, each step once, but 1 comes after 1."),
+        ("probe_steps", "all 0", "probe step 0 is not one of the run's steps"),
+        ("probe_steps", "a string", "probe_steps[1] is missing or is not of type integer"),
+    ],
+)
+def test_a_field_no_store_can_hold_or_that_is_no_step_is_refused_by_its_name(
+    tmp_path: Path, base_doc: dict, path: str, value: Any, expected: str
+) -> None:
+    """Issue 21 T2: a label with a lone surrogate (valid JSON) was a UnicodeEncodeError traceback from
+    SQLite, on the CLI and on the Runs page. M8: a mark that is not a step was called a probe step, and
+    probe_steps with a repeated step "missing or not of type array"."""
+    doc = copy.deepcopy(base_doc)
+    *parents, key = path.split(".")
+    node = doc
+    for p in parents:
+        node = node[p]
+    steps = doc["probe_steps"]
+    node[key] = {
+        "a duplicate": [steps[0], *steps[:-1]],
+        "all 0": [0] * len(steps),
+        "a string": [steps[0], "2", *steps[2:]],
+    }.get(value, value)
+    with Store(tmp_path / "s.sqlite") as store:
+        before = state(store.path)
+        with pytest.raises(RunFileError) as err:
+            import_doc(store, doc)
+        assert expected in str(err.value), str(err.value)
+        assert_one_sentence(err.value)
+        assert state(store.path) == before
+    raw = tmp_path / "bad.json"
+    raw.write_text(json.dumps(doc))  # json escapes the surrogate: the file is valid JSON and UTF-8
+    code, out, err_text = cli("runs", "import", str(raw), "--store", str(tmp_path / "cli.sqlite"))
+    assert code == 2 and out == "" and err_text.count("\n") == 1 and expected in err_text, err_text
+
+
 def test_a_gzip_of_empty_arrays_is_refused_before_parsing_with_bounded_memory(tmp_path: Path) -> None:
     """Case 7: 51 KB of gzip unpacking to 50 MiB of `[],[],...` took the server from 180 MB to 1.49 GB
     (Python's parse holds each empty list as ~64 bytes). Now the values are counted before parsing: the

@@ -197,6 +197,31 @@ def test_import_accepts_a_run_file_and_refuses_a_bad_one(store_path: Path, two_r
     assert new_id in shown_ids(at)
 
 
+def test_an_upload_whose_label_is_no_unicode_text_is_refused_in_one_sentence(store_path: Path, two_runs, measured):
+    """Issue 21 T2: a label with a lone surrogate ("\\ud800", valid JSON) showed Streamlit's exception box,
+    with the server's paths, to the student who uploaded it."""
+    at = open_page()
+    before = stored(store_path)
+    blob = run_file_bytes(measured["pre"], label="\ud800 lone")
+    at.file_uploader(key="runs_import_file").set_value(("lone.json.gz", blob, "application/gzip")).run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [
+        "Not imported: file lone.json.gz: label is not Unicode text: character 1 is a lone surrogate (a "
+        "\\\\ud800-style escape without its pair)."
+    ]
+    assert stored(store_path) == before
+
+
+def test_a_label_s_bidi_and_control_characters_show_as_escapes_in_the_table(store_path: Path, measured) -> None:
+    """Issue 21 S3: the heading showed `\\u202eevil\\u202c normal \\u2066x\\u2069` as escapes, but the table's row
+    applied the override (the label could spoof its own text there)."""
+    label = "\u202eevil\u202c normal \u2066x\u2069\nnext"
+    with Store(store_path) as store:
+        store.add_run(measured["pre"], label=label, source="import")
+    at = open_page()
+    assert list(table(at).value["label"]) == [r"\u202eevil\u202c normal \u2066x\u2069\nnext"]
+
+
 def test_empty_store_offers_the_demo_runs_once(store_path: Path) -> None:
     demos = sorted(DEMO_DIR.glob("*.json.gz"))
     assert demos, "the bundled demo runs are missing: run scripts/make_demo_runs.py"
@@ -292,7 +317,55 @@ def test_play_on_two_stored_runs_in_compare_moves_and_stops(two_runs: dict[str, 
     assert at.select_slider(key="compare_step").value == steps[3]
 
 
-def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_path: Path) -> None:
+@pytest.fixture(scope="module")
+def long_run() -> RunData:
+    """A run with 88 probe steps more than the charts draw (storage.SHOWN_PROBE_STEPS), trained once."""
+    from ln_viz.ui.storage import SHOWN_PROBE_STEPS
+
+    return run(TINY.replace(steps=SHOWN_PROBE_STEPS + 88, probe_every=1, eval_every=0))
+
+
+def test_compare_of_two_long_stored_runs_reads_them_thinned_with_their_steps_aligned(
+    store_path: Path, long_run: RunData
+) -> None:
+    """Issue 21 X5: Compare read its two stored runs whole (two 10,000-step depth-48 runs probed every step:
+    the server from 157 MB to 2.4 GB). Each is now read with at most SHOWN_PROBE_STEPS probe steps, the
+    same ones in both, so the step control still moves over steps both measured."""
+    from ln_viz.ui import storage
+
+    with Store(store_path) as store:
+        ids = [store.add_run(long_run, label=name, source="train") for name in ("one", "two")]
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["compare_runs"] = ids
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, at.exception
+    steps = [int(s) for s in at.select_slider(key="compare_step").options]
+    assert 2 <= len(steps) <= storage.SHOWN_PROBE_STEPS and steps[-1] == long_run.probe_steps[-1]
+    held = [entry for entry, _ in storage.run_cache()._entries.values()]
+    assert len(held) == 2 and all(d.probe_steps == steps for d in held)  # thinned alike, not whole
+    assert storage.run_cache().held_bytes == sum(d.nbytes() for d in held)
+    assert all(d.nbytes() < long_run.nbytes() for d in held)
+
+
+def test_the_run_cache_holds_at_most_its_bytes_least_recently_used_out_first(long_run: RunData) -> None:
+    """Issue 21 X5: the cache of stored runs kept 8 runs whatever their size (8 whole 10,000-step depth-48
+    runs: about 6 GB); it is bounded in bytes now."""
+    from ln_viz.ui.storage import MAX_CACHED_BYTES, RunCache
+
+    size = long_run.nbytes()
+    assert MAX_CACHED_BYTES < 512 * 1024**2  # what all visitors' opened runs may hold together
+    cache = RunCache(max_bytes=int(size * 2.5))
+    for key in ("a", "b", "c"):
+        assert cache.get(key, lambda: long_run) is long_run
+    assert len(cache) == 2 and cache.held_bytes == 2 * size  # "a" went first
+    cache.get("b", lambda: pytest.fail("b is cached"))  # used again: now "c" is the oldest
+    cache.get("d", lambda: long_run)
+    assert set(cache._entries) == {"b", "d"}
+    small = RunCache(max_bytes=size - 1)
+    assert small.get("a", lambda: long_run) is long_run and len(small) == 0 and small.held_bytes == 0
+
+
+def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_path: Path, long_run: RunData) -> None:
     """A run with more probe steps than the charts draw (storage.SHOWN_PROBE_STEPS) is read into the
     shared cache thinned, not whole (a 10,000-step depth-48 run probed every step would hold ~750 MB per
     cached copy), the page says so, and the tables and the run file still hold every probe step."""
@@ -303,7 +376,6 @@ def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_p
     from ln_viz.ui import run_downloads, runs_view
     from ln_viz.ui.storage import SHOWN_PROBE_STEPS
 
-    long_run = run(TINY.replace(steps=SHOWN_PROBE_STEPS + 88, probe_every=1, eval_every=0))
     with Store(store_path) as store:
         run_id = store.add_run(long_run, label="long", source="train")
     at = open_page()

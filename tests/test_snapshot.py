@@ -10,7 +10,7 @@ import pytest
 
 from ln_viz.config import RunConfig
 from ln_viz.schema import PROBE_NAMES
-from ln_viz.snapshot import RunData, RunInfo, Snapshot
+from ln_viz.snapshot import RunData, RunInfo, Snapshot, aligned_probe_steps, thin_plan
 from tests.runs import TINY
 
 
@@ -80,3 +80,27 @@ def test_the_schema_names_each_snapshot_scalar_and_a_shape_for_each_probe() -> N
     assert shapes["norm_in_hist"] == (3, 2, 128) and shapes["grad_norm"] == (3, 6)
     assert shapes["input_stats"] == (len(STAT_NAMES),) and STAT_NAMES[Stat.FRAC_ABOVE] == "frac_above"
     assert list(RunData(info).scalars) == list(SCALAR_NAMES)
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 5, 8, 100])
+def test_the_thin_plan_is_what_a_run_capped_so_keeps_after_each_probe_step(cap: int) -> None:
+    """thin_plan(n, cap) works out from n alone what RunData keeps appending n probe steps one by one
+    (the store picks the steps to read with it, before decoding any array)."""
+    live = RunData(RunInfo.preview(TINY), max_probe_steps=cap)
+    for n in range(1, 700):
+        live.add_probe(n, {})
+        keep, stride = thin_plan(n, cap)
+        assert (keep, stride) == (live._probe_ordinals, live.probe_stride), n
+        assert [k + 1 for k in keep] == live.probe_steps  # step n is ordinal n - 1
+    assert thin_plan(0, cap) == ([], 1) and thin_plan(5, None) == ([0, 1, 2, 3, 4], 1)
+
+
+def test_aligned_probe_steps_keep_the_shared_steps_within_twice_the_cap() -> None:
+    every_step, every_fifth = list(range(1, 1001)), [1, *range(5, 1001, 5)]
+    common = sorted(set(every_step) & set(every_fifth))
+    a, b = (aligned_probe_steps(own, common, 64) for own in (every_step, every_fifth))
+    shared = [common[i] for i in thin_plan(len(common), 64)[0]]
+    assert set(shared) <= set(a) & set(b)  # the step control's steps are in both runs
+    assert len(a) <= 128 and len(b) <= 128 and set(a) <= set(every_step) and set(b) <= set(every_fifth)
+    same = aligned_probe_steps(every_step, every_step, 64)
+    assert same == [every_step[i] for i in thin_plan(1000, 64)[0]]  # the runs share every step: the cap alone

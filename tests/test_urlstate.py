@@ -49,6 +49,21 @@ def test_user_text_is_not_put_in_the_url():
     assert "corpus" not in q and not any("secret" in v for v in q.values())
 
 
+def test_a_link_asking_for_the_users_own_text_names_its_corpus_parameter():
+    """Issue 21 M9: `?corpus=user` was "Ignored 'user_text=None' from the link", a parameter it does not have."""
+    base = RunConfig()
+    back, notices = config_from_query({"corpus": "user", "seed": "4"}, base)
+    assert back == base.replace(seed=4)
+    assert [(n.param, n.value) for n in notices] == [("corpus", "user")]
+    assert notices[0].message("en") == (
+        "Ignored 'corpus=user' from the link: a link cannot carry your own text: choose 'Your text' as the "
+        "corpus on the page and give the text there. The default is kept."
+    )
+    assert notices[0].message("ko").startswith("링크의 'corpus=user'은(는) 무시했습니다")
+    mine = RunConfig(corpus="user", user_text="abcdefgh" * 100)  # a session that has its text: nothing to ignore
+    assert config_from_query({"corpus": "user"}, mine) == (mine, [])
+
+
 def test_a_link_with_several_bad_combinations_reports_each():
     base = RunConfig()
     back, notices = config_from_query({"d": "65", "heads": "4", "warmup": "5000", "seed": "9"}, base)

@@ -11,7 +11,9 @@ import time
 from typing import Any
 
 from ln_viz.cli.parser import Parser, UsageError
+from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError
+from ln_viz.schema import STATUSES
 from ln_viz.text import one_line
 
 MAX_RUN_ID = 2**63 - 1  # SQLite's largest integer: a larger id would overflow before any query
@@ -27,8 +29,10 @@ def add_runs_commands(sub: Any) -> None:
 
     ls = rsub.add_parser("list", help="the stored runs, newest first")
     ls.add_argument("--json", action="store_true", help="print a JSON list of run objects")
-    ls.add_argument("--status", action="append", help="only runs with this status (repeatable)")
-    ls.add_argument("--norm-position", action="append", help="only this norm position (repeatable)")
+    ls.add_argument("--status", action="append", choices=STATUSES, help="only runs with this status (repeatable)")
+    ls.add_argument(
+        "--norm-position", action="append", choices=NORM_POSITIONS, help="only this norm position (repeatable)"
+    )
     ls.add_argument("--sort", default="-created", help="created, id, final_loss, depth... ('-' = descending)")
     ls.set_defaults(func=cmd_runs_list)
 
@@ -162,10 +166,10 @@ def cmd_runs_import(args: argparse.Namespace) -> int:
         run_id, added = add_loaded_run(store, loaded)
     if args.json:
         print(json.dumps({"run_id": run_id, "added": added}))
-    elif added:
-        print(f"imported run {run_id} from {args.file}")
+    elif added:  # a path's non-UTF-8 bytes as visible escapes: stdout cannot encode them
+        print(f"imported run {run_id} from {one_line(args.file)}")
     else:
-        print(f"{args.file} is already in the store as run {run_id}")
+        print(f"{one_line(args.file)} is already in the store as run {run_id}")
     return 0
 
 

@@ -89,6 +89,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     _set_threads(args.threads)
+    if args.label is not None:  # a label the store would refuse, said before anything is built
+        from ln_viz.store.rows import check_label
+
+        check_label(args.label)
     writer = _train_writer(args)  # before training: a bad --store fails at once, not after the run
     trainer = Trainer(cfg)
     data = RunData(trainer.info)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ln_viz.config import FIELDS
+from ln_viz.corpus import read_regular_file
 from ln_viz.i18n import LocalizedError
 from ln_viz.runfile.format import FORMAT, FORMAT_VERSION, RunFileError
 from ln_viz.runfile.validate import Validator
@@ -150,16 +151,21 @@ class LoadedRun:
     fingerprint: str  # sha256 of the JSON text (after gunzip): the same run file, the same value
 
 
+# the sentence of each way a run file's path can be refused (corpus.read_regular_file's problems)
+_FILE_KEYS = {
+    "missing": "err.file_missing",
+    "is_dir": "err.runfile_is_dir",
+    "not_regular": "err.runfile_not_regular",
+    "unreadable": "err.file_unreadable",
+    "too_large": "err.file_too_large",
+}
+
+
 def read_run_bytes(path: str | Path) -> bytes:
-    """The JSON bytes of a run file (gunzipped when it is gzip), with the size limits applied."""
-    path = Path(path)
-    name = str(path)
-    if not path.is_file():
-        raise RunFileError("err.file_missing", path=name)
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise RunFileError("err.file_too_large", path=name, have=size, limit=MAX_FILE_BYTES)
-    return unpack_run_bytes(path.read_bytes(), name)
+    """The JSON bytes of a run file (gunzipped when it is gzip), with the size limits applied; a path that
+    is missing, a folder, not a regular file (a FIFO, a device) or unreadable is one sentence each."""
+    raw = read_regular_file(path, MAX_FILE_BYTES, lambda problem, **params: RunFileError(_FILE_KEYS[problem], **params))
+    return unpack_run_bytes(raw, str(path))
 
 
 def unpack_run_bytes(raw: bytes, name: str) -> bytes:

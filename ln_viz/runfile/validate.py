@@ -18,7 +18,7 @@ from ln_viz.config import FIELDS, RunConfig
 from ln_viz.corpus import MAX_USER_CHARS, MAX_VOCAB, user_text_corpus
 from ln_viz.i18n import EN, LocalizedError
 from ln_viz.runfile.format import FORMAT, FORMAT_VERSION, RunFileError
-from ln_viz.runmeta import MAX_LABEL_CHARS, in_time_range
+from ln_viz.runmeta import MAX_LABEL_CHARS, first_surrogate, in_time_range
 from ln_viz.schema import (
     FINITE_LIMIT,
     HIST_EDGES,
@@ -66,6 +66,12 @@ class Validator:
             return None
         return self.field(obj, key, kind, where)
 
+    def unicode(self, text: str, where: str) -> None:
+        """Text a store, a terminal and a page can encode: no lone surrogate (valid JSON may hold one)."""
+        at = first_surrogate(text)
+        if at is not None:
+            raise self.fail("err.runfile_not_unicode", where=where, at=at)
+
     def finite(self, value: float, where: str) -> float:
         if not math.isfinite(value):
             raise self.fail("err.runfile_not_finite", where=where, value=value)
@@ -92,6 +98,7 @@ class Validator:
         label = self.optional(doc, "label", str, "label")
         if label is not None:
             self.range(len(label), 0, MAX_LABEL_CHARS, "len(label)")
+            self.unicode(label, "label")
         created = self.created(doc.get("created"))
         step_set = set(steps)
         stalled_since, diverged_at = (self.mark(doc, key, step_set) for key in ("stalled_since", "diverged_at"))
@@ -113,7 +120,7 @@ class Validator:
         """A step the run file marks (stalled_since, diverged_at): one of its steps, or null."""
         value = self.optional(doc, key, int, key)
         if value is not None and value not in step_set:
-            raise self.fail("err.runfile_probe_step", value=value)
+            raise self.fail("err.runfile_mark", where=key, value=value)
         return value
 
     def message(self, value: Any) -> str | None:
@@ -182,6 +189,8 @@ class Validator:
         text = config.get("user_text")
         if text is not None and not isinstance(text, str):
             raise self.fail("err.runfile_field", where="info.config.user_text", expected="string")
+        if text is not None:
+            self.unicode(text, "info.config.user_text")
         try:
             if text is not None and len(text) > MAX_USER_CHARS:  # before anything reads all of it
                 raise LocalizedError("err.text_too_large", have=len(text), limit=MAX_USER_CHARS)
@@ -269,12 +278,15 @@ class Validator:
         return seconds
 
     def probe_steps(self, values: list, step_set: set[int]) -> list[int]:
+        """Steps of the run, each once, in increasing order; the sentence names the entry that is not."""
         prev = 0
-        for v in values:
-            if isinstance(v, bool) or not isinstance(v, int) or v <= prev:
-                raise self.fail("err.runfile_field", where="probe_steps", expected="array")
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise self.fail("err.runfile_field", where=f"probe_steps[{i}]", expected="integer")
             if v not in step_set:
                 raise self.fail("err.runfile_probe_step", value=v)
+            if v <= prev:
+                raise self.fail("err.runfile_probe_order", value=v, prev=prev)
             prev = v
         return list(values)
 

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
@@ -263,14 +263,23 @@ class Store:
             raise self._not_found(run_id)
         return RunSummary(*row)
 
-    def open_run(self, run_id: int, max_probe_steps: int | None = None) -> RunData:
+    def open_run(
+        self, run_id: int, max_probe_steps: int | None = None, *, probe_steps: Sequence[int] | None = None
+    ) -> RunData:
         """The whole run as RunData, as its writer measured it (probe arrays bit for bit); with
-        `max_probe_steps`, at most that many probe steps, evenly thinned (RunData.max_probe_steps)."""
+        `max_probe_steps`, at most that many probe steps, evenly thinned (RunData.max_probe_steps); with
+        `probe_steps`, only those of its probe steps. Only the probe steps kept are read from the file."""
         with self._read() as db:
-            data = read_run(db, run_id, max_probe_steps, name=str(self.path))
+            data = read_run(db, run_id, max_probe_steps, name=str(self.path), probe_steps=probe_steps)
         if data is None:
             raise self._not_found(run_id)
         return data
+
+    def probe_steps(self, run_id: int) -> list[int]:
+        """The steps at which the run measured its probes, read without its arrays."""
+        with self._read() as db:
+            rows = db.execute("SELECT step FROM scalars WHERE run_id = ? AND has_probes ORDER BY step", (run_id,))
+            return [step for (step,) in rows]
 
     def _not_found(self, run_id: int) -> StoreError:
         return StoreError("err.run_not_found", run_id=run_id, path=str(self.path))

@@ -13,6 +13,7 @@ import os
 import socket
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,9 +22,9 @@ import numpy as np
 from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.runfile.validate import Validator
-from ln_viz.runmeta import MAX_LABEL_CHARS, in_time_range, iso_time
+from ln_viz.runmeta import MAX_LABEL_CHARS, first_surrogate, in_time_range, iso_time
 from ln_viz.schema import PROBE_NAMES, SCALAR_NAMES, STATUSES
-from ln_viz.snapshot import RunData, RunInfo, Snapshot
+from ln_viz.snapshot import RunData, RunInfo, Snapshot, thin_plan
 from ln_viz.store.db import StoreError
 
 LIVE_STATUSES = ("queued", "running")
@@ -178,8 +179,11 @@ def _short(x: object) -> str:
 
 
 def check_label(label: str | None) -> None:
+    """Refuse a label no runs row can hold: too long, or not Unicode text (`runmeta.first_surrogate`)."""
     if label is not None and len(label) > MAX_LABEL_CHARS:
         raise StoreError("err.label_too_long", have=len(label), limit=MAX_LABEL_CHARS)
+    if label is not None and (at := first_surrogate(label)) is not None:
+        raise StoreError("err.label_not_unicode", at=at)
 
 
 # --- writing rows ---------------------------------------------------------------------------------------
@@ -247,31 +251,66 @@ def update_summary(db: sqlite3.Connection, run_id: int, **columns: Any) -> int:
 
 
 # --- reading rows ---------------------------------------------------------------------------------------
+_STEPS_PER_QUERY = 900  # under SQLite's oldest limit of 999 bound values per statement
+
+
 def read_run(
-    db: sqlite3.Connection, run_id: int, max_probe_steps: int | None = None, name: str = "the store"
+    db: sqlite3.Connection,
+    run_id: int,
+    max_probe_steps: int | None = None,
+    name: str = "the store",
+    probe_steps: Sequence[int] | None = None,
 ) -> RunData | None:
-    """A stored run replayed step by step into RunData (None when there is no such run). A row that no
-    page could draw (a header an import would refuse, a probe blob of another shape) is a StoreError
-    naming the run as damaged (`name`: the store, for the sentence)."""
+    """A stored run replayed step by step into RunData (None when there is no such run), with at most
+    `max_probe_steps` probe steps as RunData thins them, or only the `probe_steps` listed (of those it
+    measured). The steps are chosen from the scalar rows first and only their arrays are read and
+    decoded: a 10,000-step depth-48 run probed every step holds about 750 MB of arrays, of which a
+    page shows 512 steps. A row that no page could draw (a header an import would refuse, a probe blob
+    of another shape) is a StoreError naming the run as damaged (`name`: the store, for the sentence)."""
     row = db.execute("SELECT config, info, status, message, diverged_at FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         return None
     scalars = db.execute(f"SELECT {_SCALAR_SQL} FROM scalars WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
-    probe_rows_ = db.execute("SELECT step, name, shape, data FROM probes WHERE run_id = ?", (run_id,)).fetchall()
+    measured = [values[0] for values in scalars if values[-1]]  # the steps whose has_probes is set
+    if probe_steps is None:
+        keep, stride = thin_plan(len(measured), max_probe_steps)
+    else:
+        wanted = set(probe_steps)
+        keep = [i for i, step in enumerate(measured) if step in wanted]
+        stride = max(1, round(len(measured) / max(1, len(keep))))  # about every stride-th: for the note
+    kept = [measured[i] for i in keep]
     config, info, status, message, diverged_at = row
     try:
         run_info = stored_info(config, info, name)
-        by_step: dict[int, dict[str, np.ndarray]] = {}
-        for step, probe, shape, blob in probe_rows_:
-            if probe in PROBE_NAMES:  # a newer writer's extra arrays are not ours to show
-                by_step.setdefault(step, {})[probe] = blob_to_array(shape, blob)
+        by_step = _probe_arrays(db, run_id, kept, whole=len(kept) == len(measured))
         snaps = (_snapshot(values, by_step) for values in scalars)
         # replaying through append() rebuilds stalled_since exactly as the live run had it
-        data = RunData.from_snapshots(run_info, snaps, max_probe_steps=max_probe_steps)
+        data = RunData.from_snapshots(run_info, snaps)
+        if len(kept) < len(measured):
+            data.mark_thinned(max_probe_steps if probe_steps is None else len(kept), stride, keep, len(measured))
         data.settle(status, message, diverged_at)
     except (ValueError, TypeError, KeyError, AttributeError) as e:  # LocalizedError is a ValueError
         raise DamagedRunError(run_id, name, e) from None
     return data
+
+
+def _probe_arrays(
+    db: sqlite3.Connection, run_id: int, steps: list[int], whole: bool
+) -> dict[int, dict[str, np.ndarray]]:
+    """{step: {name: array}} of the schema's probe arrays at `steps` (all the run's when `whole`): only
+    these rows are read and decoded. A step measured but without rows gets an empty dict (NaN arrays)."""
+    names = f"name IN ({', '.join('?' * len(PROBE_NAMES))})"  # a newer writer's extra arrays are not ours to show
+    sql = f"SELECT step, name, shape, data FROM probes WHERE run_id = ? AND {names}"
+    if whole:
+        chunks: list[list[int]] = [[]]
+    else:
+        chunks = [steps[i : i + _STEPS_PER_QUERY] for i in range(0, len(steps), _STEPS_PER_QUERY)]
+    by_step: dict[int, dict[str, np.ndarray]] = {step: {} for step in steps}
+    for chunk in chunks:
+        where = "" if whole else f" AND step IN ({', '.join('?' * len(chunk))})"
+        for step, probe, shape, blob in db.execute(sql + where, (run_id, *PROBE_NAMES, *chunk)):
+            by_step.setdefault(step, {})[probe] = blob_to_array(shape, blob)
+    return by_step
 
 
 def stored_info(config: str, info: str, name: str) -> RunInfo:
@@ -298,10 +337,11 @@ class DamagedRunError(StoreError):
 
 
 def _snapshot(values: tuple, by_step: dict[int, dict[str, np.ndarray]]) -> Snapshot:
+    """One scalars row as a Snapshot; its probes only at the steps read (`by_step`'s keys)."""
     step, *floats, stalled, has_probes = values
     return Snapshot(
         step,
         **{name: none_to_nan(v) for name, v in zip(SCALAR_NAMES[1:], floats)},  # NULL is NaN (eval_loss: not measured)
         stalled=bool(stalled),
-        probes=by_step.get(step, {}) if has_probes else None,
+        probes=by_step.get(step) if has_probes else None,
     )

@@ -66,6 +66,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         raise SweepError("sweep.err.preset", "preset", value=args.preset, choices=", ".join(SWEEP_PRESETS))
     spec = SWEEP_PRESETS[args.preset] if args.preset else SweepConfig(base=BASE)
     base_changes = {k: getattr(args, k) for k in _BASE_FLAGS if getattr(args, k) is not None}
+    if base_changes.get("corpus") == "user":  # no flag gives the sweep a text
+        raise SweepError("sweep.err.user_corpus", "corpus")
     changes: dict[str, Any] = {}
     for name, parse in (("norm_position", str), ("lr", float), ("warmup_steps", int), ("depth", int)):
         raw = getattr(args, name)

@@ -20,6 +20,7 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import STATUSES
 from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
+from ln_viz.text import one_line
 from ln_viz.ui import language
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
@@ -144,7 +145,7 @@ _FRAME_COLUMNS = ("id", "label", "norm", "depth", "status", "steps", "final_loss
 def _frame_row(r: RunSummary, lang: str) -> dict:
     return {
         "id": r.id,
-        "label": r.label or "",
+        "label": one_line(r.label or ""),  # a bidi override or newline as a visible escape, as in the heading
         "norm": t(f"chart.norm.{r.norm_position}", lang),
         "depth": r.depth,
         "status": t(f"status.{r.status}", lang),
