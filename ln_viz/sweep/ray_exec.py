@@ -168,8 +168,9 @@ def _check_gcs(ray: Any, address: str) -> None:
 
     try:
         InnerGcsClient.standalone(address, None, _GCS_CHECK_MS)
-    except ray.exceptions.AuthenticationError as e:
-        raise SweepError("sweep.err.ray_auth", "address", address=address, reason=error_line(e)[:200]) from None
+    except ray.exceptions.AuthenticationError as e:  # its own advice after "Note:" is ours, in the catalog
+        reason = error_line(e, named=False).split(" Note:")[0][:200]
+        raise SweepError("sweep.err.ray_auth", "address", address=address, reason=reason) from None
     except Exception as e:  # noqa: BLE001 -- a gRPC server that is not a Ray GCS (or not answering as one)
         reason = error_line(e, named=False)[:200]
         raise SweepError("sweep.err.ray_not_ray", "address", address=address, reason=reason) from None
