@@ -188,3 +188,41 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()
     except OSError:
         return ""
+
+
+SERVER_SHUTDOWN = """
+import sys, time
+from ln_viz.config import RunConfig
+from ln_viz.sweep.spec import SweepConfig
+from ln_viz.ui import server
+from ln_viz.ui.stability_view import service
+from tests.ray_cluster import alive, descendants
+
+base = RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=4)
+spec = SweepConfig(base=base, norm_position=("post", "pre"), lr=(1e-3,), warmup_steps=(0,), depth=(1,), steps=5000)
+assert service().start(spec, "ray", "local")  # as the page does with LN_VIZ_RAY_ADDRESS=local
+deadline = time.monotonic() + 120
+while service().sweep.progress().steps_done < 5 and time.monotonic() < deadline:
+    time.sleep(0.2)
+started = descendants(__import__("os").getpid())
+t0 = time.monotonic()
+server.shutdown_workers()  # what the app's lifespan runs on SIGTERM
+while any(alive(p) for p in started) and time.monotonic() - t0 < 15:
+    time.sleep(0.2)
+print(len(started), round(time.monotonic() - t0, 1), [p for p in started if alive(p)])
+"""
+
+
+def test_the_server_shutdown_ends_the_private_cluster_and_its_helpers(tmp_path):
+    """The page's sweep on a private cluster, then what the server does on SIGTERM (app.py's lifespan:
+    ui.server.shutdown_workers): every process below the server is gone before it exits (Ray's
+    DashboardAgent and RuntimeEnvAgent outlived the server by 60-80 s: issue 21, O1)."""
+    env = dict(os.environ, HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0", LN_VIZ_STORE=str(tmp_path / "r.sqlite"))
+    for name in ("RAY_ADDRESS", *AUTH_ENV):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", SERVER_SHUTDOWN], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=240, start_new_session=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    count, seconds, left = done.stdout.split(maxsplit=2)
+    print(f"{count} processes below the server ended {seconds} s after its shutdown began")
+    assert int(count) >= 5 and left.strip() == "[]", done.stdout
