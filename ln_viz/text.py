@@ -15,7 +15,15 @@ import reprlib
 
 # parameter name in the catalogs -> the longest prefix shown; a path or an error (a worker's exception) gets
 # more, as real ones are long. Not `reason`: it holds whole sentences, whose own values are cut already.
-ECHO_LIMITS: dict[str, int] = {"value": 80, "param": 80, "name": 80, "where": 80, "path": 240, "error": 240}
+ECHO_LIMITS: dict[str, int] = {
+    "value": 80,
+    "param": 80,
+    "name": 80,
+    "where": 80,
+    "address": 80,
+    "path": 240,
+    "error": 240,
+}
 DEFAULT_LIMIT = 80
 _REPR = reprlib.Repr()  # Python 3.11's Repr takes no arguments
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 4, 4, 4, 4

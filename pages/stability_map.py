@@ -47,12 +47,15 @@ with st.expander(t("sweep.ui.settings", lang), expanded=False):
         st.rerun()
     candidate = view.spec_form(st.session_state["sm_spec"], lang, st)
     executor = "local"
-    address = None
-    if view.ray_available():
+    address, problem = view.ray_cluster()  # the operator's setting, never a visitor's
+    if address is not None:
         e1, e2 = st.columns(2)
         executor = e1.radio(t("sweep.ui.executor", lang), ["local", "ray"], horizontal=True, key="sm_executor")
-        if executor == "ray":
-            address = e2.text_input(t("sweep.ui.address", lang), key="sm_address") or None
+        e2.caption(t("sweep.ui.cluster_private" if address == "local" else "sweep.ui.cluster", lang, address=address))
+    else:
+        st.caption(t("sweep.ui.cluster_none", lang))
+    if problem is not None:
+        st.warning(view.error_text(problem, lang))
 try:
     spec = candidate.validate()
     st.session_state["sm_spec"] = spec

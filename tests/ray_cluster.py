@@ -51,8 +51,9 @@ def alive(pid: int) -> bool:
 class HeadNode:
     """`with HeadNode(cpus=2) as head:` then `RayExecutor(address=head.address)`."""
 
-    def __init__(self, cpus: int = 2, start_timeout: float = 90.0) -> None:
+    def __init__(self, cpus: int = 2, start_timeout: float = 90.0, auth_token: Path | None = None) -> None:
         self.cpus = cpus
+        self.auth_token = auth_token  # a file holding the token the head demands (RAY_AUTH_MODE=token)
         self.port = random.randint(20000, 40000)
         self.address = f"127.0.0.1:{self.port}"
         self.start_timeout = start_timeout
@@ -67,7 +68,13 @@ class HeadNode:
         cmd += ["--node-ip-address", "127.0.0.1", "--port", str(self.port), "--num-cpus", str(self.cpus)]
         cmd += ["--temp-dir", temp]
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-        env.pop("RAY_ADDRESS", None)
+        for name in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+            env.pop(name, None)
+        # the mode said, never inferred: with it unset, `ray start` demands a token whenever a ~/.ray/auth_token
+        # exists (a private cluster of Ray 2.60 writes one), and a driver given an address sends none
+        env["RAY_AUTH_MODE"] = "disabled"
+        if self.auth_token is not None:
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.auth_token))
         self.proc = subprocess.Popen(
             cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

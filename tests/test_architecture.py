@@ -50,8 +50,8 @@ LAYERS: list[tuple[str, str]] = [
     # the stability map
     (
         "sweep",
-        "sweep sweep.spec sweep.presets sweep.results sweep.executors sweep.local sweep.ray_exec sweep.chooser "
-        "sweep.driver sweep.storage sweep.labels sweep.charts sweep.cli",
+        "sweep sweep.spec sweep.presets sweep.results sweep.executors sweep.local sweep.ray_address sweep.ray_exec "
+        "sweep.chooser sweep.driver sweep.storage sweep.labels sweep.charts sweep.cli",
     ),
     # where a configuration enters: the command line's flags and a page's link
     ("entry", "cli cli.parser cli.train cli.runs __main__ urlstate"),

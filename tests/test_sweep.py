@@ -411,6 +411,31 @@ def test_a_bookmark_with_any_value_the_spec_accepts_opens_the_page(start_app):
     assert any("8 runs x 2000 steps" in c.value for c in at.caption)
 
 
+def test_a_visitor_never_chooses_where_the_server_connects(start_app, monkeypatch):
+    """The page had a free-text "Ray cluster address" box: any visitor made the server dial any address
+    (issue 21, S1). Now the operator's $LN_VIZ_RAY_ADDRESS is the only cluster, said on the page; without it
+    the page offers this machine's cores only, and `auto` is not taken."""
+    pytest.importorskip("ray")  # without Ray the page never offered it
+    monkeypatch.delenv("LN_VIZ_RAY_ADDRESS", raising=False)
+    at = start_app(120)
+    at.switch_page("pages/stability_map.py").run()
+    assert not at.exception and not at.text_input
+    assert not [r for r in at.radio if r.key == "sm_executor"]  # only the local pool
+    assert any("LN_VIZ_RAY_ADDRESS" in c.value for c in at.caption)
+    monkeypatch.setenv("LN_VIZ_RAY_ADDRESS", "10.0.0.5:6379")
+    at.run()
+    at.radio(key="sm_executor").set_value("ray").run()
+    assert not at.exception and not at.text_input
+    assert any("Ray cluster: 10.0.0.5:6379, set by the server's operator" in c.value for c in at.caption)
+    monkeypatch.setenv("LN_VIZ_RAY_ADDRESS", "auto")
+    at.run()
+    assert not [r for r in at.radio if r.key == "sm_executor"]
+    assert [w.value for w in at.warning] == [
+        "$LN_VIZ_RAY_ADDRESS=auto is not used: it would join whatever Ray cluster runs on this machine; name the "
+        "cluster as host:port, or local for a private one."
+    ]
+
+
 @pytest.mark.slow  # two worker processes start: ~15 s on an idle 2-core machine
 def test_the_page_runs_a_sweep_and_fills_the_map_from_the_store(start_app):
     at = start_app(120)

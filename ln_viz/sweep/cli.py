@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import json
 import math
+import signal
 import sys
 import threading
 from typing import Any
@@ -128,7 +129,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         note = f" ({skipped} already stored)" if skipped else ""
         sys.stderr.write(f"{work.text()} ({executor.name}){note}\n")
-    final = _run_with_progress(sweep, show=not args.quiet)
+    try:
+        final = _run_with_progress(sweep, show=not args.quiet)
+    finally:
+        if executor.name == "ray":  # a private cluster's helper processes end now, not a minute later
+            from ln_viz.sweep.ray_exec import disconnect
+
+            disconnect()
     if store is not None:
         store.close()
     report = build_report(spec, final, executor.name)
@@ -162,6 +169,9 @@ def _run_with_progress(sweep: Any, show: bool) -> Any:
 
     thread = threading.Thread(target=target, name="ln-viz-sweep", daemon=True)
     thread.start()
+    # SIGTERM as Ctrl-C: the sweep stops and the process ends normally, with its Ray cluster (issue 21, O1)
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set a handler
+    previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
     tty = sys.stderr.isatty()  # a log file gets one line per finished cell, not a redrawn bar
     drawn = -1
     try:
@@ -174,12 +184,19 @@ def _run_with_progress(sweep: Any, show: bool) -> Any:
     except KeyboardInterrupt:
         sweep.stop()
         thread.join(10)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
     if show:
         _draw(sweep.progress(), tty)
         sys.stderr.write("\n" if tty else "")
     if "error" in box:
         raise box["error"]
     return sweep.progress()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _draw(p: Any, tty: bool) -> None:

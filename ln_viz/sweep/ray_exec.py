@@ -2,8 +2,12 @@
 Snap (the Runner's message for a step), `num_cpus=1`, one torch thread) on a cluster the user names.
 
 Where: `address` (the CLI's `--address`), else $RAY_ADDRESS, else `"local"`: a private cluster of this
-process, bound to 127.0.0.1, ended with it. Never a bare `ray.init()`, which silently joins whatever
-cluster is running on the machine. Usage stats stay off (RAY_USAGE_STATS_ENABLED=0).
+process, every port of it on 127.0.0.1, ended with it. Never a bare `ray.init()`, which silently joins
+whatever cluster is running on the machine. Usage stats stay off (RAY_USAGE_STATS_ENABLED=0). A
+`host:port` is checked first (ray_address.py: refused at once when nothing there speaks gRPC), then asked
+whether it takes us (a token it refuses is said as such), and only then given to `ray.init`; a
+connection that still hangs is left behind on Stop (or after CONNECT_TIMEOUT_S), so it never holds the
+caller.
 
 Why one long-lived driver thread: Ray ties the head processes it starts to the thread that called
 `ray.init`; inside Streamlit, an init from a script thread (which ends after every rerun) killed the
@@ -21,6 +25,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,11 +34,18 @@ from typing import Any
 from ln_viz.config import RunConfig
 from ln_viz.runner.messages import Snap
 from ln_viz.sweep.executors import OnEnd, OnStep
+from ln_viz.sweep.ray_address import parse_address, probe
 from ln_viz.sweep.spec import Cell, SweepError
 from ln_viz.text import error_line
 
 RAY_VERSION = "2.60.0"  # requirements-ray.txt
+CONNECT_TIMEOUT_S = 60.0  # a cluster that passed the probe and the GCS check connects in seconds
+_GCS_CHECK_MS = 2000
 _POLL_S = 0.1
+# Ray 2.60 rewrites a node address of 127.0.0.1 to the machine's network address and then listens on
+# every interface (issue 21, S2), unless this switch (its macOS/Windows mode) says a node is local only:
+# then every port of the private cluster is on 127.0.0.1 (measured with `ss -ltnp`: tests/test_sweep_ray.py)
+_LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _PACKAGE = Path(__file__).resolve().parents[1]  # ln_viz/
 
 
@@ -78,12 +90,19 @@ class _Driver:
                 cls._instance = cls()
             return cls._instance
 
-    def call(self, fn: Callable[[], Any]) -> Any:
-        """Run `fn` in the driver thread, wait for it, return its value or raise its exception."""
+    def call(self, fn: Callable[[], Any], stop: threading.Event | None = None, timeout: float | None = None) -> Any:
+        """Run `fn` in the driver thread, wait for it, return its value or raise its exception. With
+        `stop`: return None once it is set, leaving `fn` behind (a `ray.init` cannot be interrupted);
+        with `timeout`: raise TimeoutError after that many seconds, leaving it behind the same way."""
         box: dict[str, Any] = {}
         done = threading.Event()
         self._jobs.put((fn, box, done))
-        done.wait()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done.wait(_POLL_S if stop is not None or deadline is not None else None):
+            if stop is not None and stop.is_set():
+                return None
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(timeout)
         if "error" in box:
             raise box["error"]
         return box.get("value")
@@ -104,10 +123,16 @@ class _Driver:
         ray = _import_ray()
         if ray.is_initialized() and self.address == address:
             return ray
+        if address not in ("local", "auto"):  # before ending an old connection: a bad address changes nothing
+            probe(address)
+            _check_gcs(ray, address)
         if ray.is_initialized():
             ray.shutdown()
-        # quiet: a sweep's own progress bar is the output; the workers' logs stay in the cluster's files
-        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+        _local_only(ray, address == "local")
+        # quiet: a sweep's own progress bar is the output; the workers' logs stay in the cluster's files.
+        # ERROR, not WARNING: Ray's notes on init (no SIGTERM handler outside the main thread, token auth
+        # enabled) would otherwise come before a one-line error (issue 21, M11)
+        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
         try:
             if address == "local":
                 cpus = num_cpus or os.cpu_count()
@@ -125,13 +150,41 @@ class _Driver:
         return ray
 
 
+def _local_only(ray: Any, on: bool) -> None:
+    """Bind a private cluster to 127.0.0.1 (`on`), or let a node of a real cluster use its address."""
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = not on  # read when Ray picks the node address (ray is imported)
+    if on:
+        os.environ[_LOCAL_ONLY_ENV] = "0"  # for the processes the private cluster starts
+    else:
+        os.environ.pop(_LOCAL_ONLY_ENV, None)
+
+
+def _check_gcs(ray: Any, address: str) -> None:
+    """Ask the cluster's GCS once, briefly, whether it takes us: `ray.init` would retry a refused token
+    for 20 s and then say only 'Failed to connect' (issue 21, M1). Ray 2.60's own client (pinned)."""
+    from ray._raylet import InnerGcsClient
+
+    try:
+        InnerGcsClient.standalone(address, None, _GCS_CHECK_MS)
+    except ray.exceptions.AuthenticationError as e:  # its own advice after "Note:" is ours, in the catalog
+        reason = error_line(e, named=False).split(" Note:")[0][:200]
+        raise SweepError("sweep.err.ray_auth", "address", address=address, reason=reason) from None
+    except Exception as e:  # noqa: BLE001 -- a gRPC server that is not a Ray GCS (or not answering as one)
+        reason = error_line(e, named=False)[:200]
+        raise SweepError("sweep.err.ray_not_ray", "address", address=address, reason=reason) from None
+
+
 class RayExecutor:
     """Cells as Ray tasks on the cluster at `address` ($RAY_ADDRESS, else a private local one)."""
 
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
-        self.address = address or os.environ.get("RAY_ADDRESS") or "local"
+        env = os.environ.get("RAY_ADDRESS", "").strip()
+        raw, where = (address, "--address") if address else (env, "$RAY_ADDRESS") if env else ("local", "")
+        self.address = parse_address(raw, where)  # a bad one refused now, before any training
         self.workers = max(1, workers or os.cpu_count() or 1)  # the cluster's CPUs, once connected
         self._running: dict[int, int] = {}
 
@@ -142,10 +195,23 @@ class RayExecutor:
     def run(self, cells: Sequence[Cell], on_step: OnStep, on_end: OnEnd, stop: threading.Event) -> None:
         """Train every cell; see ln_viz.sweep.executors for the contract."""
         driver = _Driver.get()
-        driver.call(lambda: self._run(driver, cells, on_step, on_end, stop))
+        cpus = self.workers if self.address == "local" else None
+        try:  # Stop frees the caller even while a connection hangs (issue 21, X3)
+            ray = driver.call(
+                lambda: None if stop.is_set() else driver.connect(self.address, cpus), stop, CONNECT_TIMEOUT_S
+            )
+        except TimeoutError:
+            raise SweepError(
+                "sweep.err.ray_stuck",
+                "address",
+                address=self.address,
+                seconds=int(CONNECT_TIMEOUT_S),
+                version=RAY_VERSION,
+            ) from None
+        if ray is not None and not stop.is_set():
+            driver.call(lambda: self._run(ray, driver, cells, on_step, on_end, stop))
 
-    def _run(self, driver: _Driver, cells: Sequence[Cell], on_step: OnStep, on_end: OnEnd, stop: threading.Event):
-        ray = driver.connect(self.address, self.workers if self.address == "local" else None)
+    def _run(self, ray: Any, driver: _Driver, cells: Sequence[Cell], on_step: OnStep, on_end: OnEnd, stop):
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         todo = deque(range(len(cells)))
         gens: dict[Any, int] = {}
@@ -186,8 +252,9 @@ class RayExecutor:
         on_step(i, snap.step, snap.loss, snap.eval_loss, snap.status)
 
 
-def disconnect() -> None:
-    """End this process's Ray connection (and a private cluster it started); from any thread."""
+def disconnect(timeout: float = 10.0) -> None:
+    """End this process's Ray connection (and a private cluster it started, with its helper processes);
+    from any thread. Gives up after `timeout` s when the driver thread is stuck in a connection."""
     if _Driver._instance is None:
         return
 
@@ -198,4 +265,7 @@ def disconnect() -> None:
             ray.shutdown()
         _Driver._instance.address = None  # type: ignore[union-attr]
 
-    _Driver._instance.call(end)
+    try:
+        _Driver._instance.call(end, timeout=timeout)
+    except TimeoutError:
+        pass  # stuck in a ray.init that never returns: there is no connection to end

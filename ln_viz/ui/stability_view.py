@@ -116,6 +116,21 @@ def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
+def ray_cluster() -> tuple[str | None, Exception | None]:
+    """The Ray cluster the operator set for this server ($LN_VIZ_RAY_ADDRESS; `local`: a private one),
+    or None: the page offers this machine's cores only. A visitor never chooses where the server
+    connects (issue 21, S1). The second item says why a set address cannot be used."""
+    from ln_viz.sweep.ray_address import configured_address
+    from ln_viz.sweep.spec import SweepError
+
+    address, problem = configured_address()
+    if address is not None and not ray_available():
+        from ln_viz.sweep.ray_exec import RAY_VERSION
+
+        return None, SweepError("sweep.err.ray_missing", "executor", version=RAY_VERSION)
+    return address, problem
+
+
 def error_text(e: Exception, lang: str) -> str:
     """A sweep's failure in the user's language when it is one of ours, else its first line."""
     from ln_viz.i18n import LocalizedError
