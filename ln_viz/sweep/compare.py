@@ -64,7 +64,7 @@ class SeedComparison:
     gap: Interval
     executor: str
     elapsed_s: float
-    state: str  # done | stopped
+    state: str  # done | stopped (| failed, when the executor raised)
 
     def to_dict(self) -> dict[str, Any]:
         """The `compare --json` object: a, b, seeds, gap (mean = a - b, ci95, method), executor, ..."""
@@ -127,12 +127,14 @@ class SeedCompare:
         """Train the 2N runs; the comparison (state done, or stopped with what finished)."""
         with self._lock:
             self._started, self._state = time.monotonic(), "running"
+        state = "failed"  # unless the executor returns: a Ray cluster out of reach raises its sentence
         try:
             self.executor.run(self.cells, self._on_step, self._on_end, self.stop_event)
+            state = "stopped" if self.stop_event.is_set() else "done"
         finally:
             with self._lock:
                 self._elapsed = time.monotonic() - self._started
-                self._state = "stopped" if self.stop_event.is_set() else "done"
+                self._state = state
         return self.result()
 
     def _on_step(self, index: int, step: int, loss: float, eval_loss: float | None, status: str) -> None:
@@ -229,4 +231,3 @@ def takeaway(result: SeedComparison, lang: str) -> str:
     if gap.n < len(result.seeds):
         sentence += " " + t("seeds.left_out", lang, n=len(result.seeds) - gap.n, total=len(result.seeds))
     return sentence
-
