@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/bench.py                 # the full set (about 15 minutes on 2 cores)
     .venv/bin/python benchmarks/bench.py --quick         # tiny sizes, seconds (the smoke test runs this)
-    .venv/bin/python benchmarks/bench.py --only steps    # one section: steps, mfu, start, payload, memory, threads
+    .venv/bin/python benchmarks/bench.py --only steps    # one section: steps, mfu, start, payload, memory, threads,
+                                                         # compare (the time to a seed comparison's takeaway)
 
 Every timing is repeated (--repeats, default 3) and reported as min / median / max. Nothing here
 asserts a target: the figures go into the issue notes, the targets are read off them.
@@ -495,7 +496,32 @@ def bench_threads(quick: bool) -> dict:
     return out
 
 
-SECTIONS = ("steps", "mfu", "start", "browser", "init_lab", "payload", "memory", "threads")
+# --- compare over seeds --------------------------------------------------------------------------
+def bench_compare(quick: bool, repeats: int) -> dict:
+    """The time to the takeaway sentence of `python -m ln_viz compare --preset post-vs-pre` with 1 and with
+    3 seeds per side: from the call (worker start included) to the gap, on the local pool's 2 workers."""
+    from ln_viz.config import COMPARE_PRESETS, preset
+    from ln_viz.sweep.compare import SeedCompare, takeaway
+    from ln_viz.sweep.local import LocalExecutor
+
+    name_a, name_b, _ = COMPARE_PRESETS["post-vs-pre"]
+    a, b = preset(name_a), preset(name_b)
+    if quick:
+        a, b = (c.replace(depth=2, d_model=32, heads=2, steps=30) for c in (a, b))
+    out = {}
+    for seeds in (1, 3):
+        times, sentence = [], ""
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = SeedCompare(a, b, seeds, LocalExecutor(workers=2)).run()
+            times.append(time.perf_counter() - start)
+            sentence = takeaway(result, "en")
+        out[f"seeds_{seeds}"] = {**stats(times), "takeaway": sentence}
+        print(f"  {seeds} seed(s) per side, {2 * seeds} runs on 2 workers: {fmt(stats(times), 1)} s  {sentence}")
+    return out
+
+
+SECTIONS = ("steps", "mfu", "start", "browser", "init_lab", "payload", "memory", "threads", "compare")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -513,7 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if args.sizes:
         SIZES[:] = [tuple(int(v) for v in pair.split("x")) for pair in args.sizes.split(",")]
-    sections = args.only or [s for s in SECTIONS if not (args.quick and s in ("browser", "init_lab", "threads"))]
+    slow = ("browser", "init_lab", "threads", "compare")
+    sections = args.only or [s for s in SECTIONS if not (args.quick and s in slow)]
     result: dict = {
         "machine": {"cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads()},
         "quick": args.quick,
@@ -545,6 +572,9 @@ def main(argv: list[str] | None = None) -> int:
     if "threads" in sections:
         print("threads per worker:")
         result["threads"] = bench_threads(args.quick)
+    if "compare" in sections:
+        print("time to the takeaway, post-vs-pre (Post-LN vs Pre-LN, 300 steps), local pool:")
+        result["compare"] = bench_compare(args.quick, args.repeats)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

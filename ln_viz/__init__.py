@@ -4,7 +4,8 @@ A library first; the Streamlit app (app.py, pages/) and the CLI (`python -m ln_v
 One direction of flow, lowest layer first (tests/test_architecture.py holds the layers and fails on an
 import circle or an import of a higher layer; the README's "The code" names every module):
 
-    text, i18n, theory, runmeta   leaves: text shown back, the catalogs, the Theory page, run label/time rules
+    text, i18n, theory, runmeta   leaves: text shown back, the catalogs, the Theory page, run label/time rules,
+    stats                         and the t interval of paired seeds and the debiased EMA (math only)
     config, schedule              RunConfig, FIELDS (one declaration per field), presets; the lr schedule
     schema, corpus                the vocabulary of a run's measurements; the corpora and tokenizer
     model, optim                  the tiny transformer and its norm placements; Adam/SGD written out

@@ -26,7 +26,7 @@ PACKAGE = "ln_viz"
 LAYERS: list[tuple[str, str]] = [
     # nothing of ln_viz but each other: plain text, the translations, the Theory page's text, the label
     # and time rules that the run file and the store share
-    ("leaves", "ln_viz text i18n theory runmeta"),
+    ("leaves", "ln_viz text i18n theory runmeta stats"),
     ("config", "config schedule"),
     ("vocabulary", "schema corpus"),
     ("model", "model optim"),
@@ -51,10 +51,10 @@ LAYERS: list[tuple[str, str]] = [
     (
         "sweep",
         "sweep sweep.spec sweep.presets sweep.results sweep.executors sweep.local sweep.ray_address sweep.ray_exec "
-        "sweep.chooser sweep.driver sweep.storage sweep.labels sweep.charts sweep.cli",
+        "sweep.chooser sweep.driver sweep.compare sweep.storage sweep.labels sweep.charts sweep.cli",
     ),
     # where a configuration enters: the command line's flags and a page's link
-    ("entry", "cli cli.parser cli.train cli.runs __main__ urlstate"),
+    ("entry", "cli cli.parser cli.train cli.runs cli.compare __main__ urlstate"),
     ("ui", "ui.*"),  # the only streamlit-aware code: ln_viz/ui/ and everything in it
 ]
 # Everything outside ln_viz/ui/ is the engine: the app's pages and the CLI share it, so it never needs a

@@ -1,10 +1,12 @@
-"""`python -m ln_viz ...`: train a run, measure gradients at initialisation, manage stored runs, sweep.
+"""`python -m ln_viz ...`: train a run, measure gradients at initialisation, manage stored runs, sweep,
+compare two configurations over seeds.
 
 Every error a user can cause exits with status 2 and one line `error: ...` on stderr.
 
     parser.py   the parser class and UsageError (a leaf: the subcommands' modules import it)
     train.py    `train` and `init-grads`, and the RunConfig flags they share (`config_from_args`)
     runs.py     `runs list | export | import | delete | label | demo`
+    compare.py  `compare`: two configurations over N paired seeds, the gap and its 95 % interval
     ln_viz/sweep/cli.py   `sweep`
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from ln_viz.cli.compare import add_compare_command
 from ln_viz.cli.parser import Parser, UsageError
 from ln_viz.cli.runs import add_runs_commands
 from ln_viz.cli.train import add_train_commands
@@ -24,7 +27,7 @@ MAX_ERROR_CHARS = 1000  # an error line is cut here: argparse repeats a bad valu
 
 
 def build_parser() -> Parser:
-    """The whole command line: train, init-grads, runs ..., sweep."""
+    """The whole command line: train, init-grads, runs ..., sweep, compare."""
     parser = Parser(
         prog="python -m ln_viz",
         description="Watch LayerNorm placement decide whether a transformer trains.",
@@ -33,6 +36,7 @@ def build_parser() -> Parser:
     add_train_commands(sub)
     add_runs_commands(sub)
     add_sweep_command(sub)
+    add_compare_command(sub)
     return parser
 
 

@@ -18,16 +18,22 @@ from ln_viz.text import one_line
 
 
 def _add_config_flags(p: argparse.ArgumentParser, train: bool = False) -> None:
-    """--preset, one flag per RunConfig field that has one (config.FIELDS: its range and kind; `train`
-    adds the training-only ones), the text file and the threads."""
+    """--preset, one flag per RunConfig field that has one (`add_field_flags`), the text file and the
+    threads."""
     p.add_argument("--preset", help=f"start from a preset: {', '.join(PRESETS)}")
+    add_field_flags(p, train)
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+
+
+def add_field_flags(p: argparse.ArgumentParser, train: bool = False) -> None:
+    """One flag per RunConfig field that has one (config.FIELDS: its range and kind; `train` adds the
+    training-only ones) and --text-file: what `config_from_args` reads (`compare` shares them too)."""
     for spec in FIELDS.values():
         if spec.cli and (train or not spec.train_only):
             # argparse says "invalid int value: 'x'"; a bool flag takes on/off
             kind = {str: None, bool: on_off}.get(spec.kind, spec.kind)
             p.add_argument(spec.cli, dest=spec.name, type=kind, help=spec.help())
     p.add_argument("--text-file", help="UTF-8 text to train on (sets --corpus user)")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
 
 
 def add_train_commands(sub: Any) -> None:
@@ -52,15 +58,19 @@ def add_train_commands(sub: Any) -> None:
     ig.set_defaults(func=cmd_init_grads)
 
 
-def config_from_args(args: argparse.Namespace, base: RunConfig | None = None) -> RunConfig:
-    """RunConfig from the preset (or `base`) with every given flag applied, validated."""
+def config_from_args(
+    args: argparse.Namespace, base: RunConfig | None = None, extra: dict[str, Any] | None = None
+) -> RunConfig:
+    """RunConfig from the preset (or `base`) with every given flag applied, then `extra` (one side of
+    `compare`), validated."""
     from ln_viz.corpus import decode_text, read_user_file, user_text_corpus
 
-    cfg = preset(args.preset) if args.preset else (base or RunConfig())
-    changes = {k: v for k in FIELDS if (v := getattr(args, k, None)) is not None}
+    name = getattr(args, "preset", None)  # `compare`'s --preset names a scenario, kept elsewhere
+    cfg = preset(name) if name else (base or RunConfig())
+    changes = {k: v for k in FIELDS if (v := getattr(args, k, None)) is not None} | (extra or {})
     if args.text_file:
-        if args.corpus not in (None, "user"):  # the file would be read, then silently not trained on
-            raise ConfigError("err.text_file_corpus", "corpus", value=args.corpus)
+        if changes.get("corpus") not in (None, "user"):  # the file would be read, then silently not trained on
+            raise ConfigError("err.text_file_corpus", "corpus", value=changes["corpus"])
         raw = read_user_file(args.text_file)
         seq = changes.get("seq_len", cfg.seq_len)
         user_text_corpus(raw, seq)  # refuses bad text with its sentence

@@ -113,14 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from ln_viz.sweep.spec import estimate
 
     spec = spec_from_args(args)
-    if args.workers is not None and not 1 <= args.workers <= 256:
-        from ln_viz.sweep.spec import SweepError
-
-        raise SweepError("sweep.err.workers", "workers", value=args.workers)
-    if args.address and args.executor != "ray":
-        from ln_viz.sweep.spec import SweepError
-
-        raise SweepError("sweep.err.address_local", "address")
+    check_executor_flags(args)
     store = _open_store(args)
     executor = make_executor(args.executor, workers=args.workers, address=args.address)
     sweep = SweepRun(spec, executor, store)
@@ -129,13 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         note = f" ({skipped} already stored)" if skipped else ""
         sys.stderr.write(f"{work.text()} ({executor.name}){note}\n")
-    try:
-        final = _run_with_progress(sweep, show=not args.quiet)
-    finally:
-        if executor.name == "ray":  # a private cluster's helper processes end now, not a minute later
-            from ln_viz.sweep.ray_exec import disconnect
-
-            disconnect()
+    final = run_on(executor, sweep, show=not args.quiet)
     if store is not None:
         store.close()
     report = build_report(spec, final, executor.name)
@@ -145,6 +132,16 @@ def run(args: argparse.Namespace) -> int:
         export_results(final.results, args.export)
     _print_report(report, final, args)
     return 130 if final.state == "stopped" else 0
+
+
+def check_executor_flags(args: argparse.Namespace) -> None:
+    """--workers in 1..256, --address only with --executor ray (`sweep` and `compare`): SweepError else."""
+    from ln_viz.sweep.spec import SweepError
+
+    if args.workers is not None and not 1 <= args.workers <= 256:
+        raise SweepError("sweep.err.workers", "workers", value=args.workers)
+    if args.address and args.executor != "ray":
+        raise SweepError("sweep.err.address_local", "address")
 
 
 def _open_store(args: argparse.Namespace) -> Any:
@@ -157,8 +154,21 @@ def _open_store(args: argparse.Namespace) -> Any:
     return SweepStore(args.store)
 
 
-def _run_with_progress(sweep: Any, show: bool) -> Any:
-    """Train in a thread; draw the bar here; Ctrl-C stops the sweep (cells finished are kept)."""
+def run_on(executor: Any, sweep: Any, show: bool) -> Any:
+    """run_with_progress, then a Ray executor's connection ended (`sweep` and `compare`): a private
+    cluster's helper processes end now, not a minute later (issue 21, O1)."""
+    try:
+        return run_with_progress(sweep, show)
+    finally:
+        if executor.name == "ray":
+            from ln_viz.sweep.ray_exec import disconnect
+
+            disconnect()
+
+
+def run_with_progress(sweep: Any, show: bool) -> Any:
+    """Train in a thread; draw the bar here; Ctrl-C stops the sweep (cells finished are kept). `sweep`:
+    anything with run(), stop() and progress() -> driver.Progress (a SweepRun, a SeedCompare)."""
     box: dict[str, BaseException] = {}
 
     def target() -> None:
