@@ -14,6 +14,7 @@ from ln_viz.ui import (
     lecture_view,
     links,
     live,
+    page_state,
     stepper,
     training,
 )
@@ -55,6 +56,7 @@ if stored:  # two runs from the store: draw them, train nothing
     stored_view()
     st.stop()
 
+page_state.keep(["cpreset", *(k for p in compare_view.SIDES for k in config_form.form_keys(p))])
 if "_compare_notices" not in st.session_state:  # a shared link sets both forms once per session
     if st.query_params.get("cpreset") in COMPARE_PRESETS:
         st.session_state["cpreset"] = st.query_params["cpreset"]

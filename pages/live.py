@@ -4,7 +4,18 @@ import streamlit as st
 
 from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.ui import config_form, language, layout, lecture_switch, lecture_view, links, live, stepper, training
+from ln_viz.ui import (
+    config_form,
+    language,
+    layout,
+    lecture_switch,
+    lecture_view,
+    links,
+    live,
+    page_state,
+    stepper,
+    training,
+)
 from ln_viz.ui.safe import md
 
 lang = language.current_lang()
@@ -12,6 +23,7 @@ lecture = lecture_switch.lecture_view_on()
 runner = training.get_runner()
 runs = training.session_runs()
 
+page_state.keep(config_form.form_keys(""))  # the form survives a visit to another page
 if "_live_notices" not in st.session_state:  # a shared link sets the form once per session
     st.session_state["_live_notices"] = config_form.apply_query(prefix="", lang=lang)
 for notice in [*links.link_notices(lang), *st.session_state["_live_notices"]]:

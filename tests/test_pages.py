@@ -184,3 +184,45 @@ def test_init_lab_in_korean_on_a_scenario_measured_now(at):
     at.switch_page("pages/init_lab.py").run()
     assert at.title[0].value.startswith("초기화 실험실")
     assert not at.exception
+
+
+def _switch(at: AppTest, page: str) -> AppTest:
+    """A click on another page in the sidebar: the browser drops the address's query parameters."""
+    at.query_params.clear()
+    return at.switch_page(page).run()
+
+
+@pytest.mark.parametrize(("lang", "present"), [("en", "0"), ("ko", "1")], ids=["en", "ko-lecture"])
+def test_each_page_keeps_its_settings_across_page_switches(start_app, monkeypatch, lang, present):
+    """Streamlit drops a widget's key when a run does not draw it: Live -> Compare -> Live came back as
+    "Pre-LN, no warm-up", depth 6 (the charts kept the 8-layer Post-LN run), Compare's scenario and the
+    Init lab's depth were lost after Theory (issue 21, N2, N3, N22)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"preset": "post-ln-warmup", "depth": "8", "lang": lang, "present": present})
+    at.run()
+    try:
+        _switch(at, "pages/compare.py")
+        if present == "1":  # the lecture view's scenario buttons, else the scenario box
+            at.button_group(key="lecture_choice").set_value("warmup-vs-none").run()
+        else:
+            at.selectbox(key="cpreset").set_value("warmup-vs-none").run()
+        from ln_viz.ui import compare_view
+
+        compare_view_sides = [at.session_state[p + "preset"] for p in compare_view.SIDES]
+        _switch(at, "pages/theory.py")
+        _switch(at, "pages/compare.py")
+        assert at.session_state["cpreset"] == "warmup-vs-none" and at.query_params["cpreset"] == "warmup-vs-none"
+        assert [at.session_state[p + "preset"] for p in compare_view.SIDES] == compare_view_sides
+        _switch(at, "pages/live.py")
+        assert at.session_state["norm_position"] == "post" and at.session_state["depth"] == 8
+        assert at.session_state["warmup_steps"] == 100
+        want = {"norm": "post", "depth": "8", "warmup": "100"}  # the browser's address: tests/e2e (AppTest keeps
+        assert {k: at.query_params.get(k) for k in want} == want  # the server's copy of it, not the browser's)
+        _switch(at, "pages/init_lab.py")
+        at.session_state["init_depth"], at.session_state["init_positions"] = 17, []  # [] stops before measuring
+        at.run()
+        _switch(at, "pages/theory.py")
+        _switch(at, "pages/init_lab.py")
+        assert at.slider(key="init_depth").value == 17 and not at.exception and not at.warning
+    finally:
+        st.cache_resource.clear()
