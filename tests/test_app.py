@@ -355,3 +355,31 @@ def test_the_lecture_view_shows_the_run_of_the_preset_it_names_its_verdict_and_t
     loss = _figure(at, "loss_chart")
     assert loss["layout"]["title"]["subtitle"]["text"].startswith("Post-LN")
     assert _points(next(tr for tr in loss["data"] if tr["name"] == "training loss")) == 300  # the run, drawn
+
+
+@pytest.mark.parametrize(
+    ("demo", "status", "en", "ko"),
+    [
+        ("pre-ln-no-warmup", "completed", "Pre-LN: learned, final loss 1.96 (unigram loss 2.96)", "Pre-LN: 배움, 최종"),
+        (
+            "post-ln-no-warmup",
+            "stalled",
+            "Post-LN: stalled, final loss 2.96 (unigram loss 2.96)",
+            "Post-LN: 정체, 최종",
+        ),
+        ("post-ln-no-warmup", "stopped", "Post-LN: stopped at step 300", "Post-LN: 300 스텝에서 정지됨"),
+        ("no-norm", "diverged", "No norm: diverged at step 300", "No norm: 300 스텝에서 발산"),
+    ],
+)
+def test_the_verdict_names_the_run_and_says_what_the_app_measured(demo, status, en, ko):
+    """The lecture view's end line (issue 21, N4), from a shipped demo run's own numbers; a diverged run
+    without a recorded step is said at its last step."""
+    from ln_viz.runner import RunView
+    from ln_viz.ui import live
+    from tests.replay import demo_runs
+
+    data = demo_runs()[demo]
+    view = RunView("r", data.info.config, status, None, None, {}, None, data, 1, None)
+    label = {"pre-ln-no-warmup": "Pre-LN", "post-ln-no-warmup": "Post-LN", "no-norm": "No norm"}[demo]
+    assert live.verdict(view, label, "en") == en
+    assert live.verdict(view, label, "ko").startswith(ko)
