@@ -27,10 +27,11 @@ def shot(page, name: str) -> None:
 
 def go(page, label: str, lecture: bool) -> None:
     """Another page as a visitor opens it: the sidebar's menu, or the lecture view's link in its header."""
+    wait_idle(page, 120_000)
     where = page.locator(".st-key-lecture_top") if lecture else page.get_by_test_id("stSidebar")
-    where.get_by_role("link", name=label).first.click()
+    where.get_by_role("link", name=label).first.click(timeout=120_000)  # a loaded machine redraws slowly
     time.sleep(0.5)
-    wait_idle(page, 60_000)
+    wait_idle(page, 120_000)
 
 
 @pytest.mark.parametrize(
