@@ -14,6 +14,7 @@ from ln_viz.ui import (
     lecture_view,
     links,
     live,
+    page_state,
     stepper,
     training,
 )
@@ -55,6 +56,7 @@ if stored:  # two runs from the store: draw them, train nothing
     stored_view()
     st.stop()
 
+page_state.keep(["cpreset", *(k for p in compare_view.SIDES for k in config_form.form_keys(p))])
 if "_compare_notices" not in st.session_state:  # a shared link sets both forms once per session
     if st.query_params.get("cpreset") in COMPARE_PRESETS:
         st.session_state["cpreset"] = st.query_params["cpreset"]
@@ -68,6 +70,8 @@ for notice in [*links.link_notices(lang), *st.session_state["_compare_notices"]]
     st.warning(md(notice))  # it quotes the link
 
 buttons = (("compare_start", t("compare.start", lang)), ("compare_stop", t("compare.stop", lang)))
+ROLES = ("compare.a", "compare.b")
+running = runs.running(ROLES)
 scenario = st.session_state["cpreset"]
 scenario = scenario if scenario in COMPARE_PRESETS else None
 if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are kept
@@ -75,13 +79,13 @@ if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are
         config_form.config_form(lang, prefix=prefix, container=st.sidebar.container(), compact=True)
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
     choices = (list(COMPARE_PRESETS), scenario, "lecture.scenario.", compare_view.pick_scenario)
-    start, stop = lecture_view.header(configs, lang, choices, buttons, ("pages/live.py", "nav.live"))
+    start, stop = lecture_view.header(configs, lang, choices, buttons, ("pages/live.py", "nav.live"), running)
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))
     row = st.container(horizontal=True, vertical_alignment="bottom")
     compare_view.scenario_picker(lang, row)
-    start, stop = live.start_stop(lang, *buttons, row=row)
+    start, stop = live.start_stop(lang, *buttons, row=row, running=running)
     cols = st.columns(2)
     for col, prefix, title in zip(cols, compare_view.SIDES, ("compare.run_a", "compare.run_b")):
         with col.expander(t(title, lang), expanded=False):
@@ -95,28 +99,31 @@ try:
     if start:
         for cfg in configs:  # both, before either starts (Runner.start checks each one again)
             cfg.validate()
-        for role, cfg in zip(("compare.a", "compare.b"), configs):
+        for role, cfg in zip(ROLES, configs):
             runs.start(role, cfg)
+        st.rerun()  # drawn again as running: Stop enabled, the charts of the new runs
 except LocalizedError as e:
     st.error(md(t("ui.invalid_config", lang, reason=e.message(lang))))
 if stop:
-    for role in ("compare.a", "compare.b"):
+    for role in ROLES:
         runs.stop(role)
+    st.rerun()
 
-handles = [runner.get(runs.runs[r]) for r in ("compare.a", "compare.b") if runs.runs.get(r)]
-active = any(not h.done for h in handles)
-timer = stepper.timer("compare_step", live.REFRESH_S if active else None)
+# The runs of the settings both forms (and the header) name, else the empty charts Start would fill.
+shown = [runs.shown(role, cfg) for role, cfg in zip(ROLES, configs)]
+handles = [runner.get(run_id) for run_id in shown] if all(shown) else []
+timer = stepper.timer("compare_step", live.REFRESH_S if running else None)
 
 
 @st.fragment(run_every=timer)
 def compare_live() -> None:
-    ticking = not active and timer is not None
-    if len(handles) < 2:  # before Start: the empty charts of the runs Start would begin
+    ticking = not running and timer is not None
+    if len(handles) < 2 or None in handles:  # before Start: the empty charts of the runs Start would begin
         try:
             datas = [live.preview_data(cfg.validate()) for cfg in configs]
         except LocalizedError:
             return  # the error above says what is wrong
-        views, lines = [], [t("ui.not_started", lang)]
+        views, lines = [], [t("ui.other_run_training" if running else "ui.not_started", lang)]
     else:
         views = [h.view() for h in handles]
         datas = [live.complete_data(h, v) or live.preview_data(v.config) for h, v in zip(handles, views)]
@@ -129,10 +136,10 @@ def compare_live() -> None:
         labels = [f"{t(k, lang)}: {n}" for k, n in zip(("compare.run_a", "compare.run_b"), labels)]
     done = bool(views) and all(v.done for v in views)
     if lecture:
+        lines = live.verdict_lines(views, labels, lang) if done else [*lines, *live.message_lines(views, lang)]
         step = lecture_view.status_and_steps(
-            [*lines, *live.message_lines(views, lang)], compare_view.common_steps(datas), "compare_step", lang,
-            done, ticking,
-        )  # fmt: skip
+            lines, compare_view.common_steps(datas), "compare_step", lang, done, ticking
+        )
         lecture_view.draw_compare(datas, labels, lang, step)
     else:
         st.markdown("  \n".join(lines))
@@ -144,10 +151,10 @@ def compare_live() -> None:
                 live.thinning_notes(datas, handles, lang)
 
         compare_view.draw(datas, labels, lang, done=done, ticking=ticking, notes=notes)
-    if done and active:
-        st.rerun(scope="app")
+    if running and not runs.running(ROLES):  # they ended while this fragment ticked: a full rerun
+        st.rerun(scope="app")  # stops the timer, disables Stop, reveals the takeaway
 
 
 compare_live()
 if lecture:
-    lecture_view.takeaway(f"lecture.takeaway.{scenario}" if scenario else None, lang)
+    lecture_view.takeaway(scenario, lang, ended=len(handles) == 2 and all(h.done for h in handles))

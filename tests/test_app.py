@@ -302,3 +302,84 @@ def test_a_run_from_before_the_probes_says_so_in_one_sentence(replay_runner, at)
         "This run was recorded before the instability probes existed (attention logits, log Z, massive "
         "activations, DyT saturation): train it again to see them."
     ]
+
+
+def _figure(at: AppTest, key: str) -> dict:
+    import json
+
+    return json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
+
+
+def _points(trace: dict) -> int:
+    """How many points a trace of figure JSON has (a plain list, or plotly's base64 form of an array)."""
+    from tests.test_pages import plotly_array
+
+    return len(plotly_array(trace.get("x", [])))
+
+
+def test_the_lecture_view_shows_the_run_of_the_preset_it_names_its_verdict_and_then_the_takeaway(replay_runner, at):
+    """A preset picked after a run changed the header and the takeaway at once but left that run on the
+    charts and in the status ("Pre-LN learns at once" above a stalled Post-LN line) until Start; the
+    takeaway was shown before Start; the verdict was the third line of a 50-px box and named no run;
+    Stop was enabled with nothing running (issue 21: N1, N17, N4, N27)."""
+    from ln_viz.i18n import t
+
+    at.toggle(key="lecture_toggle").set_value(True).run()
+    at.button_group(key="lecture_choice").set_value("post-ln-no-warmup").run()
+    assert at.button(key="stop").disabled  # nothing runs
+    assert t("lecture.question.live", "en") in [m.value for m in at.main.markdown]  # the question, not the answer
+    assert t("lecture.takeaway.post-ln-no-warmup", "en") not in [m.value for m in at.main.markdown]
+    replay_runner.hold_at = 100
+    at.button(key="start").click().run()
+    assert not at.button(key="stop").disabled  # while it trains
+    assert t("lecture.question.live", "en") in [m.value for m in at.main.markdown]
+    replay_runner.release()
+    wait_for(lambda: live_handle(at).done, timeout=30)
+    at.run()
+    assert at.button(key="stop").disabled
+    lines = [m.value for m in at.main.markdown]
+    verdict = next(v for v in lines if v.startswith("**Post-LN:"))  # the status box's line, naming the run
+    assert not any(t("msg.stalled", "en") in v for v in lines)  # the verdict alone: the box shows two lines
+    assert "stalled" in verdict and "final loss 2.96" in verdict, verdict
+    assert t("lecture.takeaway.post-ln-no-warmup", "en") in lines  # revealed once the run has ended
+    at.button_group(key="lecture_choice").set_value("pre-ln-no-warmup").run()  # another preset after the run
+    lines = [m.value for m in at.main.markdown]
+    assert "Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up" in lines
+    loss = _figure(at, "loss_chart")
+    subtitle = loss["layout"]["title"]["subtitle"]["text"]
+    assert subtitle.startswith("Pre-LN"), subtitle  # the charts are the new preset's empty ones
+    assert not any(_points(tr) for tr in loss["data"] if tr["name"] in ("training loss", "held-out loss"))
+    assert t("ui.not_started", "en") in " ".join(lines) and t("lecture.question.live", "en") in lines
+    at.button_group(key="lecture_choice").set_value("post-ln-no-warmup").run()  # back: its run again
+    assert t("lecture.takeaway.post-ln-no-warmup", "en") in [m.value for m in at.main.markdown]
+    loss = _figure(at, "loss_chart")
+    assert loss["layout"]["title"]["subtitle"]["text"].startswith("Post-LN")
+    assert _points(next(tr for tr in loss["data"] if tr["name"] == "training loss")) == 300  # the run, drawn
+
+
+@pytest.mark.parametrize(
+    ("demo", "status", "en", "ko"),
+    [
+        ("pre-ln-no-warmup", "completed", "Pre-LN: learned, final loss 1.96 (unigram loss 2.96)", "Pre-LN: 배움, 최종"),
+        (
+            "post-ln-no-warmup",
+            "stalled",
+            "Post-LN: stalled, final loss 2.96 (unigram loss 2.96)",
+            "Post-LN: 정체, 최종",
+        ),
+        ("post-ln-no-warmup", "stopped", "Post-LN: stopped at step 300", "Post-LN: 300 스텝에서 정지됨"),
+        ("no-norm", "diverged", "No norm: diverged at step 300", "No norm: 300 스텝에서 발산"),
+    ],
+)
+def test_the_verdict_names_the_run_and_says_what_the_app_measured(demo, status, en, ko):
+    """The lecture view's end line (issue 21, N4), from a shipped demo run's own numbers; a diverged run
+    without a recorded step is said at its last step."""
+    from ln_viz.runner import RunView
+    from ln_viz.ui import live
+    from tests.replay import demo_runs
+
+    data = demo_runs()[demo]
+    view = RunView("r", data.info.config, status, None, None, {}, None, data, 1, None)
+    label = {"pre-ln-no-warmup": "Pre-LN", "post-ln-no-warmup": "Post-LN", "no-norm": "No norm"}[demo]
+    assert live.verdict(view, label, "en") == en
+    assert live.verdict(view, label, "ko").startswith(ko)

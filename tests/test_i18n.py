@@ -70,3 +70,22 @@ def test_pages_hard_code_no_sentence(path):
                     ):
                         offenders.append((node.lineno, text))
     assert offenders == [], offenders
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_each_compare_takeaway_and_question_names_its_learning_rate_and_warm_up(lang):
+    """The post-vs-pre takeaway said "only where LayerNorm sits decides whether it learns", while the app's
+    own stability map shows Post-LN learning at lr 1e-3 without warm-up (issue 21, N17): each scenario's
+    sentence names the setting it was measured at, in the words the header uses."""
+    from ln_viz.config import COMPARE_PRESETS, PRESETS
+    from ln_viz.ui.lecture_view import setting_words
+
+    for name, (a, b, _) in COMPARE_PRESETS.items():
+        for key in (f"lecture.takeaway.{name}", f"lecture.question.{name}"):
+            text = i18n.t(key, lang)
+            for side in (a, b):
+                words = setting_words(PRESETS[side].config, lang)
+                lr = words[2].split(" ", 1)[1]  # "lr 3e-3" without the optimizer's name (the header says 0.1
+                mantissa, exponent = f"{PRESETS[side].config.lr:.0e}".split("e")  # for 1e-1: either form)
+                said = (lr, lr.replace(lr.rsplit(" ", 1)[-1], f"{mantissa}e{int(exponent)}"))
+                assert any(s in text for s in said) and words[3] in text, (key, lang, said, words[3], text)

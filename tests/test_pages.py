@@ -184,3 +184,78 @@ def test_init_lab_in_korean_on_a_scenario_measured_now(at):
     at.switch_page("pages/init_lab.py").run()
     assert at.title[0].value.startswith("초기화 실험실")
     assert not at.exception
+
+
+def _switch(at: AppTest, page: str) -> AppTest:
+    """A click on another page in the sidebar: the browser drops the address's query parameters."""
+    at.query_params.clear()
+    return at.switch_page(page).run()
+
+
+@pytest.mark.parametrize(("lang", "present"), [("en", "0"), ("ko", "1")], ids=["en", "ko-lecture"])
+def test_each_page_keeps_its_settings_across_page_switches(start_app, monkeypatch, lang, present):
+    """Streamlit drops a widget's key when a run does not draw it: Live -> Compare -> Live came back as
+    "Pre-LN, no warm-up", depth 6 (the charts kept the 8-layer Post-LN run), Compare's scenario and the
+    Init lab's depth were lost after Theory (issue 21, N2, N3, N22)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"preset": "post-ln-warmup", "depth": "8", "lang": lang, "present": present})
+    at.run()
+    try:
+        _switch(at, "pages/compare.py")
+        if present == "1":  # the lecture view's scenario buttons, else the scenario box
+            at.button_group(key="lecture_choice").set_value("warmup-vs-none").run()
+        else:
+            at.selectbox(key="cpreset").set_value("warmup-vs-none").run()
+        from ln_viz.ui import compare_view
+
+        compare_view_sides = [at.session_state[p + "preset"] for p in compare_view.SIDES]
+        _switch(at, "pages/theory.py")
+        _switch(at, "pages/compare.py")
+        assert at.session_state["cpreset"] == "warmup-vs-none" and at.query_params["cpreset"] == "warmup-vs-none"
+        assert [at.session_state[p + "preset"] for p in compare_view.SIDES] == compare_view_sides
+        _switch(at, "pages/live.py")
+        assert at.session_state["norm_position"] == "post" and at.session_state["depth"] == 8
+        assert at.session_state["warmup_steps"] == 100
+        want = {"norm": "post", "depth": "8", "warmup": "100"}  # the browser's address: tests/e2e (AppTest keeps
+        assert {k: at.query_params.get(k) for k in want} == want  # the server's copy of it, not the browser's)
+        _switch(at, "pages/init_lab.py")
+        at.session_state["init_depth"], at.session_state["init_positions"] = 17, []  # [] stops before measuring
+        at.run()
+        _switch(at, "pages/theory.py")
+        _switch(at, "pages/init_lab.py")
+        assert at.slider(key="init_depth").value == 17 and not at.exception and not at.warning
+    finally:
+        st.cache_resource.clear()
+
+
+def test_compare_lecture_view_names_each_run_s_verdict_and_a_new_scenario_clears_the_old_runs(replay_runner, start_app):
+    """Issue 21: "+ warm-up" picked after post-vs-pre had run left Post-LN vs Pre-LN on the charts under
+    "Warm-up is the only difference" until Start (N1); the takeaway showed before Start (N17); the end
+    sentence was the third line of a 50-px box and named no run (N4); Stop both was enabled with nothing
+    running (N27)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["present"] = "1"
+    at.switch_page("pages/compare.py").run()
+    try:
+        assert at.button(key="compare_stop").disabled
+        texts = [m.value for m in at.main.markdown]
+        assert t("lecture.question.post-vs-pre", "en") in texts and t("lecture.takeaway.post-vs-pre", "en") not in texts
+        at.button(key="compare_start").click().run()
+        wait_done(replay_runner.handles(), 30)
+        at.run()
+        assert at.button(key="compare_stop").disabled and not at.exception
+        texts = [m.value for m in at.main.markdown]
+        verdicts = [v for m in texts for v in m.split("  \n") if v.startswith(("**Post-LN", "**Pre-LN"))]
+        assert len(verdicts) == 2, texts  # one line each: the box shows two
+        assert "Post-LN" in verdicts[0] and "stalled" in verdicts[0] and "Pre-LN: learned" in verdicts[1], verdicts
+        assert t("lecture.takeaway.post-vs-pre", "en") in texts
+        at.button_group(key="lecture_choice").set_value("warmup-vs-none").run()  # a new scenario after the run
+        texts = [m.value for m in at.main.markdown]
+        assert "Post-LN · 6 layers · Adam lr 3e-3 · no warm-up vs warm-up 100 steps" in texts
+        loss = json.loads(next(c for c in at.get("plotly_chart") if c.key == "compare_loss").proto.spec)
+        lines = {tr["name"]: len(plotly_array(tr.get("x", []))) for tr in loss["data"] if "unigram" not in tr["name"]}
+        assert lines == {"Post-LN · no warm-up": 0, "Post-LN · warm-up 100 steps": 0}  # the new runs, empty
+        assert t("lecture.question.warmup-vs-none", "en") in texts and t("ui.not_started", "en") in " ".join(texts)
+        assert at.button(key="compare_stop").disabled
+    finally:
+        st.cache_resource.clear()

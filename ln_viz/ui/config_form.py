@@ -46,6 +46,11 @@ ADVANCED_FIELDS = (
 FORM_FIELDS = MAIN_FIELDS + ADVANCED_FIELDS
 
 
+def form_keys(prefix: str = "") -> list[str]:
+    """The session-state keys of one form's settings: its preset, every field, the user's text."""
+    return [prefix + "preset", *(prefix + name for name in FORM_FIELDS), prefix + "user_text"]
+
+
 def widget_bounds(name: str) -> dict[str, int]:
     """A number widget's or slider's min_value, max_value and step: the field's range in config.FIELDS."""
     spec = FIELDS[name]

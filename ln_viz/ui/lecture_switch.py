@@ -40,6 +40,8 @@ def style_and_toggle() -> bool:
     from ln_viz.ui import layout
 
     lecture = lecture_view_on()
+    if lecture and "present" not in st.query_params:  # a page switch dropped it: the address stays a bookmark
+        st.query_params["present"] = "1"
     layout.css(layout.FRAME_CSS + layout.BOX_CSS + (layout.LECTURE_TEXT_CSS if lecture else ""))
     st.session_state["lecture_toggle"] = lecture
     st.sidebar.toggle(t("lecture.toggle", current_lang()), key="lecture_toggle", on_change=_toggle_lecture_view,

@@ -105,11 +105,13 @@ def header(
     choices: tuple[Sequence[str], str | None, str, Callable[[str], None]],
     buttons: tuple[tuple[str, str], tuple[str, str]],
     other_page: tuple[str, str],
+    running: bool = True,
 ) -> tuple[bool, bool]:
     """The header strip and the button row; returns (Start clicked, Stop clicked). `choices`: the
     scenario names, the current one (None: the user's own settings), the catalog prefix of their
     names and what a pick does; `buttons`: (key, label) of Start and of Stop; `other_page`: (page
-    file, label key) of the other page with a lecture view."""
+    file, label key) of the other page with a lecture view; `running`: a run of the page trains (Stop
+    is enabled only then)."""
     layout.css(SCREEN_CSS)
     _top_row(cfgs, lang, other_page)
     names, current, prefix, apply = choices
@@ -127,12 +129,15 @@ def header(
         )
     (start_key, start_label), (stop_key, stop_label) = buttons
     start = row.button(start_label, key=start_key, type="primary")
-    stop = row.button(stop_label, key=stop_key)
+    stop = row.button(stop_label, key=stop_key, disabled=not running)
     return start, stop
 
 
-def takeaway(key: str | None, lang: str) -> None:
-    """The scenario's one sentence at the bottom (none for the user's own settings)."""
+def takeaway(name: str | None, lang: str, ended: bool, question: str | None = None) -> None:
+    """The scenario's one sentence at the bottom once its runs have ended (`ended`); before, its question
+    (the catalog key `question`, else `lecture.question.<name>`), so the room predicts before it sees.
+    Nothing for the user's own settings (`name` None)."""
+    key = None if name is None else f"lecture.takeaway.{name}" if ended else question or f"lecture.question.{name}"
     with st.container(key="lecture_takeaway"):
         st.markdown(t(key, lang) if key else "&nbsp;")
 

@@ -12,10 +12,10 @@ import streamlit as st
 
 from ln_viz import charts
 from ln_viz.config import RunConfig
-from ln_viz.i18n import t
+from ln_viz.i18n import LocalizedError, t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData, RunInfo
-from ln_viz.ui import layout, stepper
+from ln_viz.ui import config_form, layout, stepper
 from ln_viz.ui.instability_view import instability_expander
 from ln_viz.ui.safe import md
 
@@ -27,6 +27,14 @@ def preview_data(cfg: RunConfig) -> RunData:
     """Empty RunData of a run whose worker has not reported yet: the charts draw their fixed axes, the
     unigram line and the planned learning rate at once, and fill in as steps arrive."""
     return RunData(RunInfo.preview(cfg))
+
+
+def form_config(prefix: str = "") -> RunConfig | None:
+    """The form's settings now, or None when they cannot be read (an upload that is not UTF-8)."""
+    try:
+        return config_form.read_config(prefix)
+    except LocalizedError:
+        return None
 
 
 def wait_first_step(handle: RunHandle | None, timeout: float = 0.5) -> None:
@@ -140,13 +148,39 @@ def message_lines(views: list[RunView], lang: str) -> list[str]:
     return lines
 
 
-def start_stop(lang: str, start: tuple[str, str], stop: tuple[str, str], row: Any = None) -> tuple[bool, bool]:
+def verdict(view: RunView, label: str, lang: str) -> str:
+    """How a run that has ended came out, in one line that names it (`label`), for the room: learned or
+    stalled with its final and the unigram loss, diverged at its step, else its status at its step."""
+    data = view.data
+    final = data.final_loss() if data is not None else None
+    step = data.steps_done if data is not None else 0
+    if final is None or view.status not in ("completed", "stalled"):
+        key = "verdict.diverged" if view.status == "diverged" else "verdict.ended"
+        at = data.diverged_at if view.status == "diverged" and data and data.diverged_at else step
+        return t(key, lang, run=label, status=t(f"status.{view.status}", lang), step=at)
+    unigram = data.info.unigram_entropy
+    learned = view.status == "completed" and not data.stalled_since and final < unigram
+    key = "verdict.learned" if learned else "verdict.stalled"
+    words = {"status": t(f"status.{view.status}", lang), "final": f"{final:.2f}", "unigram": f"{unigram:.2f}"}
+    return t(key, lang, run=label, **words)
+
+
+def verdict_lines(views: list[RunView], labels: list[str], lang: str) -> list[str]:
+    """The lecture view's status once the runs have ended: each one's verdict in bold, naming it (two
+    lines fit its box), and a failed run's message (what went wrong, which its verdict does not say)."""
+    lines = [f"**{verdict(v, label, lang)}**" for v, label in zip(views, labels)]
+    return lines + message_lines([v for v in views if v.status == "failed"], lang)
+
+
+def start_stop(
+    lang: str, start: tuple[str, str], stop: tuple[str, str], row: Any = None, running: bool = True
+) -> tuple[bool, bool]:
     """Start and Stop at the top of the main area, where a laptop or a phone shows them at once;
-    `start`, `stop`: (key, label); `row`: a horizontal container to add them to. Returns which was
-    clicked."""
+    `start`, `stop`: (key, label); `row`: a horizontal container to add them to; Stop is enabled only
+    while a run of the page is `running`. Returns which was clicked."""
     row = row if row is not None else st.container(horizontal=True, key="run_buttons")
     started = row.button(start[1], key=start[0], type="primary")
-    return started, row.button(stop[1], key=stop[0])
+    return started, row.button(stop[1], key=stop[0], disabled=not running)
 
 
 _SIMPLE_CHARTS = {

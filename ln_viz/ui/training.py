@@ -43,14 +43,27 @@ class SessionRuns:
 
     runner: Runner
     runs: dict[str, str] = field(default_factory=dict)  # role -> run_id
+    asked: dict[str, RunConfig] = field(default_factory=dict)  # role -> the form's settings at its Start
 
     def start(self, role: str, cfg: RunConfig) -> str:
         """Start a run in `role`, stopping (and later forgetting) the run it replaces."""
         old = self.runs.get(role)
         self.runs[role] = run_id = self.runner.start(cfg).run_id
+        self.asked[role] = cfg
         if old:
             self._retire(old)
         return run_id
+
+    def shown(self, role: str, cfg: RunConfig | None) -> str | None:
+        """The run in `role` if it was started from these settings, else None: a page shows the run of the
+        settings its header names, never the last run under another scenario's name."""
+        run_id = self.runs.get(role)
+        return run_id if run_id is not None and cfg is not None and self.asked.get(role) == cfg else None
+
+    def running(self, roles: tuple[str, ...]) -> bool:
+        """Whether a run in one of these roles has not ended (what Stop would stop)."""
+        handles = [self.runner.get(self.runs[r]) for r in roles if self.runs.get(r)]
+        return any(h is not None and not h.done for h in handles)
 
     def stop(self, role: str) -> None:
         if self.runs.get(role):

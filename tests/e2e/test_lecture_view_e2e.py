@@ -127,11 +127,10 @@ QUERY = "() => Object.fromEntries(new URL(location.href).searchParams)"
 
 @pytest.mark.parametrize(
     ("path", "choice", "takeaway"),
-    [
-        ("/?preset=post-ln-warmup", ("preset", "post-ln-warmup"),
-         ("Warm-up rescues Post-LN", "웜업이 Post-LN을 살립니다")),
+    [  # before Start the bottom line asks the scenario's question (the takeaway waits for the runs' end)
+        ("/?preset=post-ln-warmup", ("preset", "post-ln-warmup"), ("Will it learn?", "배울까요?")),
         ("/compare?cpreset=warmup-vs-none", ("cpreset", "warmup-vs-none"),
-         ("Warm-up is the only difference", "다른 점은 웜업뿐")),
+         ("with no warm-up or with warm-up 100 steps", "웜업 없음과 웜업 100스텝")),
     ],
     ids=["live", "compare"],
 )  # fmt: skip
