@@ -292,6 +292,37 @@ def test_the_instability_expander_draws_the_probes_of_a_finished_run(replay_runn
     assert "Wortsman" in " ".join(c.value for c in expander.caption)
 
 
+def test_compare_draws_both_runs_largest_attention_logit_and_log_z(replay_runner, at, probed_run, monkeypatch):
+    import json
+
+    import tests.replay
+
+    monkeypatch.setattr(tests.replay, "nearest_demo", lambda cfg: probed_run)  # both sides replay this run
+    at.switch_page("pages/compare.py").run()
+    at.button(key="compare_start").click().run()
+    wait_for(lambda: all(h.done for h in replay_runner.handles()), timeout=30)
+    at.run()
+    assert not at.exception and not at.error
+    figs = {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    for key in ("compare_attn_logit", "compare_log_z"):
+        lines = [tr for tr in figs[key]["data"] if tr.get("name")]
+        assert [tr["name"] for tr in lines] == ["Run A: Pre-LN", "Run B: Pre-LN"], key  # as the losses name them
+    assert figs["compare_attn_logit"]["layout"]["yaxis"]["type"] == "log"
+    assert any("Wortsman" in c.value for c in at.caption)
+
+
+def test_compare_names_a_run_from_before_the_probes_in_one_sentence(replay_runner, at):
+    at.switch_page("pages/compare.py").run()
+    at.button(key="compare_start").click().run()  # replays two shipped demo runs: recorded before the probes
+    wait_for(lambda: all(h.done for h in replay_runner.handles()), timeout=30)
+    at.run()
+    assert not {"compare_attn_logit", "compare_log_z"} & {c.key for c in at.get("plotly_chart")}
+    assert [c.value for c in at.caption if "instability probes existed" in c.value] == [
+        "Post-LN, Pre-LN: recorded before the instability probes existed, so there are no attention logits or "
+        "log Z to draw; train it again to see them."
+    ]
+
+
 def test_a_run_from_before_the_probes_says_so_in_one_sentence(replay_runner, at):
     at.button(key="start").click().run()  # replays a shipped demo run: recorded before the probes
     wait_for(lambda: live_handle(at).done, timeout=30)
