@@ -133,7 +133,8 @@ def compare_live() -> None:
             [*lines, *live.message_lines(views, lang)], compare_view.common_steps(datas), "compare_step", lang,
             done, ticking,
         )  # fmt: skip
-        lecture_view.draw_compare(datas, labels, lang, step)
+        lesson = lecture_view.lesson_chart(scenario, [d.info.config for d in datas])
+        lecture_view.draw_compare(datas, labels, lang, step, lesson)
     else:
         st.markdown("  \n".join(lines))
 

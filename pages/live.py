@@ -73,7 +73,7 @@ def live_view() -> None:
         figure = live.figures(data, lang, done, True, key)
         lines = [f"**{status}**", *live.message_lines([view] if view else [], lang)]
         step = lecture_view.status_and_steps(lines, data.probe_steps, "probe_step", lang, done, ticking)
-        lecture_view.draw_live(figure, step)
+        lecture_view.draw_live(figure, step, lecture_view.lesson_chart(preset, [data.info.config]))
     else:
         with st.container(key="live_status"):  # as tall as the info box before Start: no jump
             if view is None:

@@ -119,10 +119,11 @@ def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
 
 def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
     """Short names of runs on one chart: the norm position, plus what else tells them apart
-    ("Post-LN · warm-up 100 steps")."""
-    from ln_viz.ui.lecture_view import setting_words
+    ("Post-LN · warm-up 100 steps", "Pre-LN · QK-norm")."""
+    from ln_viz.ui.lecture_view import changed_settings, setting_words
 
-    words = [setting_words(c, lang) for c in cfgs]
+    extras = changed_settings(cfgs)
+    words = [setting_words(c, lang, extras) for c in cfgs]
     differ = [j for j in range(1, len(words[0])) if len({w[j] for w in words}) > 1]
     return [" · ".join([w[0], *(w[j] for j in differ)]) for w in words]
 
