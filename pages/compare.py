@@ -140,7 +140,8 @@ def compare_live() -> None:
         step = lecture_view.status_and_steps(
             lines, compare_view.common_steps(datas), "compare_step", lang, done, ticking
         )
-        lecture_view.draw_compare(datas, labels, lang, step)
+        lesson = lecture_view.lesson_chart(scenario, [d.info.config for d in datas])
+        lecture_view.draw_compare(datas, labels, lang, step, lesson)
     else:
         st.markdown("  \n".join(lines))
 

@@ -116,6 +116,14 @@ def instability_builders(data: RunData) -> dict[str, Build]:
     }
 
 
+def compare_instability_builders(runs: list[RunData], labels: list[str]) -> dict[str, Build]:
+    """The Compare page's instability charts of several runs (and the lecture view's lesson chart)."""
+    return {
+        "attn_logit": lambda lang, p: charts.attn_logit_chart(runs, lang, p, labels=labels),
+        "log_z": lambda lang, p: charts.log_z_chart(runs, lang, p, labels=labels),
+    }
+
+
 def probed_run() -> RunData:
     """A DyT run at lr 1e-2 trained now (seconds): the demo runs were recorded before the instability
     probes and hold NaN for them. One thread, a fixed seed: the same figures on every call."""
@@ -252,9 +260,18 @@ def figures() -> Iterator[tuple[str, Build]]:
         yield f"init-{chart}", build
     for chart, build in sweep_builders().items():
         yield f"sweep-{chart}", build
-    for run_name, data in {"probed": probed_run(), "normal": normal, "empty": runs["empty"]}.items():
+    probed = probed_run()
+    for run_name, data in {"probed": probed, "normal": normal, "empty": runs["empty"]}.items():
         for chart, build in instability_builders(data).items():
             yield f"{run_name}-{chart}", build
+    compared = {
+        "probed": ([probed, probed], ["DyT", "DyT again"]),
+        "old": ([probed, normal], ["probed", "recorded before"]),
+        "empty": ([runs["empty"], runs["empty"]], ["a", "b"]),
+    }
+    for pair_name, (datas, labels) in compared.items():
+        for chart, build in compare_instability_builders(datas, labels).items():
+            yield f"cmp_{pair_name}-{chart}", build
 
 
 def main() -> None:

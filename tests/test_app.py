@@ -269,6 +269,45 @@ def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
     ]
 
 
+def test_the_lecture_header_names_the_issue_19_settings_a_run_changes():
+    """Both qk-norm-logits runs read "Pre-LN · 6 layers · Adam lr 3e-2 · no warm-up": the one difference
+    was not said."""
+    from ln_viz.config import COMPARE_PRESETS
+    from ln_viz.ui import compare_view
+    from ln_viz.ui.lecture_view import describe
+
+    a, b, _ = COMPARE_PRESETS["qk-norm-logits"]
+    cfgs = [PRESETS[a].config, PRESETS[b].config]
+    assert describe(cfgs, "en") == "Pre-LN · 6 layers · Adam lr 3e-2 · no warm-up · no QK-norm vs QK-norm"
+    assert describe(cfgs, "ko") == "Pre-LN · 6층 · Adam 학습률 3e-2 · 웜업 없음 · QK-norm 없음 대 QK-norm"
+    assert compare_view.run_labels(cfgs, "en") == ["Pre-LN · no QK-norm", "Pre-LN · QK-norm"]
+    assert describe([PRESETS["pre-ln-no-warmup"].config], "en") == "Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up"
+    zoo = PRESETS["pre-ln-no-warmup"].config.replace(
+        norm_type="dyt", dyt_alpha=1.0, ln_scaling=True, weight_decay=0.1, z_loss=1e-4, grad_clip=1.0
+    )
+    extras = " · DyT α 1 · LayerNorm Scaling · weight decay 0.1 · z-loss 1e-4 · grad clip 1"
+    assert describe([zoo], "en") == "Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up" + extras
+    assert describe([zoo], "ko").endswith(
+        " · DyT α 1 · LayerNorm 스케일링 · 가중치 감쇠 0.1 · z-loss 1e-4 · 그래디언트 클리핑 1"
+    )
+    plain = zoo.replace(norm_type="layernorm", ln_scaling=False, weight_decay=0.0, z_loss=0.0, grad_clip=1.0)
+    assert compare_view.run_labels([zoo, plain], "en")[1] == (
+        "Pre-LN · LayerNorm · no LayerNorm Scaling · no weight decay · no z-loss"
+    )  # the same clip on both: not said
+
+
+def test_an_instability_scenario_or_preset_shows_its_probe_in_the_lecture_view():
+    from ln_viz.config import COMPARE_PRESETS
+    from ln_viz.ui.lecture_view import CLASSIC, LESSON_CHARTS, lesson_chart
+
+    assert set(LESSON_CHARTS) <= set(PRESETS) | set(COMPARE_PRESETS)  # no entry for a name that is not one
+    assert CLASSIC <= set(PRESETS) | set(COMPARE_PRESETS)
+    high = PRESETS["high-lr"].config
+    assert lesson_chart("qk-norm-logits", [high, high]) == lesson_chart("very-high-lr", [high]) == "attn_logit"
+    assert lesson_chart("post-vs-pre", [high, high]) is None and lesson_chart(None, [high]) is None
+    assert lesson_chart(None, [high, high.replace(z_loss=1e-4)]) == "log_z"  # z-loss: log Z, without an entry
+
+
 @pytest.fixture(scope="module")
 def probed_run():
     """A real DyT run with the instability probes (the shipped demo runs were recorded before them)."""
@@ -290,6 +329,37 @@ def test_the_instability_expander_draws_the_probes_of_a_finished_run(replay_runn
     keys = {c.key for c in expander.get("plotly_chart")}
     assert keys == {"attn_logit", "log_z", "massive_act", "dyt_saturation"}
     assert "Wortsman" in " ".join(c.value for c in expander.caption)
+
+
+def test_compare_draws_both_runs_largest_attention_logit_and_log_z(replay_runner, at, probed_run, monkeypatch):
+    import json
+
+    import tests.replay
+
+    monkeypatch.setattr(tests.replay, "nearest_demo", lambda cfg: probed_run)  # both sides replay this run
+    at.switch_page("pages/compare.py").run()
+    at.button(key="compare_start").click().run()
+    wait_for(lambda: all(h.done for h in replay_runner.handles()), timeout=30)
+    at.run()
+    assert not at.exception and not at.error
+    figs = {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    for key in ("compare_attn_logit", "compare_log_z"):
+        lines = [tr for tr in figs[key]["data"] if tr.get("name")]
+        assert [tr["name"] for tr in lines] == ["Run A: Pre-LN", "Run B: Pre-LN"], key  # as the losses name them
+    assert figs["compare_attn_logit"]["layout"]["yaxis"]["type"] == "log"
+    assert any("Wortsman" in c.value for c in at.caption)
+
+
+def test_compare_names_a_run_from_before_the_probes_in_one_sentence(replay_runner, at):
+    at.switch_page("pages/compare.py").run()
+    at.button(key="compare_start").click().run()  # replays two shipped demo runs: recorded before the probes
+    wait_for(lambda: all(h.done for h in replay_runner.handles()), timeout=30)
+    at.run()
+    assert not {"compare_attn_logit", "compare_log_z"} & {c.key for c in at.get("plotly_chart")}
+    assert [c.value for c in at.caption if "instability probes existed" in c.value] == [
+        "Post-LN, Pre-LN: recorded before the instability probes existed, so there are no attention logits or "
+        "log Z to draw; train it again to see them."
+    ]
 
 
 def test_a_run_from_before_the_probes_says_so_in_one_sentence(replay_runner, at):

@@ -229,3 +229,34 @@ def test_a_run_from_before_the_probes_has_none_to_draw(dyt_run: RunData) -> None
     old = demo("pre-ln-no-warmup")
     assert not has_instability_probes(old) and not is_dyt(old)
     assert not has_instability_probes(RunData(dyt_run.info))  # no probe step yet
+
+
+def test_compared_runs_get_one_line_each_the_largest_logit_over_the_layers(dyt_run: RunData) -> None:
+    from ln_viz.charts.instability import _prepare_compared_log_z, _prepare_compared_logits
+
+    old, empty = demo("pre-ln-no-warmup"), RunData(dyt_run.info)
+    info = _prepare_compared_logits([dyt_run, old, empty], ["new", "old", "empty"], "en")
+    (name, _, steps, top), (_, _, old_steps, old_top), (_, _, no_steps, _) = info.lines
+    assert name == "new" and steps.tolist() == [1, 10, 20, 30]
+    np.testing.assert_array_equal(top, dyt_run.probe("attn_logit_max").max(axis=1).astype(np.float32))
+    assert old_steps.size == len(old.probe_steps) and np.isnan(old_top).all()  # recorded before the probe
+    assert no_steps.size == 0
+    assert info.rng[0] <= min(1.0, top.min()) and max(10.0, top.max()) <= info.rng[1]
+    from ln_viz.charts import NORM_COLORS
+
+    blue = NORM_COLORS["pre"]
+    assert [style for _, style, _, _ in info.lines][:2] == [(blue, "solid"), (blue, "dash")]  # both Pre-LN
+    z = _prepare_compared_log_z([dyt_run], None, "en")
+    assert z.lines[0][0] == "Pre-LN" and z.rng is None  # named by the norm position without labels
+    np.testing.assert_array_equal(z.lines[0][3], dyt_run.probe("logz_stats")[:, 0])
+
+
+def test_the_largest_logit_skips_a_nan_layer_and_is_nan_only_where_every_layer_is() -> None:
+    from ln_viz.charts.instability import _largest_logit
+
+    class Run:
+        def probe(self, name):
+            return np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan], [7.0, 2.0, 5.0]])
+
+    got = _largest_logit(Run())
+    assert got[0] == 3.0 and np.isnan(got[1]) and got[2] == 7.0

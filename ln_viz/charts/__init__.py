@@ -15,8 +15,8 @@ colorbars), `sample` (downsampling, which probe step), and one module per family
 profile), `entropy` (attention entropy per layer), `instability` (attention logits, log Z, massive
 activations, DyT saturation), `init_lab` (the Init lab). Every public builder takes
 `height` (px; None = Plotly's default): the page decides how tall each chart is. In each module, a
-`_prepare_*` step computes what is drawn, apart from the drawing; `loss_chart` and `layer_profile`
-take one run (its full view) or a sequence of runs (compared).
+`_prepare_*` step computes what is drawn, apart from the drawing; `loss_chart`, `layer_profile`,
+`attn_logit_chart` and `log_z_chart` take one run (its full view) or a sequence of runs (compared).
 """
 
 from ln_viz.charts.dist import ACT_CODES, ACT_LOG_MIN, act_dist

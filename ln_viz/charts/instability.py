@@ -2,10 +2,13 @@
 (log y, Wortsman et al. 2023's attention-logit growth, which QK-norm stops), the output normaliser log Z
 over the steps (what z-loss pulls to 0), the massive-activation ratio per layer at a step (Sun et al.
 2024), and DyT's saturation per norm at a step (Zhu et al. 2025). A run recorded before these probes
-existed holds NaN for them: `has_instability_probes` says whether there is anything to draw."""
+existed holds NaN for them: `has_instability_probes` says whether there is anything to draw. The two
+charts over the steps also take several runs (the Compare page): one line per run, the largest logit
+over the layers (Wortsman et al.'s figure) and the mean log Z."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -13,12 +16,13 @@ import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range
 from ln_viz.charts.grads import _ratio_layers, _ratio_lines, _steps_layout
-from ln_viz.charts.sample import _probe_index, _run_key
-from ln_viz.charts.style import GREY, NORM_COLORS, PARAM_COLORS, _empty_note, _f32, _hover, _layout
+from ln_viz.charts.sample import _probe_index, _run_key, _run_styles, _runs_key, step_range
+from ln_viz.charts.style import GREY, NORM_COLORS, PARAM_COLORS, _empty_note, _f32, _hover, _layout, norm_label
 from ln_viz.i18n import t
 from ln_viz.schema import Stat
 from ln_viz.snapshot import RunData
 
+Runs = RunData | Sequence[RunData]  # one run (its own view) or several (compared)
 INSTABILITY_PROBES = ("attn_logit_max", "logz_stats", "massive_act")  # dyt_saturation: NaN unless DyT
 
 
@@ -44,9 +48,16 @@ def _prepare_attn_logits(data: RunData) -> _LogitInfo:
     return _LogitInfo(layers, _nice_log_range(values, at_least=(1.0, 10.0)) or (1.0, 10.0))
 
 
-def attn_logit_chart(data: RunData, lang: str = "en", lecture: bool = False, height: int | None = None) -> go.Figure:
-    """The largest |q.k|/sqrt(d_head) of each layer over the probe steps (log y; one line per layer,
-    coloured from input, dark, to output, light). `height`: px, None for Plotly's default."""
+def attn_logit_chart(
+    runs: Runs, lang: str = "en", lecture: bool = False, height: int | None = None, labels: Sequence[str] | None = None
+) -> go.Figure:
+    """The largest |q.k|/sqrt(d_head) over the probe steps, log y. One run: a line per layer, coloured
+    from input, dark, to output, light. Several (a sequence, named by `labels`, by default their norm
+    positions): a line per run, the largest over its layers, styled as on the compared loss chart.
+    `height`: px, None for Plotly's default."""
+    if not isinstance(runs, RunData):
+        return _compared(_prepare_compared_logits(runs, labels, lang), "attn", lang, lecture, height)
+    data = runs
     info = _prepare_attn_logits(data)
     fig = go.Figure()
     _ratio_lines(fig, data, lang, lecture, height, "attn_logit_max", ("chart.attn_logit", "%{y:.3g}"))
@@ -78,9 +89,15 @@ def _prepare_log_z(data: RunData) -> _LogZInfo:
     return _LogZInfo(np.asarray(data.probe_steps, np.int32), _f32(stats[:, Stat.MEAN]), _f32(stats[:, Stat.MAX_ABS]))
 
 
-def log_z_chart(data: RunData, lang: str = "en", lecture: bool = False, height: int | None = None) -> go.Figure:
+def log_z_chart(
+    runs: Runs, lang: str = "en", lecture: bool = False, height: int | None = None, labels: Sequence[str] | None = None
+) -> go.Figure:
     """Mean log Z (solid) and the largest |log Z| (dashed) of the output logits over the probe steps,
-    with a grey line at 0 (the softmax's normaliser Z = 1, where z-loss pulls it). `height`: px."""
+    with a grey line at 0 (the softmax's normaliser Z = 1, where z-loss pulls it). Several runs (named by
+    `labels`): each run's mean log Z, styled as on the compared loss chart. `height`: px."""
+    if not isinstance(runs, RunData):
+        return _compared(_prepare_compared_log_z(runs, labels, lang), "logz", lang, lecture, height)
+    data = runs
     info = _prepare_log_z(data)
     fig = go.Figure()
     mode = "lines" if info.steps.size > 2 else "lines+markers"
@@ -104,6 +121,90 @@ def log_z_chart(data: RunData, lang: str = "en", lecture: bool = False, height: 
     # under the x axis: above the plot the legend ran into the title's second line
     yaxis = {"title": {"text": t("chart.logz_axis", lang)}, "zeroline": False, "rangemode": "tozero"}
     return _over_steps(fig, data, ("chart.logz_title", "logz-"), lang, lecture, True, height=height, yaxis=yaxis)
+
+
+# --- several runs over the steps (Compare) ------------------------------------------------------
+class _ComparedInfo(NamedTuple):
+    """One line per run: its name, (colour, dash), probe steps (P,) and values (P,); and the y range
+    (log for the attention logits, None for log Z: from 0, with the data)."""
+
+    runs: list[RunData]
+    lines: list[tuple[str, tuple[str, str], np.ndarray, np.ndarray]]
+    rng: tuple[float, float] | None
+
+
+def _compared_lines(
+    datas: Sequence[RunData], labels: Sequence[str] | None, lang: str, values
+) -> list[tuple[str, tuple[str, str], np.ndarray, np.ndarray]]:
+    """(name, style, steps, `values(data)`) per run; a run without a probe step yet has no points."""
+    datas = list(datas)
+    names = list(labels) if labels is not None else [norm_label(d.info.config.norm_position, lang) for d in datas]
+    return [
+        (
+            name,
+            style,
+            np.asarray(d.probe_steps, np.int32),
+            _f32(values(d)) if d.probe_steps else np.zeros(0, np.float32),
+        )
+        for d, name, style in zip(datas, names, _run_styles(datas))
+    ]
+
+
+def _largest_logit(data: RunData) -> np.ndarray:
+    """(P,) the largest attention logit over the layers at each probe step; NaN where no layer has one
+    (a diverged step, a run from before the probe)."""
+    logits = data.probe("attn_logit_max")
+    finite = np.isfinite(logits)
+    return np.where(finite.any(axis=1), np.where(finite, logits, -np.inf).max(axis=1), np.nan)
+
+
+def _prepare_compared_logits(datas: Sequence[RunData], labels: Sequence[str] | None, lang: str) -> _ComparedInfo:
+    """Each run's largest logit per probe step, and one 1-2-5 log range for all, at least 1 to 10."""
+    lines = _compared_lines(datas, labels, lang, _largest_logit)
+    values = np.concatenate([v for *_, v in lines]) if lines else np.zeros(0)
+    return _ComparedInfo(list(datas), lines, _nice_log_range(values, at_least=(1.0, 10.0)) or (1.0, 10.0))
+
+
+def _prepare_compared_log_z(datas: Sequence[RunData], labels: Sequence[str] | None, lang: str) -> _ComparedInfo:
+    """Each run's mean log Z per probe step (the axis starts at 0, where z-loss pulls it)."""
+    return _ComparedInfo(
+        list(datas), _compared_lines(datas, labels, lang, lambda d: d.probe("logz_stats")[:, Stat.MEAN]), None
+    )
+
+
+_COMPARED = {  # which: (title key, y axis title key, hover value, uirevision prefix)
+    "attn": ("chart.attn_logit_compare_title", "chart.attn_logit_axis", ("chart.attn_logit", "%{y:.3g}"), "logits-"),
+    "logz": ("chart.logz_compare_title", "chart.logz_axis", ("chart.logz_mean", "%{y:.3g}"), "logzs-"),
+}
+
+
+def _compared(info: _ComparedInfo, which: str, lang: str, lecture: bool, height: int | None) -> go.Figure:
+    """The lines of `info`, a legend under the chart (the runs' names, as on the compared losses)."""
+    title_key, axis_key, value, key = _COMPARED[which]
+    fig = go.Figure()
+    for name, (color, dash), steps, y in info.lines:
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=y,
+                mode="lines" if steps.size > 2 else "lines+markers",
+                name=name,
+                line={"color": color, "dash": dash, "width": 3},
+                hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), value),
+            )
+        )
+    if which == "logz":
+        fig.add_hline(y=0, line={"color": GREY, "width": 1.5, "dash": "dot"})
+        yaxis = {"zeroline": False, "rangemode": "tozero"}
+    else:
+        yaxis = _log_axis(info.rng)
+    if not any(steps.size for _, _, steps, _ in info.lines):
+        _empty_note(fig, lang, lecture)
+    end = step_range(info.runs)
+    xaxis = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, end], **({"dtick": 1} if end <= 12 else {})}
+    yaxis = {"title": {"text": t(axis_key, lang)}, **yaxis}
+    uirevision = _runs_key(key, info.runs)
+    return _layout(fig, t(title_key, lang), lecture, uirevision, height=height, xaxis=xaxis, yaxis=yaxis)
 
 
 # --- per layer at a step: massive activations, DyT saturation -----------------------------------

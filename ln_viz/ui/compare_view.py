@@ -11,6 +11,7 @@ from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
 from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
 from ln_viz.ui import config_form, language, layout, stepper
+from ln_viz.ui.instability_view import compared_probes
 
 SIDES = ("a.", "b.")
 
@@ -118,10 +119,11 @@ def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
 
 def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
     """Short names of runs on one chart: the norm position, plus what else tells them apart
-    ("Post-LN · warm-up 100 steps")."""
-    from ln_viz.ui.lecture_view import setting_words
+    ("Post-LN · warm-up 100 steps", "Pre-LN · QK-norm")."""
+    from ln_viz.ui.lecture_view import changed_settings, setting_words
 
-    words = [setting_words(c, lang) for c in cfgs]
+    extras = changed_settings(cfgs)
+    words = [setting_words(c, lang, extras) for c in cfgs]
     differ = [j for j in range(1, len(words[0])) if len({w[j] for w in words}) > 1]
     return [" · ".join([w[0], *(w[j] for j in differ)]) for w in words]
 
@@ -148,9 +150,10 @@ def draw(
     ticking: bool = False,
     notes: Callable[[], None] | None = None,
 ) -> None:
-    """Overlaid losses, the two heatmaps on one colour scale, and both layer profiles at one step (the
-    one step control's, ln_viz.ui.stepper); `notes` draws the runs' messages in a box under the losses
-    that keeps its height from the start."""
+    """Overlaid losses, the two heatmaps on one colour scale, both layer profiles at one step (the
+    one step control's, ln_viz.ui.stepper), and both runs' instability probes (largest attention logit,
+    mean log Z); `notes` draws the runs' messages in a box under the losses that keeps its height from
+    the start."""
     layout.chart(charts.loss_chart(datas, lang, labels=labels), "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):
@@ -168,3 +171,4 @@ def draw(
     fig = charts.layer_profile(datas, lang, step, labels=labels)
     layout.chart(fig, "compare_profile", layout.MID)
     st.caption(t("compare.profile_caption", lang))
+    compared_probes(datas, labels, lang)

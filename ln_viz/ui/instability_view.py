@@ -1,11 +1,12 @@
 """The "Instability probes" expander under the live view's charts (issue 19): the largest attention
 logit per layer and log Z over the steps, the massive-activation ratio per layer and, for a DyT run,
-DyT's saturation per norm at the page's chosen step. A run recorded before these probes existed (the
-shipped demo runs) gets one sentence instead of empty charts."""
+DyT's saturation per norm at the page's chosen step; and under Compare's charts, both runs' largest
+attention logit and mean log Z. A run recorded before these probes existed (the shipped demo runs) gets
+one sentence instead of empty charts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -38,3 +39,26 @@ def instability_expander(
             with col:
                 layout.chart(figure(name, step), key_prefix + name, layout.SHORT)
                 st.caption(t(AT_STEP[name], lang))
+
+
+# Compare's charts of both runs: chart name -> (builder, caption key)
+COMPARED = {
+    "attn_logit": (charts.attn_logit_chart, "compare.attn_logit_caption"),
+    "log_z": (charts.log_z_chart, "compare.log_z_caption"),
+}
+
+
+def compared_probes(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> None:
+    """Both runs' largest attention logit and mean log Z side by side (Wortsman et al.'s figure), under
+    a heading; a run recorded before the probes is named in one sentence, and when no run has them there
+    is no chart at all. Before the first probe step: the charts' empty axes, as the others show."""
+    st.markdown(f"**{t('ui.instability', lang)}**")
+    old = [label for d, label in zip(datas, labels) if d.probe_steps and not charts.has_instability_probes(d)]
+    if old:
+        st.caption(t("compare.instability_none", lang, runs=", ".join(old)))
+    if len(old) == len(datas):
+        return
+    for col, (name, (build, caption)) in zip(st.columns(2), COMPARED.items()):
+        with col:
+            layout.chart(build(datas, lang, labels=labels), "compare_" + name, layout.MID)
+            st.caption(t(caption, lang))

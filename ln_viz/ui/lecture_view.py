@@ -1,8 +1,9 @@
 """The lecture view (`?present=1`) of Live and Compare: one 16:9 screen, no scrolling, no sidebar.
 
 A header strip says what is running in words and numbers; under it the scenario buttons, Start and
-Stop; then the loss large on the left, the gradient heatmap(s) and the per-layer profile on the right,
-and one takeaway sentence at the bottom. Chart heights come from the viewport (CSS on the boxes of
+Stop; then the loss large on the left, the gradient heatmap(s) and the per-layer profile on the right
+(for a scenario whose lesson is an instability probe, that probe's chart in the heatmaps' place), and
+one takeaway sentence at the bottom. Chart heights come from the viewport (CSS on the boxes of
 ln_viz.ui.layout), so the same page fits a 1920x1080 projector and a 1280x720 laptop."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 import streamlit as st
 
 from ln_viz import charts
-from ln_viz.config import RunConfig
+from ln_viz.config import OMIT_AT_DEFAULT, RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 from ln_viz.ui import language, layout, lecture_switch, stepper
@@ -46,7 +47,35 @@ SCREEN_CSS = f"""
 .st-key-lecture_status {{height: 50px !important; flex: 0 0 50px !important; overflow-y: auto;}}
 .st-key-lecture_status p {{font-size: 19px; line-height: 1.3; margin: 0;}}
 .st-key-lecture_takeaway p {{font-size: 28px; line-height: 1.25; margin: 0;}}
+.st-key-lecture_buttons p, .st-key-lecture_more input, .st-key-lecture_more span {{font-size: 1.1rem;}}
 """
+
+# The scenarios and presets the app had before the instability lab (issue 19): one click each, as
+# buttons. Every later one is in the compact box beside them: 16 presets as buttons were 3,300 px wide,
+# and already the 12 of issue 19's first step ran off a 1920 px screen and pushed Start to a second row.
+CLASSIC = frozenset(
+    {"pre-ln-no-warmup", "post-ln-no-warmup", "post-ln-warmup", "deep-pre-ln", "deep-post-ln", "deepnorm",
+     "no-norm", "post-vs-pre", "warmup-vs-none", "deep-post-vs-pre", "deepnorm-rescue"}
+)  # fmt: skip
+
+# A scenario or preset whose lesson is an instability probe shows that chart in the heatmaps' place
+# (ln_viz.ui.live's figure names). A config with z-loss shows log Z without an entry.
+LESSON_CHARTS = {
+    "qk-norm-logits": "attn_logit",
+    "qk-norm-rescue": "attn_logit",
+    "high-lr": "attn_logit",
+    "high-lr-qk-norm": "attn_logit",
+    "very-high-lr": "attn_logit",
+    "very-high-lr-qk-norm": "attn_logit",
+}
+
+
+def lesson_chart(name: str | None, cfgs: Sequence[RunConfig]) -> str | None:
+    """The instability chart that tells scenario or preset `name`'s lesson (its LESSON_CHARTS entry;
+    "log_z" where a run has z-loss), or None: the gradient heatmaps."""
+    if name in LESSON_CHARTS:
+        return LESSON_CHARTS[name]
+    return "log_z" if any(c.z_loss > 0 for c in cfgs) else None
 
 
 def _lr_text(lr: float) -> str:
@@ -61,20 +90,54 @@ def _one_or_vs(values: Sequence[str], lang: str) -> str:
     return values[0] if len(set(values)) == 1 else t("lecture.vs", lang).join(values)
 
 
-def setting_words(c: RunConfig, lang: str) -> list[str]:
-    """A run's settings as a lecturer says them: norm position, depth, optimizer and lr, warm-up."""
+# issue 19's settings, said only where a run leaves the default (in this order, after the others)
+_EXTRAS = ("norm_type", "qk_norm", "ln_scaling", "weight_decay", "z_loss", "grad_clip")
+
+
+def _at_default(c: RunConfig, name: str) -> bool:
+    return getattr(c, name) == OMIT_AT_DEFAULT.get(name, "layernorm")  # norm_type's default: LayerNorm
+
+
+def changed_settings(cfgs: Sequence[RunConfig]) -> list[str]:
+    """The issue-19 fields that some run of `cfgs` has away from its default (QK-norm, DyT, ...)."""
+    return [n for n in _EXTRAS if any(not _at_default(c, n) for c in cfgs)]
+
+
+def _extra_word(c: RunConfig, name: str, lang: str) -> str:
+    """One issue-19 setting in words; at its default, the words for "without it" (said only beside a
+    run that has it)."""
+    value = getattr(c, name)
+    if name == "norm_type":
+        alpha = c.dyt_alpha != OMIT_AT_DEFAULT["dyt_alpha"] and value == "dyt"
+        return t(f"lecture.normtype.{value}", lang) + (
+            " " + t("lecture.dyt_alpha", lang, v=f"{c.dyt_alpha:g}") if alpha else ""
+        )
+    if name == "qk_norm":
+        return t(f"lecture.qknorm.{value}", lang)
+    if name == "ln_scaling":
+        return t("lecture.ln_scaling" if value else "lecture.no_ln_scaling", lang)
+    return t(f"lecture.{name}", lang, v=_lr_text(value)) if value else t(f"lecture.no_{name}", lang)
+
+
+def setting_words(c: RunConfig, lang: str, extras: Sequence[str] | None = None) -> list[str]:
+    """A run's settings as a lecturer says them: norm position, depth, optimizer and lr, warm-up, then
+    each of `extras` (issue-19 fields; by default those this run changes, `changed_settings`)."""
+    extras = changed_settings([c]) if extras is None else extras
     return [
         charts.norm_label(c.norm_position, lang),
         t("lecture.layers", lang, n=c.depth),
         t(f"lecture.opt.{c.optimizer}", lang) + " " + t("lecture.lr", lang, lr=_lr_text(c.lr)),
         t("lecture.warmup", lang, n=c.warmup_steps) if c.warmup_steps else t("lecture.no_warmup", lang),
+        *(_extra_word(c, name, lang) for name in extras),
     ]
 
 
 def describe(cfgs: Sequence[RunConfig], lang: str) -> str:
     """What is running, in words and numbers: `Post-LN vs Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up`
-    (a part that differs between the runs is said for each)."""
-    words = [setting_words(c, lang) for c in cfgs]
+    (a part that differs between the runs is said for each; an issue-19 setting only where a run has it:
+    `... · no QK-norm vs QK-norm`)."""
+    extras = changed_settings(cfgs)
+    words = [setting_words(c, lang, extras) for c in cfgs]
     return " · ".join(_one_or_vs([w[j] for w in words], lang) for j in range(len(words[0])))
 
 
@@ -116,21 +179,34 @@ def header(
     _top_row(cfgs, lang, other_page)
     names, current, prefix, apply = choices
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_buttons")
-    st.session_state["lecture_choice"] = current
-    with row:
-        st.segmented_control(
-            t("lecture.scenarios", lang),
-            list(names),
-            key="lecture_choice",
-            format_func=lambda n: t(prefix + n, lang),
-            on_change=_pick,
-            args=("lecture_choice", apply),
-            label_visibility="collapsed",
-        )
+    _choice_widgets(row, [n for n in names if n in CLASSIC], [n for n in names if n not in CLASSIC], current,
+                    lambda n: t(prefix + n, lang), apply, lang)  # fmt: skip
     (start_key, start_label), (stop_key, stop_label) = buttons
     start = row.button(start_label, key=start_key, type="primary")
     stop = row.button(stop_label, key=stop_key, disabled=not running)
     return start, stop
+
+
+def _choice_widgets(row, buttons: list[str], more: list[str], current: str | None, label, apply, lang: str) -> None:
+    """The CLASSIC names as one row of buttons, the others in a compact box after them (its placeholder
+    names their years); the current choice is shown in the one that holds it, the other shows none."""
+    st.session_state["lecture_choice"] = current if current in buttons else None
+    st.session_state["lecture_more"] = current if current in more else None
+    shared = {"format_func": label, "on_change": _pick, "label_visibility": "collapsed"}
+    with row:
+        st.segmented_control(
+            t("lecture.scenarios", lang), buttons, key="lecture_choice", args=("lecture_choice", apply), **shared
+        )
+        if more:
+            st.selectbox(
+                t("lecture.more", lang),
+                more,
+                key="lecture_more",
+                args=("lecture_more", apply),
+                placeholder=t("lecture.more", lang),
+                **shared,
+                width=270,  # a long name is cut short in the box; its list shows it whole
+            )
 
 
 def takeaway(name: str | None, lang: str, ended: bool, question: str | None = None) -> None:
@@ -150,33 +226,49 @@ def status_and_steps(lines: Sequence[str], steps: Sequence[int], key: str, lang:
     return stepper.step_control(steps, key, lang, done, ticking, row=row)
 
 
-def draw_live(figure: Callable, step: int | None) -> None:
-    """One run: the loss on the left; the gradient heatmap above the per-layer profile and the
-    distribution on the right (`figure(name, step=None)` from ln_viz.ui.live.figures)."""
+def draw_live(figure: Callable, step: int | None, lesson: str | None = None) -> None:
+    """One run: the loss on the left; the gradient heatmap (or the `lesson` chart, `lesson_chart`) above
+    the per-layer profile and the distribution on the right (`figure(name, step=None)` from
+    ln_viz.ui.live.figures)."""
     left, right = st.columns([1, 1.15], gap="small")
     with left:
         layout.chart(figure("loss_chart"), "loss_chart", FULL, lecture=True)
     with right:
-        layout.chart(figure("grad_heatmap"), "grad_heatmap", HALF, lecture=True)
+        top = lesson or "grad_heatmap"
+        layout.chart(figure(top), top, HALF, lecture=True)
         for col, name in zip(st.columns([1.25, 1], gap="small"), ("layer_profile", "act_dist")):
             with col:
                 layout.chart(figure(name, step), name, HALF, lecture=True)
 
 
-def draw_compare(datas: Sequence[RunData], labels: Sequence[str], lang: str, step: int | None) -> None:
+_COMPARED_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart}
+
+
+def draw_compare(
+    datas: Sequence[RunData], labels: Sequence[str], lang: str, step: int | None, lesson: str | None = None
+) -> None:
     """Two runs: the overlaid losses on the left; the two gradient heatmaps side by side on one colour
-    scale (one colour bar) above both runs' per-layer ffn.w2 gradient (the paper's Figure 3 line)."""
+    scale (one colour bar), or both runs on the `lesson` chart (`lesson_chart`), above both runs'
+    per-layer ffn.w2 gradient (the paper's Figure 3 line)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
         layout.chart(charts.loss_chart(datas, lang, True, labels), "compare_loss", FULL, lecture=True)
-    zrange = charts.shared_zrange(datas)
     with right:
-        for i, (col, data) in enumerate(zip(st.columns(len(datas), gap="small"), datas)):
-            fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True)
-            fig.update_layout(title={"text": labels[i]})  # which run is which, where the eye looks
-            if i < len(datas) - 1:
-                fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
-            with col:
-                layout.chart(fig, f"compare_heatmap_{i}", HALF, lecture=True)
+        if lesson:
+            fig = _COMPARED_LESSONS[lesson](datas, lang, True, labels=labels)
+            layout.chart(fig, "compare_" + lesson, HALF, lecture=True)
+        else:
+            _heatmaps(datas, labels, lang)
         fig = charts.layer_profile(datas, lang, step, True, labels)
         layout.chart(fig, "compare_profile", HALF, lecture=True)
+
+
+def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> None:
+    zrange = charts.shared_zrange(datas)
+    for i, (col, data) in enumerate(zip(st.columns(len(datas), gap="small"), datas)):
+        fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True)
+        fig.update_layout(title={"text": labels[i]})  # which run is which, where the eye looks
+        if i < len(datas) - 1:
+            fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
+        with col:
+            layout.chart(fig, f"compare_heatmap_{i}", HALF, lecture=True)

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, STEP_OF, chart, settled_screenshot, wait_idle
+from tests.e2e.conftest import ARTIFACTS, STEP_OF, chart, chart_value, settled_screenshot, wait_idle
+from tests.e2e.test_layout_e2e import ALL_DONE
 
 pytestmark = pytest.mark.e2e
 
@@ -162,3 +163,37 @@ def test_switching_the_language_back_and_forth_keeps_the_scenario_and_every_sett
         assert takeaway[lang == "ko"] in text, seen
     context.close()
     assert errors == []
+
+
+# Each line of the attention-logit chart: its name and its values (the largest logit per probe step), as
+# Plotly.js decoded them (`gd.data` holds the binary arrays still encoded).
+LOGIT_LINES = "gd => gd._fullData.filter(tr => tr.name).map(tr => [tr.name, Array.from(tr.y)])"
+
+
+def test_the_qk_norm_scenario_shows_both_runs_attention_logits_in_the_lecture_view(server, browser):
+    """qk-norm-logits (issue 19, Wortsman et al. 2023): the header says the one difference, and once both
+    runs end the attention-logit chart, in the heatmaps' place, has one line per run, the one without
+    QK-norm ending at least 20x above the one with it."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(server.url + "/compare?present=1&cpreset=qk-norm-logits")
+        wait_idle(page)
+        title = page.locator(TITLE).inner_text()
+        assert "no QK-norm vs QK-norm" in title, title
+        wait_charts(page, 3)  # the losses, the attention logits, the profile: no heatmaps
+        assert page.locator(".st-key-half__compare_heatmap_0").count() == 0
+        page.locator(".st-key-compare_start button").click()
+        page.wait_for_function(ALL_DONE, timeout=300_000, polling=500)
+        wait_idle(page)
+        lines = chart_value(page, "compare_attn_logit", LOGIT_LINES, lambda v: len(v) == 2 and len(v[1][1]) > 50)
+        settled_screenshot(page, "lecture-compare-qk-norm-logits")
+    finally:
+        context.close()
+    (name_a, logits_a), (name_b, logits_b) = lines
+    assert (name_a, name_b) == ("Pre-LN · no QK-norm", "Pre-LN · QK-norm")
+    print(f"largest attention logit at the last step: {logits_a[-1]:.1f} without QK-norm, {logits_b[-1]:.1f} with")
+    assert logits_a[-1] >= 20 * logits_b[-1], (logits_a[-5:], logits_b[-5:])
+    assert errors == [], errors
