@@ -6,8 +6,13 @@ behind the Runs page's download buttons.
     export_charts(data, "out/", formats=("png", "svg", "html"), lang="en")
     -> out/loss.png, out/loss.svg, out/loss.html, out/grad_heatmap.png, ...
 
-Static images draw the distribution chart and the layer profile at the last probe step, without the
-slider and Play button (they do nothing on paper); the HTML files animate. Every PNG and SVG of one
+The six charts of every run (CHARTS), then, for a run that measured the instability probes, their
+charts (INSTABILITY_CHARTS: attention logits, log Z, massive activations, and DyT's saturation for a DyT
+run); `charts_for(data)` says which.
+
+Static images draw the distribution chart, the layer profile and the per-layer instability charts at
+the last probe step, without the slider and Play button (they do nothing on paper); the HTML files
+animate. Every PNG and SVG of one
 call comes from one Chromium start (`plotly.io.write_images`), about 3-4 s on 2 cores.
 No streamlit here: the page, the CLI and tests share this module.
 """
@@ -56,6 +61,23 @@ CHARTS: tuple[ChartSpec, ...] = (
     ChartSpec("layer_profile", lambda d, lang, _: charts.layer_profile(d, lang=lang), 1200, 600),
     ChartSpec("attn_entropy", lambda d, lang, _: charts.attention_entropy_chart(d, lang=lang), 1000, 650),
 )
+# The instability probes' charts (issue 19; the Live page's expander), at the last probe step where they
+# show one step: only for a run that measured those probes, DyT's saturation only for a DyT run.
+INSTABILITY_CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("attn_logit", lambda d, lang, _: charts.attn_logit_chart(d, lang=lang), 1000, 650),
+    ChartSpec("log_z", lambda d, lang, _: charts.log_z_chart(d, lang=lang), 1000, 650),
+    ChartSpec("massive_act", lambda d, lang, _: charts.massive_act_chart(d, lang=lang), 1000, 600),
+    ChartSpec("dyt_saturation", lambda d, lang, _: charts.dyt_saturation_chart(d, lang=lang), 1000, 600),
+)
+
+
+def charts_for(data: RunData) -> tuple[ChartSpec, ...]:
+    """The charts an export of `data` writes, in order: the six of every run, then the instability
+    probes' when the run measured them (a run recorded before them has nothing there to draw)."""
+    if not charts.has_instability_probes(data):
+        return CHARTS
+    extra = [s for s in INSTABILITY_CHARTS if s.name != "dyt_saturation" or charts.is_dyt(data)]
+    return CHARTS + tuple(extra)
 
 
 # One export at a time per process: the default template is process-wide state, and two overlapping
@@ -103,8 +125,9 @@ def export_charts(
         raise LocalizedError("err.write_failed", path=str(out), reason=e.strerror) from e
     written: list[Path] = []
     images: list[tuple[go.Figure, Path, ChartSpec]] = []
+    specs = charts_for(data)
     with _plain_template():
-        for spec in CHARTS:
+        for spec in specs:
             if any(f in IMAGE_FORMATS for f in formats):
                 static = spec.build(data, lang, False)
                 images += [(static, out / f"{spec.name}.{f}", spec) for f in formats if f in IMAGE_FORMATS]
@@ -115,7 +138,7 @@ def export_charts(
         if images:
             _write_images(images)
     written += [path for _, path, _ in images]
-    order = {(spec.name, f): i for i, (spec, f) in enumerate((s, f) for s in CHARTS for f in formats)}
+    order = {(spec.name, f): i for i, (spec, f) in enumerate((s, f) for s in specs for f in formats)}
     return sorted(written, key=lambda p: order[(p.stem, p.suffix[1:])])
 
 

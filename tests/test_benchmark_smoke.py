@@ -26,3 +26,22 @@ def test_benchmark_quick_mode_prints_and_writes_its_table(tmp_path):
     assert "median" in row["tensorboard_every_10"]  # the TensorBoard reference ran too
     assert result["payload"]["live_refresh_bytes"] > 0
     assert "steps/s" in proc.stdout and "first snapshot" in proc.stdout
+
+
+@pytest.mark.slow  # six tiny runs in a subprocess: about 10 s
+def test_dyt_table_quick_mode_prints_its_table(tmp_path):
+    out = tmp_path / "dyt.json"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/dyt_table.py", "--quick", "--jobs", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted((r["norm_type"], r["lr"]) for r in rows) == sorted(
+        (n, lr) for n in ("layernorm", "dyt") for lr in (1e-3, 3e-3, 1e-2)
+    )
+    for r in rows:  # DyT's saturated share is a fraction; LayerNorm has none
+        assert (r["saturated"] is None) == (r["norm_type"] == "layernorm")
+        assert r["saturated"] is None or 0 <= r["saturated"] <= 1
+    lines = proc.stdout.splitlines()
+    assert sum(line.startswith("|") for line in lines) == 5 and "s wall" in lines[-1]  # header, rule, 3 lrs

@@ -18,31 +18,53 @@ import streamlit  # noqa: F401 - sets plotly's default template to "streamlit", 
 
 from ln_viz import export
 from ln_viz.cli import main
-from ln_viz.export import CHARTS, charts_zip, export_charts, run_file_bytes, tables_zip
+from ln_viz.export import CHARTS, INSTABILITY_CHARTS, charts_for, charts_zip, export_charts, run_file_bytes, tables_zip
 from ln_viz.i18n import t
 from ln_viz.runfile import parse_run
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
+from ln_viz.train import run
+from tests.runs import TINY, demo
 
 NAMES = [spec.name for spec in CHARTS]
+ALL_NAMES = NAMES + [spec.name for spec in INSTABILITY_CHARTS]  # a DyT run's: every chart there is
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 STREAMLIT_PLACEHOLDER = "#000011"  # a colour streamlit's template leaves for its frontend to replace
 
 
 @pytest.fixture(scope="module")
-def exported(tiny_run: RunData, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
-    """Every chart in every format, in Korean: the module's one kaleido (Chromium) start."""
+def dyt_run() -> RunData:
+    """The tiny run with DyT for its norms: it measured every instability probe, DyT's saturation too."""
+    return run(TINY.replace(norm_type="dyt", lr=1e-2))
+
+
+@pytest.fixture(scope="module")
+def exported(dyt_run: RunData, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """Every chart of a DyT run (all ten) in every format, in Korean: the module's one kaleido (Chromium) start."""
     out = tmp_path_factory.mktemp("charts")
     assert pio.templates.default == "streamlit"
-    paths = export_charts(tiny_run, out, lang="ko")
+    paths = export_charts(dyt_run, out, lang="ko")
     assert pio.templates.default == "streamlit"  # restored for the app's own charts
     return out, paths
 
 
 def test_every_chart_is_written_in_every_format(exported: tuple[Path, list[Path]]) -> None:
     out, paths = exported
-    assert [p.name for p in paths] == [f"{n}.{f}" for n in NAMES for f in ("png", "svg", "html")]
+    assert [p.name for p in paths] == [f"{n}.{f}" for n in ALL_NAMES for f in ("png", "svg", "html")]
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in paths)
+
+
+def test_the_instability_charts_come_only_with_their_probes(tiny_run: RunData, dyt_run: RunData) -> None:
+    assert [s.name for s in charts_for(dyt_run)] == ALL_NAMES
+    assert [s.name for s in charts_for(tiny_run)] == ALL_NAMES[:-1]  # LayerNorm: no saturation to draw
+    assert charts_for(demo("post-ln-no-warmup")) == CHARTS  # recorded before the probes: NaN there
+
+
+def test_a_run_from_before_the_instability_probes_exports_its_six_charts(tmp_path: Path) -> None:
+    old = demo("pre-ln-no-warmup")
+    paths = export_charts(old, tmp_path, formats=("html",), lang="en")
+    assert [p.name for p in paths] == [f"{n}.html" for n in NAMES]
+    assert all(p.stat().st_size > 1_000_000 for p in paths)  # each a whole page, plotly.js inside
 
 
 def test_png_files_are_real_images(exported: tuple[Path, list[Path]]) -> None:
@@ -52,7 +74,7 @@ def test_png_files_are_real_images(exported: tuple[Path, list[Path]]) -> None:
             assert blob[:8] == PNG_MAGIC, path.name
             assert len(blob) > 10_000, (path.name, len(blob))
             width, height = int.from_bytes(blob[16:20], "big"), int.from_bytes(blob[20:24], "big")
-            spec = next(s for s in CHARTS if s.name == path.stem)
+            spec = next(s for s in CHARTS + INSTABILITY_CHARTS if s.name == path.stem)
             assert (width, height) == (2 * spec.width, 2 * spec.height)  # scale 2: sharp on slides
 
 
@@ -64,15 +86,21 @@ def test_svg_files_parse_and_carry_the_chosen_language(exported: tuple[Path, lis
             assert root.tag == "{http://www.w3.org/2000/svg}svg", path.name
     text = (out / "act_dist.svg").read_text(encoding="utf-8")
     assert t("chart.value_axis", "ko") in text
+    for name, key in (
+        ("attn_logit", "chart.attn_logit_axis"),
+        ("log_z", "chart.logz_axis"),
+        ("dyt_saturation", "chart.dyt_axis"),
+    ):
+        assert t(key, "ko") in "".join(ET.parse(out / f"{name}.svg").getroot().itertext()), name
     assert "updatemenu" not in text  # a static image has no Play button
     assert STREAMLIT_PLACEHOLDER not in text
 
 
-def test_html_is_standalone_and_keeps_the_animation(exported: tuple[Path, list[Path]], tiny_run: RunData) -> None:
+def test_html_is_standalone_and_keeps_the_animation(exported: tuple[Path, list[Path]], dyt_run: RunData) -> None:
     html = (exported[0] / "act_dist.html").read_text(encoding="utf-8")
     assert not re.search(r"<script[^>]*\bsrc=", html), "plotly.js must be embedded, not fetched"
     assert "Plotly.addFrames" in html
-    for step in tiny_run.probe_steps:  # one frame per probe step, named by its step
+    for step in dyt_run.probe_steps:  # one frame per probe step, named by its step
         assert f'"name":"{step}"' in html
     play = t("chart.play", "ko")
     assert play in html or json.dumps(play)[1:-1] in html  # the Korean labels, maybe JSON-escaped
@@ -110,7 +138,7 @@ def test_cli_exports_charts_and_refuses_bad_flags(tmp_path: Path, tiny_run: RunD
     store_flag = ("--store", str(tmp_path / "runs.sqlite"))
     code, out, err = cli("runs", "export", str(run_id), "--format", "html", "--out", str(tmp_path / "h"), *store_flag)
     assert (code, err) == (0, "")
-    assert out.split() == [str(tmp_path / "h" / f"{n}.html") for n in NAMES]
+    assert out.split() == [str(tmp_path / "h" / f"{n}.html") for n in ALL_NAMES[:-1]]  # LayerNorm: no DyT chart
     (tmp_path / "afile").write_text("x")
     code, _, err = cli("runs", "export", str(run_id), "--format", "png", "--out", str(tmp_path / "afile"), *store_flag)
     assert code == 2 and "is a file; chart exports write one file per chart" in err and err.count("\n") == 1

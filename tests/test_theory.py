@@ -63,6 +63,26 @@ def test_references_have_arxiv_ids_of_the_right_shape():
         assert ref.arxiv is None or re.fullmatch(r"\d{4}\.\d{4,5}", ref.arxiv), ref
         assert ref.arxiv or ref.note, ref
     assert "arxiv.org/abs/2002.04745" in references_markdown()  # the paper the app is about
+    years = [ref.year for ref in REFERENCES]
+    assert years == sorted(years)  # "oldest first", as the section says
+
+
+# issue 19's papers: Wortsman, Dehghani (QK-norm), PaLM (z-loss), Mix-LN, LayerNorm Scaling, DyT, massive
+# activations, AdamW
+ISSUE_19_PAPERS = {"2309.14322", "2302.05442", "2204.02311", "2412.13795", "2502.05795", "2503.10622", "2402.17762"}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_listed_work_is_cited_in_the_text_and_every_cited_id_listed(lang):
+    listed = {ref.arxiv for ref in REFERENCES}
+    assert ISSUE_19_PAPERS | {"1711.05101"} <= listed
+    doc = theory.page(lang)
+    paragraphs = [*doc.intro, *(t for s in doc.sections for t in s.texts)]
+    named = set(re.findall(r"arXiv (\d{4}\.\d{4,5})", "\n".join(paragraphs)))
+    assert named and named <= listed, named - listed
+    for ref in REFERENCES:  # "the papers this page cites": each by its first author and year, in one paragraph
+        surname = ref.authors.split(",")[0]
+        assert any(surname in p and str(ref.year) in p for p in paragraphs), (surname, ref.year)
 
 
 def run_page(lang: str) -> AppTest:

@@ -145,7 +145,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
     _check_run_id(args.run_id)
     with _open_store_to_read(args) as store:
-        if args.fmt in ("png", "svg", "html"):  # the run's six charts, one file each (ln_viz/export.py)
+        if args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
             from ln_viz.export import export_charts
 
             paths = export_charts(store.open_run(args.run_id), args.out, formats=(args.fmt,), lang=args.lang)
