@@ -205,11 +205,29 @@ def test_an_export_that_fails_after_training_says_the_results_are_printed_and_st
     assert "the results are printed above and stored in" in err and str(store.path) in err
 
 
-def test_the_report_is_printed_before_the_export(tmp_path: Path) -> None:
-    out_file = tmp_path / "cells.csv"
-    code, out, err = cli("sweep", *FLAGS[:2], "--lr", "1e-3", *FLAGS[4:], "--steps", "3", "--export", str(out_file))
-    assert code == 0, err
-    assert "LR sensitivity" in out and out_file.read_text().startswith("norm_position,")
+def test_an_export_that_fails_after_training_keeps_the_report_printed(tmp_path: Path) -> None:
+    """The export's folder disappears while the sweep trains. Before: a traceback and 0 bytes of stdout."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out, err = io.StringIO(), io.StringIO()
+    box: dict[str, int] = {}
+
+    def sweep() -> None:
+        with redirect_stdout(out), redirect_stderr(err):
+            box["code"] = main(["sweep", *FLAGS, "--steps", "200", "--export", str(folder / "cells.csv")])
+
+    thread = threading.Thread(target=sweep)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while "runs x" not in err.getvalue():  # the path was checked; the training starts now
+        time.sleep(0.05)
+        assert time.monotonic() < deadline and thread.is_alive(), err.getvalue()
+    folder.rmdir()
+    thread.join(240)
+    assert box["code"] == 1, err.getvalue()
+    assert "LR sensitivity" in out.getvalue() and "4 cells in" in out.getvalue()  # the report, whole
+    last = err.getvalue().strip().splitlines()[-1]
+    assert last.startswith(f"error: cannot write the export {folder / 'cells.csv'}") and "printed above." in last
 
 
 # --- T4: damaged sweep tables ---------------------------------------------------------------------------------------
