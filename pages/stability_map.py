@@ -15,6 +15,7 @@ from ln_viz.sweep.storage import results_frame
 from ln_viz.ui import language, lecture_switch, links
 from ln_viz.ui import stability_view as view
 from ln_viz.ui.safe import md
+from ln_viz.ui.training import sweep_caps
 
 lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
@@ -22,8 +23,8 @@ svc = view.service()
 
 if "sm_spec" not in st.session_state:  # a shared link sets the form once per session
     st.session_state["sm_spec"], st.session_state["sm_bad"] = view.read_spec_from_url()
-for key in st.session_state["sm_bad"]:
-    st.warning(t("sweep.ui.bad_param", lang, param=key))
+for bad in st.session_state["sm_bad"]:  # each says why, as Live's do; it quotes the link
+    st.warning(md(t("ui.url_ignored", lang, param=bad.param, value=bad.value, reason=bad.reason.message(lang))))
 for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
@@ -65,16 +66,27 @@ except LocalizedError as e:
 view.write_spec_to_url(spec)
 
 work = estimate(spec, workers=None)
+me = view.session_key()
+refused = view.cap_error(spec, work, sweep_caps())  # a visitor's sweep within the classroom caps
 bar = st.container(horizontal=True, vertical_alignment="center")
-run = bar.button(t("sweep.ui.run", lang), type="primary", key="sm_run", disabled=svc.busy())
-stop = bar.button(t("sweep.ui.stop", lang), key="sm_stop", disabled=not svc.busy())
+run = bar.button(t("sweep.ui.run", lang), type="primary", key="sm_run", disabled=svc.busy() or refused is not None)
+stop = bar.button(t("sweep.ui.stop", lang), key="sm_stop", disabled=not svc.busy() or not svc.owned_by(me))
 wait = duration_text(work.seconds, lang)
 bar.caption(t("sweep.ui.estimate", lang, runs=work.runs, steps=work.steps, time=wait, cores=work.workers))
-if run and not svc.start(spec, executor, address):
+if svc.busy() and not svc.owned_by(me):
+    bar.caption(t("sweep.ui.not_owner", lang))
+if refused is not None:
+    st.warning(refused.message(lang))
+try:
+    started = run and svc.start(spec, executor, address, owner=me)
+except LocalizedError as e:  # above the caps (a race with the form), or a store that cannot be opened
+    st.error(e.message(lang))
+    started = None
+if run and started is False:
     st.warning(t("sweep.ui.busy", lang))
-if run or stop:
+if started or stop:
     if stop:
-        svc.stop()
+        svc.stop(me)
     st.rerun()
 if svc.error is not None:
     st.error(view.error_text(svc.error, lang))
@@ -86,7 +98,9 @@ default_init = math.log(corpus.vocab_size)
 @st.fragment(run_every=1.0 if svc.busy() else None)
 def show_map() -> None:
     """The map, redrawn every second while the sweep trains; a click on a cell shows its curve."""
-    results, progress, shipped = view.map_results(spec)
+    results, progress, shipped, problem = view.map_results(spec)
+    if problem is not None:  # the store refused cells (they are kept in memory) or cannot be read
+        st.error(problem.message(lang))
     if progress is not None:
         eta = duration_text(progress.eta_s, lang) if progress.eta_s is not None else "…"
         done, total, running = progress.done, progress.total, progress.running

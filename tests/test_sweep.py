@@ -82,7 +82,8 @@ def test_the_spec_survives_the_url_and_a_bad_parameter_is_named():
     back, bad = spec_from_query(spec_to_query(spec), SWEEP_PRESETS["warmup-map"])
     assert back == spec and bad == []
     back, bad = spec_from_query({"sm_lr": "0.001,fast", "sm_depth": "2,4"}, spec)
-    assert bad == ["sm_lr"] and back.lr == spec.lr and back.depth == (2, 4)
+    assert [b.param for b in bad] == ["sm_lr"] and back.lr == spec.lr and back.depth == (2, 4)
+    assert "sm_lr must be a comma-separated list of numbers, got '0.001,fast'" in str(bad[0].reason)
 
 
 # --- results arithmetic ----------------------------------------------------------------------------------

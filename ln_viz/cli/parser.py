@@ -12,5 +12,12 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
+    """Every command's parser: no abbreviations (`sweep --seed 5` was taken as `--seeds 5`), and
+    argparse's own errors as one line."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
     def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, status 2
         raise UsageError(message)

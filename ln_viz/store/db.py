@@ -117,7 +117,19 @@ def store_error(path: Path, e: sqlite3.DatabaseError) -> StoreError:
         return StoreError("err.store_damaged" if _has_sqlite_header(path) else "err.store_not_sqlite", path=str(path))
     if "locked" in text or "busy" in text:
         return StoreError("err.store_locked", path=str(path))
+    if ("disk I/O error" in text or "full" in text) and disk_full(path):
+        return StoreError("err.store_full", path=str(path), reason=text)  # not "check the path and its permissions"
     return StoreError("err.store_open", path=str(path), reason=text)
+
+
+def disk_full(path: Path) -> bool:
+    """Whether the disk that holds `path` has no room left (SQLite says only "disk I/O error" when it
+    cannot even make a store's -shm file there)."""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024
 
 
 def _has_sqlite_header(path: Path) -> bool:

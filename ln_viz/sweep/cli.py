@@ -28,6 +28,7 @@ _BASE_FLAGS = ("d_model", "heads", "d_ff", "batch_size", "seq_len", "optimizer",
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `sweep` subcommand to `python -m ln_viz`."""
+    # no abbreviations (ln_viz.cli.parser): `--seed 5`, a `train` habit, is refused, not taken as --seeds
     p = subparsers.add_parser("sweep", help="a grid of runs: lr x warm-up x depth x norm position (the stability map)")
     p.add_argument("--preset", help="start from a named sweep: warmup-map | depth-slice | qk-norm")
     p.add_argument("--norm-position", help=f"{_AXES_HELP}: post,pre,peri,deepnorm,none")
@@ -47,7 +48,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     p.add_argument("--executor", default="local", choices=EXECUTORS, help="where the runs train")
     p.add_argument("--address", help="ray: the cluster (default $RAY_ADDRESS, else a private one on 127.0.0.1)")
-    p.add_argument("--workers", type=int, help="local: runs at once (default: the cores)")
+    p.add_argument("--workers", type=int, help="local: runs at once (default: the cores; each takes ~310 MB)")
     p.add_argument("--store", help="keep the cells in this run store and skip the ones it has (resume)")
     p.add_argument("--export", help="also write the cells to this .csv or .parquet file")
     out = p.add_mutually_exclusive_group()
@@ -107,51 +108,85 @@ def parse_list(name: str, raw: str, parse: type) -> tuple[Any, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The `sweep` command: estimate, train (with a progress bar), report."""
+    """The `sweep` command: check, estimate, train (with a progress bar), report, then export. A store
+    that refuses writes is said once and never stops the sweep; the report is printed whatever the
+    store or the export does, and exit status 1 says the results were not all kept."""
     from ln_viz.sweep.chooser import make_executor
     from ln_viz.sweep.driver import SweepRun
     from ln_viz.sweep.spec import estimate
 
     spec = spec_from_args(args)
     check_executor_flags(args)
+    if args.export:  # before the training, not after it
+        from ln_viz.sweep.storage import check_export_path
+
+        check_export_path(args.export)
     store = _open_store(args)
     executor = make_executor(args.executor, workers=args.workers, address=args.address)
-    sweep = SweepRun(spec, executor, store)
+    sweep = SweepRun(spec, executor, store, on_problem=_warn)
     skipped = sweep.progress().skipped
     work = estimate(spec, executor.workers, skip=skipped)
     if not args.quiet:
         note = f" ({skipped} already stored)" if skipped else ""
         sys.stderr.write(f"{work.text()} ({executor.name}){note}\n")
-    final = run_on(executor, sweep, show=not args.quiet)
-    if store is not None:
-        store.close()
-    report = build_report(spec, final, executor.name)
-    if args.export:
-        from ln_viz.sweep.storage import export_results
-
-        export_results(final.results, args.export)
-    _print_report(report, final, args)
-    return 130 if final.state == "stopped" else 0
+    try:
+        final = run_on(executor, sweep, show=not args.quiet)
+    finally:
+        if store is not None:
+            store.close()
+    _print_report(build_report(spec, final, executor.name), final, args)
+    kept = final.store_problem is None
+    if not kept:  # trained, but not (all) stored: said last, after the report that has every cell
+        sys.stderr.write(f"error: {final.store_problem}\n")
+    if args.export and not _export(final.results, args.export, store):
+        kept = False
+    if final.state == "stopped":
+        return 130
+    return 0 if kept else 1
 
 
 def check_executor_flags(args: argparse.Namespace) -> None:
-    """--workers in 1..256, --address only with --executor ray (`sweep` and `compare`): SweepError else."""
+    """--workers within what this machine's memory holds (each local worker is a process of ~310 MB),
+    --address only with --executor ray (`sweep` and `compare`): SweepError else."""
+    from ln_viz.sweep.local import max_workers
     from ln_viz.sweep.spec import SweepError
 
-    if args.workers is not None and not 1 <= args.workers <= 256:
-        raise SweepError("sweep.err.workers", "workers", value=args.workers)
+    if args.workers is not None and not 1 <= args.workers <= (hi := max_workers()):
+        raise SweepError("sweep.err.workers", "workers", value=args.workers, hi=hi)
     if args.address and args.executor != "ray":
         raise SweepError("sweep.err.address_local", "address")
 
 
+def _warn(problem: Any) -> None:
+    """A store trouble starting (one line, as `train` says it); its end is no news."""
+    if problem is not None:
+        sys.stderr.write(f"\nwarning: {problem}\n")
+
+
+def _export(results: Any, path: str, store: Any) -> bool:
+    """Write the export; a failure after the training says where the results still are."""
+    from ln_viz.sweep.storage import export_results
+    from ln_viz.text import error_line, one_line
+
+    try:
+        export_results(results, path)
+    except (OSError, ValueError, ImportError) as e:
+        kept = f" and stored in {one_line(str(store.path))}" if store is not None else ""
+        line = f"cannot write the export {one_line(path)} ({error_line(e, named=False)})"
+        sys.stderr.write(f"error: {line}; the results are printed above{kept}.\n")
+        return False
+    else:
+        return True
+
+
 def _open_store(args: argparse.Namespace) -> Any:
+    """The SweepStore of `--store` (or $LN_VIZ_STORE); None leaves the sweep unstored. Opening it is
+    checked before any training: a locked or damaged store is its one sentence, as for `train`."""
     import os
 
-    if not (args.store or os.environ.get("LN_VIZ_STORE")):
-        return None
     from ln_viz.sweep.storage import SweepStore
 
-    return SweepStore(args.store)
+    return SweepStore(args.store) if args.store or os.environ.get("LN_VIZ_STORE") else None
 
 
 def run_on(executor: Any, sweep: Any, show: bool) -> Any:
@@ -167,46 +202,48 @@ def run_on(executor: Any, sweep: Any, show: bool) -> Any:
 
 
 def run_with_progress(sweep: Any, show: bool) -> Any:
-    """Train in a thread; draw the bar here; Ctrl-C stops the sweep (cells finished are kept). `sweep`:
-    anything with run(), stop() and progress() -> driver.Progress (a SweepRun, a SeedCompare)."""
+    """Train in a thread; draw the bar here. Ctrl-C (SIGINT) or SIGTERM stops the sweep: the cells
+    finished are kept and the state is `stopped` (a second signal interrupts at once). `sweep`: anything
+    with run(), stop() and progress() -> driver.Progress (a SweepRun, a SeedCompare)."""
     box: dict[str, BaseException] = {}
+    ended = threading.Event()  # not thread.join: an interrupted join may say a live thread has ended
 
     def target() -> None:
         try:
             sweep.run()
         except BaseException as e:  # noqa: BLE001 -- re-raised in the main thread
             box["error"] = e
+        finally:
+            ended.set()
 
+    def on_signal(signum: int, frame: Any) -> None:
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        sweep.stop()
+
+    # Only the main thread may set a handler; a signal ignored by the caller (nohup, `&`) stays ignored.
+    # SIGTERM as Ctrl-C: the process then ends normally, with its Ray cluster (issue 21, O1).
+    main = threading.current_thread() is threading.main_thread()
+    signals = [n for n in (signal.SIGINT, signal.SIGTERM) if main and signal.getsignal(n) != signal.SIG_IGN]
+    before = {n: signal.signal(n, on_signal) for n in signals}
     thread = threading.Thread(target=target, name="ln-viz-sweep", daemon=True)
     thread.start()
-    # SIGTERM as Ctrl-C: the sweep stops and the process ends normally, with its Ray cluster (issue 21, O1)
-    main = threading.current_thread() is threading.main_thread()  # only the main thread may set a handler
-    previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
     tty = sys.stderr.isatty()  # a log file gets one line per finished cell, not a redrawn bar
     drawn = -1
     try:
-        while thread.is_alive():
-            thread.join(0.25)
+        while not ended.wait(0.25):
             p = sweep.progress()
             if show and (tty or p.done != drawn):
                 _draw(p, tty)
                 drawn = p.done
-    except KeyboardInterrupt:
-        sweep.stop()
-        thread.join(10)
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+        for n, handler in before.items():
+            signal.signal(n, handler if handler is not None else signal.SIG_DFL)
     if show:
         _draw(sweep.progress(), tty)
         sys.stderr.write("\n" if tty else "")
     if "error" in box:
         raise box["error"]
     return sweep.progress()
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def _draw(p: Any, tty: bool) -> None:

@@ -2,7 +2,9 @@
 
 `SweepRun` is what the CLI and the page hold. `run()` (blocking; the page calls it in a thread of its
 own) skips the cells the store already has (resume), hands the rest to an executor, turns each
-finished run into a CellResult and stores it at once, so a killed sweep keeps what it finished.
+finished run into a CellResult and stores it at once through a CellSaver (ln_viz.sweep.saver), so a
+killed sweep keeps what it finished and a store that refuses a write never stops the sweep: the cell
+stays in memory, is stored when the store takes it again, and `Progress.store_problem` says why.
 `progress()` gives a consistent copy for readers at any moment.
 """
 
@@ -11,10 +13,13 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ln_viz.store import StoreError
 from ln_viz.sweep.executors import Executor
 from ln_viz.sweep.results import CellResult, CellRun, summarize
+from ln_viz.sweep.saver import CellSaver
 from ln_viz.sweep.spec import Cell, SweepConfig
 from ln_viz.sweep.storage import SweepStore
 from ln_viz.text import error_line
@@ -35,6 +40,7 @@ class Progress:
     state: str  # pending | running | done | stopped | failed
     error: str | None
     results: tuple[CellResult, ...]  # in the grid's order
+    store_problem: StoreError | None = None  # why finished cells are not (all) in the store now
 
     @property
     def fraction(self) -> float:
@@ -51,6 +57,8 @@ class SweepRun:
     store: SweepStore | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
     keep_runs: bool = False  # keep every finished cell's full per-step losses in `runs` (tests, benchmarks)
+    on_problem: Callable[[StoreError | None], None] | None = None  # a store trouble starts (or clears): say it once
+    lock_wait_s: float | None = None  # at the end, how long to wait for a write lock held elsewhere (default 60 s)
 
     def __post_init__(self) -> None:
         self.cells: list[Cell] = self.spec.validate().cells()
@@ -67,7 +75,10 @@ class SweepRun:
         self._error: str | None = None
         self.sweep_id: int | None = None
         self.runs: dict[str, CellRun] = {}
+        self.saver: CellSaver | None = None
         if self.store is not None:
+            wait = {} if self.lock_wait_s is None else {"lock_wait_s": self.lock_wait_s}
+            self.saver = CellSaver(self.store, on_problem=self.on_problem, **wait)
             stored = self.store.cells(c.fingerprint for c in self.cells)
             keep = {fp: r for fp, r in stored.items() if r.status != "failed"}  # failed ones train again
             self._results.update(keep)
@@ -88,8 +99,8 @@ class SweepRun:
         with self._lock:
             self._started = time.monotonic()
             self._state = "running"
-        if self.store is not None:
-            self.sweep_id = self.store.begin(self.spec, self.executor.name)
+        if self.saver is not None:
+            self.saver.begin(self.spec, self.executor.name)
         cells = self.todo
         try:
             self.executor.run(cells, self._on_step, self._on_end, self.stop_event)
@@ -103,8 +114,9 @@ class SweepRun:
                 self._elapsed = time.monotonic() - self._started
                 if self._state == "running":
                     self._state = "stopped" if self.stop_event.is_set() else "done"
-            if self.store is not None and self.sweep_id is not None:
-                self.store.finish(self.sweep_id, self._elapsed)
+            if self.saver is not None:
+                self.saver.finish(self._elapsed)
+                self.sweep_id = self.saver.sweep_id
         return self.progress()
 
     # --- executor callbacks (the executor's thread) ----------------------------------------------
@@ -132,8 +144,8 @@ class SweepRun:
             self._results[result.fingerprint] = result
             if self.keep_runs:
                 self.runs[result.fingerprint] = run
-        if self.store is not None:
-            self.store.put_cell(result)
+        if self.saver is not None:
+            self.saver.put(result)
 
     # --- reading ---------------------------------------------------------------------------------------
     def progress(self) -> Progress:
@@ -157,4 +169,5 @@ class SweepRun:
                 state=self._state,
                 error=self._error,
                 results=results,
+                store_problem=self.saver.problem if self.saver is not None else None,
             )

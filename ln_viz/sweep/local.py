@@ -31,7 +31,18 @@ from ln_viz.sweep.executors import OnEnd, OnStep
 from ln_viz.sweep.spec import Cell
 
 _POLL_S = 0.1
+WORKER_MB = 310  # one worker's resident memory (measured: 306-314 MB, torch and a tiny model)
+MAX_WORKERS = 256
 _EXIT_GRACE_S = 0.8  # after a stop, workers get this long to leave by themselves, then SIGKILL
+
+
+def max_workers() -> int:
+    """How many workers this machine's memory holds, at WORKER_MB each (at least 1, at most 256)."""
+    try:
+        total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (ValueError, OSError, AttributeError):  # no sysconf: the fixed cap
+        return MAX_WORKERS
+    return max(1, min(MAX_WORKERS, total_mb // WORKER_MB))
 
 
 class _Worker(WorkerProcess):
@@ -42,10 +53,12 @@ class _Worker(WorkerProcess):
         super().__init__(ctx, warm=False, nice=nice, serial=True)
         self.cell: int | None = None
         self.status = "failed"  # a run that ends before its first step
+        self.started: float | None = None  # when its cell's first step came (monotonic): imports are no training
+        self.capped = False  # stopped at the time cap: its End is the cell's failure, not a Stop
 
     def train(self, index: int, cell: Cell) -> None:
         """Hand it a cell to train."""
-        self.cell, self.status = index, "failed"
+        self.cell, self.status, self.started, self.capped = index, "failed", None, False
         self.send(Job(cell.config, threads=1))
 
     def death(self) -> str:
@@ -58,13 +71,16 @@ class _Worker(WorkerProcess):
 
 
 class LocalExecutor:
-    """Cells on this machine: `workers` at once (default: the cores), one torch thread each."""
+    """Cells on this machine: `workers` at once (default: the cores), one torch thread each; a cell
+    that trains longer than `max_seconds` (the server's classroom cap; None: no cap) is stopped and
+    fails with that cause."""
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, nice: int = 0) -> None:
+    def __init__(self, workers: int | None = None, nice: int = 0, max_seconds: float | None = None) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.nice = nice
+        self.max_seconds = max_seconds
         self._running: dict[int, int] = {}  # cell index -> worker pid
 
     def running_pids(self) -> dict[int, int]:
@@ -86,8 +102,19 @@ class LocalExecutor:
                 for w in wait([w for w in pool if w.cell is not None], timeout=_POLL_S):
                     if not self._drain(w, on_step, on_end):
                         pool[pool.index(w)] = _Worker(ctx, self.nice)
+                self._cap(pool)
         finally:
             self._shut_down(pool, on_end)
+
+    def _cap(self, pool: list[_Worker]) -> None:
+        """Stop each cell that has trained past `max_seconds` (its End then fails it)."""
+        if self.max_seconds is None:
+            return
+        now = time.monotonic()
+        for w in pool:
+            if w.cell is not None and w.started is not None and not w.capped and now - w.started > self.max_seconds:
+                w.capped = True
+                w.send(Stop())
 
     def _drain(self, w: _Worker, on_step: OnStep, on_end: OnEnd) -> bool:
         """Read what a worker has sent; False when it has died (its cell is then failed)."""
@@ -96,12 +123,16 @@ class LocalExecutor:
                 if isinstance(msg, Snap):
                     snap = msg.snapshot
                     w.status = snap.status
+                    w.started = w.started or time.monotonic()
                     on_step(w.cell, snap.step, snap.loss, snap.eval_loss, snap.status)
                 elif isinstance(msg, End | Failed):  # Ready and Info say nothing a sweep keeps
                     index, w.cell = w.cell, None
                     self._running.pop(index, None)
                     if isinstance(msg, Failed):
                         on_end(index, "failed", msg.line)
+                    elif w.capped:
+                        cap = f"stopped at this server's time limit of {self.max_seconds:g} s per run"
+                        on_end(index, "failed", cap)
                     else:
                         on_end(index, "stopped" if msg.stopped else w.status, None)
         except (EOFError, OSError):

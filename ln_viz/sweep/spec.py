@@ -263,23 +263,62 @@ def spec_to_query(spec: SweepConfig) -> dict[str, str]:
     return out
 
 
-def spec_from_query(params: dict[str, Any], default: SweepConfig) -> tuple[SweepConfig, list[str]]:
-    """`default` with every well-formed parameter applied; the names of the ignored ones are returned
-    (a mistyped bookmark still opens a working page). The result is valid."""
+@dataclass(frozen=True)
+class BadParam:
+    """A link's parameter the spec could not use: its name, its value as given, and why."""
+
+    param: str
+    value: str
+    reason: LocalizedError
+
+
+def spec_from_query(params: dict[str, Any], default: SweepConfig) -> tuple[SweepConfig, list[BadParam]]:
+    """`default` with every usable parameter applied; the ignored ones are returned with the reason
+    (a mistyped bookmark still opens a working page). The result is valid. A value is checked against
+    the link's own other values: they are applied in rounds until none more fits, so `sm_warmup=0,1000`
+    with `sm_steps=2000` (in either order) is the map the page wrote, not warm-up 1000 against the
+    default 300 steps."""
     import dataclasses
 
-    spec, bad = default, []
-    for key, name in {**QUERY_AXES, **QUERY_VARIANTS, "sm_seeds": "seeds", "sm_steps": "steps"}.items():
-        raw = params.get(key)
-        if raw is None:
+    keys = {**QUERY_AXES, **QUERY_VARIANTS, "sm_seeds": "seeds", "sm_steps": "steps"}
+    parsed: dict[str, Any] = {}
+    raws: dict[str, str] = {}
+    bad: dict[str, BadParam] = {}
+    for key, name in keys.items():
+        if params.get(key) is None:
             continue
-        raw = raw[-1] if isinstance(raw, list) else str(raw)
+        raw = raws[key] = params[key][-1] if isinstance(params[key], list) else str(params[key])
         try:
-            parse = _AXIS_TYPES.get(name, int)
-            value: Any = tuple(parse(s) for s in raw.split(",") if s) if name in _AXIS_TYPES else int(raw)
-            candidate = dataclasses.replace(spec, **{name: value}).validate()
-        except (ValueError, LocalizedError):
-            bad.append(key)
-            continue
-        spec = candidate
-    return spec, bad
+            parsed[key] = _parse_param(key, name, raw)
+        except LocalizedError as e:
+            bad[key] = BadParam(key, raw, e)
+    spec, waiting = default, dict(parsed)
+    while waiting:  # each round applies what fits the spec so far; a round that applies nothing ends it
+        applied = False
+        for key, value in list(waiting.items()):
+            try:
+                spec = dataclasses.replace(spec, **{keys[key]: value}).validate()
+            except LocalizedError as e:  # the last round's reason is the one said
+                bad[key] = BadParam(key, raws[key], e)
+                continue
+            bad.pop(key, None)
+            del waiting[key]
+            applied = True
+        if not applied:
+            break
+    return spec, [bad[k] for k in keys if k in bad]
+
+
+def _parse_param(key: str, name: str, raw: str) -> Any:
+    """One parameter's value as the spec's field takes it; a SweepError saying what it must be."""
+    if name in _AXIS_TYPES:
+        parse = _AXIS_TYPES[name]
+        try:
+            return tuple(parse(s) for s in raw.split(",") if s)
+        except ValueError:
+            kind = {float: "numbers", int: "whole numbers"}.get(parse, "names")
+            raise SweepError("sweep.err.list", key, flag=key, kind=kind, value=raw) from None
+    try:
+        return int(raw)
+    except ValueError:
+        raise SweepError("err.not_an_integer", key, value=raw) from None

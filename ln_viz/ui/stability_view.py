@@ -1,28 +1,44 @@
 """The stability map page's server side: the one sweep a server trains at a time, the spec form, the
 spec in the URL, and the shipped default map.
 
-One sweep per server, whoever started it: a grid of 32 runs takes both cores of a 2-core machine for
-minutes, and two at once would each take twice as long. Every tab sees the sweep that is training,
-and the store keeps every finished cell, so any tab reopens any map without retraining.
+One sweep per server: a grid of 32 runs takes both cores of a 2-core machine for minutes, and two at
+once would each take twice as long. Every tab sees the sweep that is training, but only the tab that
+started it can stop it; the store keeps every finished cell, so any tab reopens any map without
+retraining. A visitor's sweep gets the classroom caps (ln_viz.ui.training.sweep_caps): steps and
+seconds per run as Live's, runs per sweep, and an estimate above the bound is refused in one sentence.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
 from ln_viz.config import FIELDS, NORM_POSITIONS, NORM_TYPES, QK_NORMS
-from ln_viz.i18n import t
+from ln_viz.i18n import LocalizedError, t
 from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
-from ln_viz.sweep.spec import MAX_SEEDS, QUERY_VARIANTS, SweepConfig, spec_from_query, spec_to_query
+from ln_viz.sweep.spec import (
+    MAX_SEEDS,
+    QUERY_VARIANTS,
+    SweepConfig,
+    SweepError,
+    WorkEstimate,
+    duration_text,
+    spec_from_query,
+    spec_to_query,
+)
 from ln_viz.text import error_line
 from ln_viz.ui import language
+from ln_viz.ui.training import SweepCaps, sweep_caps
+
+log = logging.getLogger(__name__)
 
 SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
@@ -34,29 +50,48 @@ WEIGHT_DECAY_CHOICES = (0.0, 0.01, 0.1)
 
 @dataclass
 class SweepService:
-    """The server's sweep slot: at most one SweepRun trains, in a thread of its own."""
+    """The server's sweep slot: at most one SweepRun trains, in a thread of its own, and belongs to
+    the session that started it (`owner`): only that one may stop it."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     sweep: Any = None  # SweepRun
     thread: threading.Thread | None = None
     error: Exception | None = None  # why the last sweep failed (an unreachable cluster, say)
+    owner: str | None = None  # the session that started the sweep (session_key())
 
     def busy(self) -> bool:
         """Whether a sweep is training now."""
         return self.thread is not None and self.thread.is_alive()
 
-    def start(self, spec: SweepConfig, executor: str, address: str | None) -> bool:
-        """Start a sweep of `spec`; False when one is already training."""
+    def start(
+        self,
+        spec: SweepConfig,
+        executor: str,
+        address: str | None,
+        owner: str | None = None,
+        caps: SweepCaps | None = None,
+    ) -> bool:
+        """Start a sweep of `spec` for session `owner`; False when one is already training. A sweep
+        above `caps` (default: the server's) is refused with its SweepError; a store that cannot be
+        opened with its StoreError."""
         from ln_viz.sweep.chooser import make_executor
         from ln_viz.sweep.driver import SweepRun
+        from ln_viz.sweep.spec import estimate
         from ln_viz.sweep.storage import SweepStore
 
+        caps = caps or sweep_caps()
         with self.lock:
             if self.busy():
                 return False
+            run_on = make_executor(executor, address=address, nice=SWEEP_NICE)
+            refused = cap_error(spec, estimate(spec, run_on.workers), caps)
+            if refused is not None:
+                raise refused
+            if hasattr(run_on, "max_seconds"):  # the local executor: each run within Live's time cap
+                run_on.max_seconds = caps.max_seconds
             store = SweepStore()  # the app's run store ($LN_VIZ_STORE, else the default path)
-            self.sweep = SweepRun(spec, make_executor(executor, address=address, nice=SWEEP_NICE), store)
-            self.error = None
+            self.sweep = SweepRun(spec, run_on, store, on_problem=_log_problem)
+            self.error, self.owner = None, owner
             self.thread = threading.Thread(target=self._run, args=(self.sweep, store), daemon=True, name="ln-viz-sweep")
             self.thread.start()
             return True
@@ -69,14 +104,50 @@ class SweepService:
         finally:
             store.close()
 
-    def stop(self) -> None:
-        if self.sweep is not None:
-            self.sweep.stop()
+    def owned_by(self, session: str | None) -> bool:
+        """Whether `session` started the sweep (and so may stop it)."""
+        return self.owner is not None and self.owner == session
+
+    def stop(self, session: str | None = None) -> bool:
+        """Stop the sweep for the session that started it; False (nothing stopped) for another."""
+        if self.sweep is None or not self.owned_by(session):
+            return False
+        self.sweep.stop()
+        return True
 
     def shutdown(self) -> None:
-        self.stop()
+        if self.sweep is not None:
+            self.sweep.stop()
         if self.thread is not None:
             self.thread.join(5)
+
+
+def _log_problem(problem: LocalizedError | None) -> None:
+    """The server log says a sweep's store trouble once when it starts and once when it clears."""
+    if problem is not None:
+        log.warning("ln-viz: sweep: %s", problem)
+    else:
+        log.warning("ln-viz: sweep: the store takes its cells again; none was lost")
+
+
+def cap_error(spec: SweepConfig, work: WorkEstimate, caps: SweepCaps) -> SweepError | None:
+    """Why a visitor may not start this sweep on this server (one sentence with the cap and how the
+    operator raises it), or None."""
+    if spec.steps > caps.max_steps:
+        return SweepError("sweep.err.cap_steps", "steps", steps=spec.steps, cap=caps.max_steps)
+    if spec.n_runs > caps.max_runs:
+        return SweepError("sweep.err.cap_runs", "n_runs", n=spec.n_runs, cap=caps.max_runs, env=caps.RUNS_ENV)
+    if work.seconds > caps.max_minutes * 60:
+        return SweepError(
+            "sweep.err.cap_time", "steps", time=duration_text(work.seconds), cores=work.workers,
+            cap=f"{caps.max_minutes:g}", env=caps.MINUTES_ENV,
+        )  # fmt: skip
+    return None
+
+
+def session_key() -> str:
+    """This browser session's own key (a sweep's owner)."""
+    return st.session_state.setdefault("_sm_session", uuid.uuid4().hex)
 
 
 def _shutdown(service: SweepService) -> None:
@@ -100,15 +171,19 @@ def shipped_default() -> dict[str, Any] | None:
     return data
 
 
-def stored_results(spec: SweepConfig) -> list[CellResult]:
-    """The cells of `spec` the app's store has (none when there is no store yet)."""
+def stored_results(spec: SweepConfig) -> tuple[list[CellResult], LocalizedError | None]:
+    """The cells of `spec` the app's store has (none when there is no store yet), and why the store
+    could not be read (damaged sweep tables: one sentence for the page, the map still drawn)."""
     from ln_viz.store import resolve_store_path
     from ln_viz.sweep.storage import SweepStore
 
     if not resolve_store_path().exists():
-        return []
-    with SweepStore() as store:
-        return store.results(spec)
+        return [], None
+    try:
+        with SweepStore() as store:
+            return store.results(spec), None
+    except LocalizedError as e:
+        return [], e
 
 
 def ray_available() -> bool:
@@ -138,19 +213,20 @@ def error_text(e: Exception, lang: str) -> str:
     return e.message(lang) if isinstance(e, LocalizedError) else error_line(e, named=False)
 
 
-def map_results(spec: SweepConfig) -> tuple[list[CellResult], Any, bool]:
-    """(results, progress of the sweep training this spec or None, shipped): a sweep of this spec
-    training now; else the store's cells; else, for the default map, the shipped measurement."""
+def map_results(spec: SweepConfig) -> tuple[list[CellResult], Any, bool, LocalizedError | None]:
+    """(results, progress of the sweep training this spec or None, shipped, problem): a sweep of this
+    spec training now (or ended: its cells are in memory); else the store's cells; else, for the default
+    map, the shipped measurement. `problem`: why cells are not in the store, one sentence, or None."""
     svc = service()
     sweep = svc.sweep
     if sweep is not None and sweep.spec == spec and (svc.busy() or sweep.progress().state != "pending"):
         progress = sweep.progress()
-        return list(progress.results), (progress if svc.busy() else None), False
-    stored = stored_results(spec)
+        return list(progress.results), (progress if svc.busy() else None), False, progress.store_problem
+    stored, problem = stored_results(spec)
     shipped = shipped_default()
     if len(stored) < spec.n_runs and shipped is not None and SweepConfig.from_dict(shipped["spec"]) == spec:
-        return shipped["results"], None, True
-    return stored, None, False
+        return shipped["results"], None, True, problem
+    return stored, None, False, problem
 
 
 def read_spec_from_url() -> tuple[SweepConfig, list[str]]:

@@ -18,6 +18,32 @@ MAX_SECONDS_ENV = "LN_VIZ_MAX_SECONDS"
 WARM_WORKERS_ENV = "LN_VIZ_WARM_WORKERS"
 
 
+@dataclass(frozen=True)
+class SweepCaps:
+    """What one visitor's sweep may ask of the server (the Stability map page; the CLI has none)."""
+
+    RUNS_ENV = "LN_VIZ_MAX_SWEEP_RUNS"
+    MINUTES_ENV = "LN_VIZ_MAX_SWEEP_MINUTES"
+    max_steps: int  # per run: Live's cap
+    max_seconds: float  # per run: Live's cap (LN_VIZ_MAX_SECONDS)
+    max_runs: int  # per sweep (LN_VIZ_MAX_SWEEP_RUNS)
+    max_minutes: float  # the sweep's estimated wall time (LN_VIZ_MAX_SWEEP_MINUTES)
+
+
+def sweep_caps() -> SweepCaps:
+    """The classroom caps of a page's sweep, from the environment, beside Live's (README, "Serving a
+    classroom"): 10,000 steps and LN_VIZ_MAX_SECONDS (600) s per run, LN_VIZ_MAX_SWEEP_RUNS (128) runs,
+    and an estimate of at most LN_VIZ_MAX_SWEEP_MINUTES (30) minutes."""
+    from ln_viz.runner import DEFAULT_MAX_STEPS
+
+    return SweepCaps(
+        max_steps=DEFAULT_MAX_STEPS,
+        max_seconds=float(os.environ.get(MAX_SECONDS_ENV, "600")),
+        max_runs=int(os.environ.get(SweepCaps.RUNS_ENV, "128")),
+        max_minutes=float(os.environ.get(SweepCaps.MINUTES_ENV, "30")),
+    )
+
+
 def _shutdown(runner: Runner) -> None:
     runner.shutdown()
 
