@@ -144,7 +144,7 @@ def test_the_sides_are_named_by_what_differs():
         (["--a", "depth=2", "--b", "depth=2", "--seeds", "17"], "from 1 to 16, got 17"),
         (["--preset", "post-vs-nothing"], "unknown Compare scenario 'post-vs-nothing'"),
         (["--a", "depth=2", "--b", "depth=2", "--address", "1.2.3.4:1"], "--address names a Ray cluster"),
-        (["--a", "depth=2", "--b", "depth=2", "--workers", "0"], "workers must be between 1 and 256"),
+        (["--a", "depth=2", "--b", "depth=2", "--workers", "0"], "workers must be between 1 and "),
         (["--a", "depth=2", "--b", "depth=2", "--depth", "two"], "argument --depth: invalid int value"),
     ],
 )

@@ -207,11 +207,11 @@ def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp
     spec = SweepConfig(base=base, norm_position=("pre",), lr=(1e-3,), warmup_steps=(0,), depth=(1,), steps=5)
     svc = SweepService()
     try:
-        assert svc.start(spec, "ray", "10.0.0.5:6379")
+        assert svc.start(spec, "ray", "10.0.0.5:6379", owner="me")
         assert entered.wait(10) and svc.busy()
         time.sleep(0.5)
         t0 = time.monotonic()
-        svc.stop()
+        svc.stop("me")  # the session that started it (issue 21, X2)
         svc.thread.join(5)
         seconds = time.monotonic() - t0
         assert not svc.busy() and seconds < 1.0, seconds

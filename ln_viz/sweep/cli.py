@@ -151,7 +151,8 @@ def check_executor_flags(args: argparse.Namespace) -> None:
     from ln_viz.sweep.local import max_workers
     from ln_viz.sweep.spec import SweepError
 
-    if args.workers is not None and not 1 <= args.workers <= (hi := max_workers()):
+    hi = max_workers()
+    if args.workers is not None and not 1 <= args.workers <= hi:
         raise SweepError("sweep.err.workers", "workers", value=args.workers, hi=hi)
     if args.address and args.executor != "ray":
         raise SweepError("sweep.err.address_local", "address")
