@@ -364,6 +364,11 @@ PRESETS: dict[str, Preset] = {
         Preset("high-lr-qk-norm", _HIGH.replace(qk_norm="layernorm"), "preset.high-lr-qk-norm"),
         Preset("very-high-lr", _HIGH.replace(lr=1e-1), "preset.very-high-lr"),
         Preset("very-high-lr-qk-norm", _HIGH.replace(lr=1e-1, qk_norm="layernorm"), "preset.very-high-lr-qk-norm"),
+        # The second instability's fix and the norm zoo, each against a preset above (scripts/measure_scenarios.py)
+        Preset("z-loss", _BASE.replace(norm_position="pre", z_loss=1e-2), "preset.z-loss"),
+        Preset("dyt", _BASE.replace(norm_position="pre", norm_type="dyt"), "preset.dyt"),
+        Preset("mix-ln-no-warmup", _BASE.replace(norm_position="mix"), "preset.mix-ln-no-warmup"),
+        Preset("deep-pre-ln-lns", _DEEP.replace(norm_position="pre", ln_scaling=True), "preset.deep-pre-ln-lns"),
     ]
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
@@ -376,6 +381,10 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "deepnorm-rescue": ("deep-post-ln", "deepnorm", "compare.deepnorm-rescue"),
     "qk-norm-logits": ("high-lr", "high-lr-qk-norm", "compare.qk-norm-logits"),
     "qk-norm-rescue": ("very-high-lr", "very-high-lr-qk-norm", "compare.qk-norm-rescue"),
+    "z-loss-logz": ("pre-ln-no-warmup", "z-loss", "compare.z-loss-logz"),
+    "dyt-vs-ln": ("pre-ln-no-warmup", "dyt", "compare.dyt-vs-ln"),
+    "mix-ln": ("post-ln-no-warmup", "mix-ln-no-warmup", "compare.mix-ln"),
+    "lns-deep": ("deep-pre-ln", "deep-pre-ln-lns", "compare.lns-deep"),
 }
 DEFAULT_COMPARE = "post-vs-pre"
 
