@@ -8,6 +8,7 @@ import streamlit as st
 from ln_viz.corpus import load_corpus
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.sweep import charts as sweep_charts
+from ln_viz.sweep import curve_charts
 from ln_viz.sweep.presets import SWEEP_PRESETS
 from ln_viz.sweep.results import curves
 from ln_viz.sweep.spec import duration_text, estimate
@@ -114,7 +115,7 @@ def show_map() -> None:
         if len(spec.lr) > 1:
             lines = curves(results, default_init)
             height = 390 if lecture else 600
-            fig = sweep_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
+            fig = curve_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
             st.plotly_chart(fig, key="sm_sens", theme=None)
     if not lecture:
         with below[1]:
@@ -138,7 +139,7 @@ def _cell_detail(results, picked: list[str]) -> None:
         if results:
             st.caption(t("sweep.ui.click_hint", lang))
         return
-    fig = sweep_charts.cell_curve_chart(r.curve, view.cell_title(r, lang), corpus.unigram_entropy, lang, lecture)
+    fig = curve_charts.cell_curve_chart(r.curve, view.cell_title(r, lang), corpus.unigram_entropy, lang, lecture)
     st.plotly_chart(fig, key="sm_cell_chart", theme=None)
     row = st.container(horizontal=True)
     row.link_button(t("sweep.ui.open_live", lang), view.live_link(r))

@@ -36,6 +36,7 @@ from ln_viz.runfile import read_run_file  # noqa: E402
 from ln_viz.snapshot import RunData, Snapshot  # noqa: E402
 from ln_viz.store.transfer import DEMO_DIR  # noqa: E402
 from ln_viz.sweep import charts as sweep_charts  # noqa: E402
+from ln_viz.sweep import curve_charts  # noqa: E402
 from ln_viz.sweep.presets import DEFAULT_MAP, SWEEP_PRESETS  # noqa: E402
 from ln_viz.sweep.results import CellResult, curves  # noqa: E402
 from ln_viz.sweep.spec import SweepConfig  # noqa: E402
@@ -188,7 +189,7 @@ def sweep_builders() -> dict[str, Build]:
         return lambda lang, p: sweep_charts.stability_heatmap(sp, rs, zr, lang, p, x_axis)
 
     def sens(rs):
-        return lambda lang, p: sweep_charts.sensitivity_chart(curves(rs, init), unigram, lang, p, 390 if p else 600)
+        return lambda lang, p: curve_charts.sensitivity_chart(curves(rs, init), unigram, lang, p, 390 if p else 600)
 
     def title(lang: str) -> str:
         status = t(f"sweep.status.{cell.status}", lang)
@@ -214,7 +215,7 @@ def sweep_builders() -> dict[str, Build]:
         "sens_failed": sens(with_failed),
         "sens_depths": sens(shipped + deep),
         "sens_empty": sens([]),
-        "cell": lambda lang, p: sweep_charts.cell_curve_chart(cell.curve, title(lang), unigram, lang, p),
+        "cell": lambda lang, p: curve_charts.cell_curve_chart(cell.curve, title(lang), unigram, lang, p),
     }
 
 

@@ -51,7 +51,7 @@ LAYERS: list[tuple[str, str]] = [
     (
         "sweep",
         "sweep sweep.spec sweep.presets sweep.results sweep.executors sweep.local sweep.ray_exec sweep.chooser "
-        "sweep.driver sweep.storage sweep.labels sweep.charts sweep.cli",
+        "sweep.driver sweep.storage sweep.labels sweep.charts sweep.curve_charts sweep.cli",
     ),
     # where a configuration enters: the command line's flags and a page's link
     ("entry", "cli cli.parser cli.train cli.runs __main__ urlstate"),
