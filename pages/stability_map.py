@@ -99,7 +99,7 @@ def show_map() -> None:
         st.caption(t("sweep.ui.shipped", lang, date=view.shipped_default().get("measured", "?")))
     elif not results and progress is None:
         st.info(t("sweep.ui.empty", lang))
-    zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init)
+    zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init, corpus.unigram_entropy)
     # the lecture view: map and curves side by side, one screen; else the map full width, curves and a cell below
     top = st.columns([3, 2]) if lecture else [st.container()]
     picked = []

@@ -181,8 +181,8 @@ def sweep_builders() -> dict[str, Build]:
     deep, deep_spec = depth_slice(shipped), SWEEP_PRESETS["depth-slice"]
     corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)
     init, unigram = math.log(corpus.vocab_size), corpus.unigram_entropy
-    zrange = sweep_charts.colour_range(shipped, corpus.floor(spec.base.seq_len), init)
-    no_floor = sweep_charts.colour_range(deep, None, init)
+    zrange = sweep_charts.colour_range(shipped, corpus.floor(spec.base.seq_len), init, unigram)
+    no_floor = sweep_charts.colour_range(deep, None, init, unigram)
     cell = next(r for r in shipped if r.status == "stalled")
 
     def heat(sp, rs, zr, x_axis="lr"):
@@ -208,7 +208,7 @@ def sweep_builders() -> dict[str, Build]:
         "map": heat(spec, shipped, zrange),
         "map_failed": heat(spec, with_failed, zrange),
         "map_half": heat(spec, shipped[::2], zrange),
-        "map_empty": heat(spec, [], sweep_charts.colour_range([], None, init)),
+        "map_empty": heat(spec, [], sweep_charts.colour_range([], None, init, unigram)),
         "map_depth": heat(deep_spec, deep, no_floor, "depth"),
         "map_depth_lr": heat(deep_spec, deep, no_floor),
         "sens": sens(shipped),

