@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import math
 
+from ln_viz.charts.style import NORM_COLORS
 from ln_viz.sweep import charts as sweep_charts
-from ln_viz.sweep.results import CellRun, summarize
+from ln_viz.sweep import curve_charts
+from ln_viz.sweep.results import CellRun, curves, summarize
 
 from .test_sweep import tiny_spec
 
@@ -60,3 +62,15 @@ def test_a_no_norm_panel_leaves_stalled_and_learned_cells_far_apart_in_colour():
     assert list(diverged[2].z[0]) == [None, 1]  # the no-norm cell at 3e-2: off the scale, in its own colour
     assert any("outside the scale" in a.text for a in fig.layout.annotations)  # and the note says so
     assert fig.data[2].colorbar.ticktext[-1] == f"{zrange[1]:.1f} or more"
+
+
+def test_a_diverged_lr_is_a_mark_on_the_top_edge_and_does_not_stretch_the_loss_axis():
+    _, rs = _no_norm_sweep()
+    fig = curve_charts.sensitivity_chart(curves(rs, math.log(65)), UNIGRAM, "en")
+    lo, hi = fig.layout.yaxis.range
+    assert hi < 4.0, hi  # from the finite points (2.26 ... 2.98) and the unigram line, not the no-norm 29
+    (marks,) = [d for d in fig.data if d.name == "diverged (drawn on the top edge)"]
+    assert list(marks.x) == [3e-2] and list(marks.y) == [hi] and marks.showlegend is not False
+    assert marks.marker.color[0] == NORM_COLORS["none"]
+    none_line = next(d for d in fig.data if d.name and d.name.startswith("no norm"))
+    assert none_line.y[-1] is None  # the line stops at the last lr that trained

@@ -25,8 +25,10 @@ _WARMUP_DASH = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 def sensitivity_chart(
     curves: Sequence[Curve], unigram: float, lang: str = "en", lecture: bool = False, height: int = 460
 ) -> go.Figure:
-    """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr
-    sits at the loss at init with an x; each curve's LR sensitivity is written at its right end."""
+    """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr is an
+    x on the axis's top edge (the y range is the finite points': a diverged run drawn at its loss at
+    init, 29 nats without a norm, squashed the rest into the bottom 5 %, issue 21 N7); each curve's LR
+    sensitivity is written at its right end."""
     fig = go.Figure()
     styles = sorted({(c.warmup_steps, c.variant) for c in curves})  # a dash per warm-up and variant
     with_depth = len({c.depth for c in curves}) > 1
@@ -36,7 +38,9 @@ def sensitivity_chart(
         dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
         trace = _curve_trace(c, lang, lecture, with_depth, dash, varied)
         fig.add_trace(trace)
-        labels.append((trace.y[-1], c))
+        finite = [y for y in trace.y if y is not None]
+        if finite:  # a curve diverged at every lr has only its marks on the top edge
+            labels.append((finite[-1], c))
     unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
     fig.add_hline(
         y=unigram,
@@ -45,11 +49,14 @@ def sensitivity_chart(
         annotation_position="top left",
     )
     columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
-    room = margin(lecture, top=50, bottom=75 + 21 * math.ceil(len(curves) / columns))
-    ys = [y for y, _ in labels] + [unigram]
+    diverged = any(s == "diverged" for c in curves for s in c.statuses)
+    room = margin(lecture, top=50, bottom=75 + 21 * math.ceil((len(curves) + diverged) / columns))
+    ys = [y for trace in fig.data for y in trace.y if y is not None] + [unigram]  # the finite points
     lo, hi = min(ys) - 0.08, max(ys) + 0.1
     plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
     hi = _sensitivity_labels(fig, labels, lecture, lang, gap=(hi - lo) * 1.3 * _px(13, lecture) / plot_px, top=hi)
+    if diverged:
+        fig.add_trace(_diverged_marks(curves, hi, lang, lecture))
     lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
     legend = {
         "font": {"size": _px(13, lecture)},
@@ -73,9 +80,9 @@ def sensitivity_chart(
 
 
 def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list) -> go.Scatter:
-    """One setting's final loss against lr: a diverged lr at the loss at init, marked x; stalled, open."""
-    ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
-    symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
+    """One setting's final loss against lr: a gap at a diverged lr (_diverged_marks marks it); stalled, open."""
+    ys = [None if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
+    symbols = ["circle-open" if s == "stalled" else "circle" for s in c.statuses]
     name = _curve_name(c, lang, with_depth) + variant_text(
         c.variant, varied, lang
     )  # its LR sensitivity is written at the line's end
@@ -87,6 +94,27 @@ def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str
         line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
         marker={"symbol": symbols, "size": _px(11, lecture), "line": {"width": 2}},
         hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
+    )
+
+
+def _diverged_marks(curves: Sequence[Curve], top: float, lang: str, lecture: bool) -> go.Scatter:
+    """Every diverged (curve, lr) as an x on the y axis's top edge, in its curve's colour: one legend entry."""
+    points = [(lr, c) for c in curves for lr, s in zip(c.lrs, c.statuses) if s == "diverged"]
+    name = t("sweep.chart.diverged_top", lang)
+    return go.Scatter(
+        x=[lr for lr, _ in points],
+        y=[top] * len(points),
+        name=name,
+        mode="markers",
+        cliponaxis=False,
+        marker={
+            "symbol": "x",
+            "size": _px(13, lecture),
+            "color": [NORM_COLORS.get(c.norm_position, GREY) for _, c in points],
+            "line": {"width": 1, "color": "black"},
+        },
+        hovertext=[_curve_name(c, lang, False) for _, c in points],
+        hovertemplate="lr %{x:.0e}<br>%{hovertext}<extra>" + name + "</extra>",
     )
 
 
