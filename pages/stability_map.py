@@ -142,7 +142,8 @@ def _cell_detail(results, picked: list[str]) -> None:
     fig = curve_charts.cell_curve_chart(r.curve, view.cell_title(r, lang), corpus.unigram_entropy, lang, lecture)
     st.plotly_chart(fig, key="sm_cell_chart", theme=None)
     row = st.container(horizontal=True)
-    row.link_button(t("sweep.ui.open_live", lang), view.live_link(r))
+    link = view.live_link_html(view.live_link(r, lang, lecture), t("sweep.ui.open_live", lang))
+    row.markdown(link, unsafe_allow_html=True)  # our own URL and label, escaped
     csv = results_frame(results).to_csv(index=False, float_format="%.6g")
     row.download_button(t("sweep.ui.download", lang), csv, "stability_map.csv", "text/csv", key="sm_download")
 

@@ -6,6 +6,7 @@ lecture view (N11). Checked on the figures' data, no browser."""
 from __future__ import annotations
 
 import math
+from urllib.parse import parse_qs, urlsplit
 
 from ln_viz.charts.style import NORM_COLORS
 from ln_viz.sweep import charts as sweep_charts
@@ -74,3 +75,20 @@ def test_a_diverged_lr_is_a_mark_on_the_top_edge_and_does_not_stretch_the_loss_a
     assert marks.marker.color[0] == NORM_COLORS["none"]
     none_line = next(d for d in fig.data if d.name and d.name.startswith("no norm"))
     assert none_line.y[-1] is None  # the line stops at the last lr that trained
+
+
+def test_open_in_live_keeps_the_language_and_the_lecture_view_in_the_same_tab():
+    from ln_viz.ui import stability_view as view
+
+    _, rs = _no_norm_sweep()
+    url = view.live_link(rs[1], "ko", lecture=True)
+    query = parse_qs(urlsplit(url).query)
+    assert query["lang"] == ["ko"] and query["present"] == ["1"] and query["lr"] == ["0.03"]
+    assert "present" not in parse_qs(urlsplit(view.live_link(rs[1], "en", lecture=False)).query)
+    html = view.live_link_html(url, "Live에서 열기")
+    assert 'target="_self"' in html and "&amp;lang=ko" in html  # this tab; the URL escaped in the attribute
+
+
+def test_live_says_the_learning_rate_as_the_map_does(start_app):
+    at = start_app(30)
+    assert "3e-2" in at.select_slider(key="lr").options and "0.03" not in at.select_slider(key="lr").options

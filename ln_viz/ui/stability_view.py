@@ -233,12 +233,25 @@ def cell_title(r: CellResult, lang: str) -> str:
     )
 
 
-def live_link(r: CellResult) -> str:
-    """The Live page's address with this cell's config (it reads the URL when a tab opens)."""
+def live_link(r: CellResult, lang: str, lecture: bool) -> str:
+    """The Live page's address with this cell's config, the language and the lecture view (Live reads the
+    URL when a session starts: the link loads the page afresh, in the same tab, see `live_link_html`)."""
     from urllib.parse import urlencode
 
     from ln_viz.config import RunConfig
     from ln_viz.urlstate import config_to_query
 
     cfg = RunConfig.from_dict(r.config).replace(probe_every=10, eval_every=50)  # the Live page's probes
-    return "./?" + urlencode(config_to_query(cfg))
+    query = config_to_query(cfg) | {"lang": lang} | ({"present": "1"} if lecture else {})
+    return "./?" + urlencode(query)
+
+
+def live_link_html(url: str, label: str) -> str:
+    """A link drawn as a button that opens `url` in this tab (st.link_button always opens a new one)."""
+    from html import escape
+
+    style = (
+        "display:inline-block;padding:0.25rem 0.75rem;border:1px solid rgba(49,51,63,0.2);border-radius:0.5rem;"
+        "color:inherit;text-decoration:none"
+    )
+    return f'<a href="{escape(url)}" target="_self" style="{style}">{escape(label)}</a>'
