@@ -215,7 +215,9 @@ def sweep_builders() -> dict[str, Build]:
         "sens_failed": sens(with_failed),
         "sens_depths": sens(shipped + deep),
         "sens_empty": sens([]),
-        "cell": lambda lang, p: curve_charts.cell_curve_chart(cell.curve, title(lang), unigram, lang, p),
+        "cell": lambda lang, p: curve_charts.cell_curve_chart(
+            cell.curve, title(lang), unigram, lang, p, cell.norm_position
+        ),
     }
 
 

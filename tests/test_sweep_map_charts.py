@@ -92,3 +92,15 @@ def test_open_in_live_keeps_the_language_and_the_lecture_view_in_the_same_tab():
 def test_live_says_the_learning_rate_as_the_map_does(start_app):
     at = start_app(30)
     assert "3e-2" in at.select_slider(key="lr").options and "0.03" not in at.select_slider(key="lr").options
+
+
+def test_a_cells_curve_is_in_its_norms_colour_and_a_diverged_cell_says_diverged():
+    from ln_viz.ui import stability_view as view
+
+    _, rs = _no_norm_sweep()
+    post = rs[1]
+    fig = curve_charts.cell_curve_chart(post.curve, view.cell_title(post, "en"), UNIGRAM, "en", False, "post")
+    assert fig.data[0].line.color == NORM_COLORS["post"]
+    diverged = rs[5]
+    title = view.cell_title(diverged, "en")
+    assert "diverged at step 12" in title and "final loss" not in title, title

@@ -159,13 +159,21 @@ def _sensitivity_labels(
 
 
 def cell_curve_chart(
-    curve: Sequence[tuple[int, float]], title: str, unigram: float, lang: str = "en", lecture: bool = False
+    curve: Sequence[tuple[int, float]],
+    title: str,
+    unigram: float,
+    lang: str = "en",
+    lecture: bool = False,
+    norm_position: str | None = None,
 ) -> go.Figure:
-    """One cell's training loss against step, with the unigram line."""
-    line = {"width": 3, "color": "#0072B2"}
+    """One cell's training loss against step, with the unigram line, in its norm position's colour (as
+    the map's panels and the LR-sensitivity lines are coloured)."""
+    line = {"width": 3, "color": NORM_COLORS.get(norm_position or "", "#0072B2")}
     steps, losses = [s for s, _ in curve], [v for _, v in curve]
     fig = go.Figure(go.Scatter(x=steps, y=losses, mode="lines", line=line, name=t("sweep.chart.train_loss", lang)))
     fig.add_hline(y=unigram, line={"color": GREY, "dash": "dot", "width": 2})
+    # the lecture view's box is short: the long y title would run up into the two-line title
+    ytitle = t("sweep.axis.loss_short" if lecture else "sweep.axis.loss", lang)
     return plain_layout(
         fig,
         title,
@@ -175,5 +183,5 @@ def cell_curve_chart(
         showlegend=False,
         margin=margin(lecture, top=85),
         xaxis={"title": t("sweep.axis.step", lang), "gridcolor": GRID},
-        yaxis={"title": t("sweep.axis.loss", lang), "gridcolor": GRID},
+        yaxis={"title": ytitle, "gridcolor": GRID},
     )

@@ -88,10 +88,10 @@ def _switch_lang(lang: str) -> None:
     st.session_state["lang"] = lang
 
 
-def _top_row(cfgs: Sequence[RunConfig], lang: str, other_page: tuple[str, str]) -> None:
+def _top_row(text: str, lang: str, other_page: tuple[str, str]) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_top")
     with row.container(key="lecture_title", width="stretch"):
-        st.markdown(describe(cfgs, lang))
+        st.markdown(text)
     page, label_key = other_page
     row.page_link(page, label=t(label_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
@@ -111,7 +111,7 @@ def header(
     names and what a pick does; `buttons`: (key, label) of Start and of Stop; `other_page`: (page
     file, label key) of the other page with a lecture view."""
     layout.css(SCREEN_CSS)
-    _top_row(cfgs, lang, other_page)
+    _top_row(describe(cfgs, lang), lang, other_page)
     names, current, prefix, apply = choices
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_buttons")
     st.session_state["lecture_choice"] = current
@@ -129,6 +129,13 @@ def header(
     start = row.button(start_label, key=start_key, type="primary")
     stop = row.button(stop_label, key=stop_key)
     return start, stop
+
+
+def page_header(text: str, lang: str, other_page: tuple[str, str]) -> None:
+    """The header strip alone (a page without scenario buttons: the stability map): `text` in large type,
+    the link to `other_page`, the language and leave buttons; the screen's rules (SCREEN_CSS) with it."""
+    layout.css(SCREEN_CSS)
+    _top_row(text, lang, other_page)
 
 
 def takeaway(key: str | None, lang: str) -> None:

@@ -22,7 +22,7 @@ from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import MAX_SEEDS, QUERY_VARIANTS, SweepConfig, spec_from_query, spec_to_query
 from ln_viz.text import error_line
-from ln_viz.ui import language
+from ln_viz.ui import language, layout
 
 SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
@@ -154,6 +154,73 @@ def write_spec_to_url(spec: SweepConfig) -> None:
             del st.query_params[key]
 
 
+# The lecture view's boxes, sized from the viewport as SCREEN_CSS of ln_viz.ui.lecture_view sizes Live's
+# (and zoomed as its charts are): the map over a clicked cell's curve (which leaves room for its "Open in
+# Live" row) on the left, the LR-sensitivity chart the whole height on the right.
+MAP_BOX, CELL_BOX, SENS_BOX, HALF_BOX = "smmap__", "smcell__", layout.FULL, layout.HALF
+NOMINAL_PX = {MAP_BOX: 490, CELL_BOX: 300}  # their heights at 1920x1080, the lecture view's own px
+_ZOOMED = """[class*="st-key-{box}"] {{height: {height}; flex: 0 0 auto !important; overflow: hidden;}}
+[class*="st-key-{box}"] [data-testid="stFullScreenFrame"] {{zoom: var(--ln-zoom);
+    width: calc(100% / var(--ln-zoom)) !important; height: calc(100% / var(--ln-zoom)) !important;}}
+"""
+LECTURE_CSS = _ZOOMED.format(box=MAP_BOX, height="calc((100vh - var(--ln-chrome)) * 0.58)") + _ZOOMED.format(
+    box=CELL_BOX, height="calc((100vh - var(--ln-chrome)) * 0.42 - 3.4rem)"
+)
+
+
+def chart_box(fig: Any, key: str, box: str, lecture: bool, on_select: str = "ignore") -> Any:
+    """A chart of the map page: in the lecture view in a box sized from the viewport (no modebar over the
+    map), else at the figure's own height. Returns the selection event (`on_select="rerun"`)."""
+    kwargs = {"on_select": on_select, "selection_mode": "points"} if on_select != "ignore" else {}
+    if not lecture:
+        return st.plotly_chart(fig, key=key, theme=None, **kwargs)
+    if fig.layout.height is None:
+        fig.layout.height = NOMINAL_PX.get(box) or layout.NOMINAL_PX[box]
+    with st.container(key=box + key):
+        config = {"displayModeBar": False}
+        return st.plotly_chart(fig, key=key, width="stretch", height="stretch", theme=None, config=config, **kwargs)
+
+
+def settings_form(lang: str) -> tuple[SweepConfig, str, str | None]:
+    """The settings expander's content: a preset, the axes, the executor; returns (the spec the widgets
+    say, not validated yet; the executor; the Ray address or None)."""
+    preset = st.radio(
+        t("sweep.ui.preset", lang),
+        ["-", *SWEEP_PRESETS],
+        horizontal=True,
+        key=language.translated("sm_preset"),
+        format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang),
+    )
+    if preset != "-" and st.session_state.get("sm_preset_applied") != preset:
+        st.session_state["sm_preset_applied"] = preset
+        st.session_state["sm_spec"] = SWEEP_PRESETS[preset]
+        for k in ("sm_norm", "sm_lr", "sm_warmup", "sm_depth", "sm_steps", "sm_seeds", "sm_qk", "sm_normtype", "sm_wd"):
+            st.session_state.pop(k, None)
+        st.rerun()
+    candidate = spec_form(st.session_state["sm_spec"], lang, st)
+    executor, address = "local", None
+    if ray_available():
+        e1, e2 = st.columns(2)
+        executor = e1.radio(t("sweep.ui.executor", lang), ["local", "ray"], horizontal=True, key="sm_executor")
+        if executor == "ray":
+            address = e2.text_input(t("sweep.ui.address", lang), key="sm_address") or None
+    return candidate, executor, address
+
+
+def lecture_title(spec: SweepConfig, lang: str) -> str:
+    """The lecture view's header: the norm positions, depth and steps the map is of."""
+    from ln_viz.charts import norm_label
+
+    norms = " / ".join(norm_label(n, lang) for n in spec.norm_position)
+    return t("sweep.lecture.title", lang, norms=norms, depth=", ".join(map(str, spec.depth)), steps=spec.steps)
+
+
+def lecture_takeaway(spec: SweepConfig) -> str | None:
+    """The takeaway's catalog key: the default map's sentence (read off the shipped map), else None (a
+    map nobody has read yet has no sentence)."""
+    return "sweep.lecture.takeaway" if spec == SWEEP_PRESETS[DEFAULT_SWEEP] else None
+
+
 def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
     """The axes as widgets, starting from `spec`; returns what they say (validated by the caller)."""
     import dataclasses
@@ -221,16 +288,10 @@ def cell_title(r: CellResult, lang: str) -> str:
     loss = f"{r.final_loss:.2f}" if r.final_loss is not None else "-"
     status = t(f"sweep.status.{r.status}", lang)
     norm = norm_label(r.norm_position, lang)
-    return t(
-        "sweep.ui.cell_title",
-        lang,
-        norm=norm,
-        lr=lr_label(r.lr),
-        warmup=r.warmup_steps,
-        depth=r.depth,
-        status=status,
-        loss=loss,
-    )
+    # a diverged run's "final loss" is the mean of its last finite steps (1181043.93, say): not a result
+    key = "sweep.ui.cell_title_diverged" if r.status == "diverged" else "sweep.ui.cell_title"
+    words = {"norm": norm, "lr": lr_label(r.lr), "warmup": r.warmup_steps, "depth": r.depth}
+    return t(key, lang, **words, status=status, loss=loss, step=r.diverged_step if r.diverged_step else "-")
 
 
 def live_link(r: CellResult, lang: str, lecture: bool) -> str:
