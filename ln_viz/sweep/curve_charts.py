@@ -50,7 +50,7 @@ def sensitivity_chart(
     )
     columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
     diverged = any(s == "diverged" for c in curves for s in c.statuses)
-    room = margin(lecture, top=50, bottom=75 + 21 * math.ceil((len(curves) + diverged) / columns))
+    room = margin(lecture, top=50, bottom=83 + 21 * math.ceil((len(curves) + diverged) / columns))
     ys = [y for trace in fig.data for y in trace.y if y is not None] + [unigram]  # the finite points
     lo, hi = min(ys) - 0.08, max(ys) + 0.1
     plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
@@ -61,7 +61,7 @@ def sensitivity_chart(
     legend = {
         "font": {"size": _px(13, lecture)},
         "orientation": "h",
-        "y": -_px(60, lecture) / plot_px,
+        "y": -_px(68, lecture) / plot_px,  # clear of the x title (3 px over it at 1280x720)
         "yanchor": "top",
         "entrywidth": 1 / columns,
         "entrywidthmode": "fraction",
@@ -125,7 +125,7 @@ def _lr_axis(lrs: list[float], lang: str) -> dict[str, Any]:
         "title": t("sweep.axis.lr", lang),
         "tickvals": lrs,
         "ticktext": [lr_label(x) for x in lrs],
-        "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.75],
+        "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.85],
         "gridcolor": GRID,
     }
 
