@@ -240,17 +240,22 @@ def _diverged_trace(p: Panel, xs, ys, lang: str, lecture: bool) -> go.Heatmap:
     their words; the legend note under the colour bar names the colour."""
     z = [[1 if s == "diverged" else None for s in row] for row in p.status]
     text = [[w if s == "diverged" else "" for s, w in zip(srow, trow)] for srow, trow in zip(p.status, p.text)]
+    return _flat_cells(xs, ys, z, text, DIVERGED_FILL, {"size": _px(14, lecture), "color": "black"})
+
+
+def _flat_cells(xs, ys, z, text, colour: str, textfont: dict | None = None) -> go.Heatmap:
+    """Cells in one colour, off the colour scale (those with z 1; None elsewhere), each with its text."""
     return go.Heatmap(
         x=xs,
         y=ys,
         z=z,
         zmin=0,
         zmax=1,
-        colorscale=[[0, DIVERGED_FILL], [1, DIVERGED_FILL]],
+        colorscale=[[0, colour], [1, colour]],
         showscale=False,
         text=text,
         texttemplate="%{text}",
-        textfont={"size": _px(14, lecture), "color": "black"},
+        textfont=textfont,
         hoverinfo="skip",
         xgap=2,
         ygap=2,
@@ -274,21 +279,7 @@ def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
     """The cells not trained yet, grey with an ellipsis: the grid's shape shows from the start."""
     z = [[1 if s is None else None for s in row] for row in p.status]
     text = [["…" if s is None else "" for s in row] for row in p.status]
-    grey = [[0, PENDING], [1, PENDING]]
-    return go.Heatmap(
-        x=xs,
-        y=ys,
-        z=z,
-        zmin=0,
-        zmax=1,
-        colorscale=grey,
-        showscale=False,
-        text=text,
-        texttemplate="%{text}",
-        hoverinfo="skip",
-        xgap=2,
-        ygap=2,
-    )
+    return _flat_cells(xs, ys, z, text, PENDING)
 
 
 def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:
