@@ -8,11 +8,11 @@ import streamlit as st
 from ln_viz.corpus import load_corpus
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.sweep import charts as sweep_charts
-from ln_viz.sweep.presets import SWEEP_PRESETS
+from ln_viz.sweep import curve_charts
 from ln_viz.sweep.results import curves
 from ln_viz.sweep.spec import duration_text, estimate
 from ln_viz.sweep.storage import results_frame
-from ln_viz.ui import language, lecture_switch, links
+from ln_viz.ui import language, layout, lecture_switch, lecture_view, links, stability_form
 from ln_viz.ui import stability_view as view
 from ln_viz.ui.safe import md
 from ln_viz.ui.training import sweep_caps
@@ -28,35 +28,18 @@ for bad in st.session_state["sm_bad"]:  # each says why, as Live's do; it quotes
 for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
-st.title(t("sweep.ui.title", lang))
-if not lecture:
+if lecture:  # one screen: the header strip, the map and its curves sized from the viewport, the takeaway
+    lecture_view.page_header(view.lecture_title(st.session_state["sm_spec"], lang), lang, ("pages/live.py", "nav.live"))
+    layout.css(view.LECTURE_CSS)
+else:
+    st.title(t("sweep.ui.title", lang))
     st.caption(t("sweep.ui.intro", lang))
 
-with st.expander(t("sweep.ui.settings", lang), expanded=False):
-    preset = st.radio(
-        t("sweep.ui.preset", lang),
-        ["-", *SWEEP_PRESETS],
-        horizontal=True,
-        key=language.translated("sm_preset"),
-        format_func=lambda p: t("sweep.ui.custom" if p == "-" else f"sweep.preset.{p}", lang),
-    )
-    if preset != "-" and st.session_state.get("sm_preset_applied") != preset:
-        st.session_state["sm_preset_applied"] = preset
-        st.session_state["sm_spec"] = SWEEP_PRESETS[preset]
-        for k in ("sm_norm", "sm_lr", "sm_warmup", "sm_depth", "sm_steps", "sm_seeds", "sm_qk", "sm_normtype", "sm_wd"):
-            st.session_state.pop(k, None)
-        st.rerun()
-    candidate = view.spec_form(st.session_state["sm_spec"], lang, st)
-    executor = "local"
-    address, problem = view.ray_cluster()  # the operator's setting, never a visitor's
-    if address is not None:
-        e1, e2 = st.columns(2)
-        executor = e1.radio(t("sweep.ui.executor", lang), ["local", "ray"], horizontal=True, key="sm_executor")
-        e2.caption(t("sweep.ui.cluster_private" if address == "local" else "sweep.ui.cluster", lang, address=address))
-    else:
-        st.caption(t("sweep.ui.cluster_none", lang))
-    if problem is not None:
-        st.warning(view.error_text(problem, lang))
+if lecture:  # the settings stay as they are: the lecture view shows the map, Run and Stop
+    candidate, executor, address = st.session_state["sm_spec"], "local", None
+else:
+    with st.expander(t("sweep.ui.settings", lang), expanded=False):
+        candidate, executor, address = stability_form.settings_form(lang)
 try:
     spec = candidate.validate()
     st.session_state["sm_spec"] = spec
@@ -115,30 +98,31 @@ def show_map() -> None:
         st.caption(t("sweep.ui.shipped", lang, date=view.shipped_default().get("measured", "?")))
     elif not results and progress is None:
         st.info(t("sweep.ui.empty", lang))
-    zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init)
+    zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init, corpus.unigram_entropy)
     # the lecture view: map and curves side by side, one screen; else the map full width, curves and a cell below
-    top = st.columns([3, 2]) if lecture else [st.container()]
+    top = st.columns([1.25, 1]) if lecture else [st.container()]
     picked = []
     with top[0]:
-        for x_axis, axis in (("lr", spec.lr), ("depth", spec.depth)):
-            if len(axis) > 1 or (x_axis == "lr" and len(spec.depth) == 1):
-                fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, lecture, x_axis)
-                key = f"sm_map_{x_axis}"
-                event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points", theme=None)
-                picked += _points(event)
+        pairs = (("lr", spec.lr), ("depth", spec.depth))
+        axes = [x for x, axis in pairs if len(axis) > 1 or (x == "lr" and len(spec.depth) == 1)]
+        for x_axis in axes:
+            fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, lecture, x_axis)
+            box = view.MAP_BOX if len(axes) == 1 else view.HALF_BOX
+            picked += _points(view.chart_box(fig, f"sm_map_{x_axis}", box, lecture, on_select="rerun"))
     below = top[1] if lecture else st.columns(2)
     with below if lecture else below[0]:
         if len(spec.lr) > 1:
             lines = curves(results, default_init)
-            height = 390 if lecture else 600
-            fig = sweep_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
-            st.plotly_chart(fig, key="sm_sens", theme=None)
+            height = 606 if lecture else 600  # the lecture view: 848 px at 1920x1080, its FULL box
+            fig = curve_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
+            view.chart_box(fig, "sm_sens", view.SENS_BOX, lecture)
     if not lecture:
         with below[1]:
             _cell_detail(results, picked)
         st.caption(t("sweep.ui.how_to_read", lang))
     else:
-        _cell_detail(results, picked)
+        with top[0]:
+            _cell_detail(results, picked)
 
 
 def _points(event) -> list[str]:
@@ -155,12 +139,17 @@ def _cell_detail(results, picked: list[str]) -> None:
         if results:
             st.caption(t("sweep.ui.click_hint", lang))
         return
-    fig = sweep_charts.cell_curve_chart(r.curve, view.cell_title(r, lang), corpus.unigram_entropy, lang, lecture)
-    st.plotly_chart(fig, key="sm_cell_chart", theme=None)
+    title = view.cell_title(r, lang)
+    fig = curve_charts.cell_curve_chart(r.curve, title, corpus.unigram_entropy, lang, lecture, r.norm_position)
+    view.chart_box(fig, "sm_cell_chart", view.CELL_BOX, lecture)
     row = st.container(horizontal=True)
-    row.link_button(t("sweep.ui.open_live", lang), view.live_link(r))
-    csv = results_frame(results).to_csv(index=False, float_format="%.6g")
-    row.download_button(t("sweep.ui.download", lang), csv, "stability_map.csv", "text/csv", key="sm_download")
+    link = view.live_link_html(view.live_link(r, lang, lecture), t("sweep.ui.open_live", lang))
+    row.markdown(link, unsafe_allow_html=True)  # our own URL and label, escaped
+    if not lecture:
+        csv = results_frame(results).to_csv(index=False, float_format="%.6g")
+        row.download_button(t("sweep.ui.download", lang), csv, "stability_map.csv", "text/csv", key="sm_download")
 
 
 show_map()
+if lecture:
+    lecture_view.sentence(view.lecture_takeaway(spec), lang)

@@ -36,6 +36,7 @@ from ln_viz.runfile import read_run_file  # noqa: E402
 from ln_viz.snapshot import RunData, Snapshot  # noqa: E402
 from ln_viz.store.transfer import DEMO_DIR  # noqa: E402
 from ln_viz.sweep import charts as sweep_charts  # noqa: E402
+from ln_viz.sweep import curve_charts  # noqa: E402
 from ln_viz.sweep.presets import DEFAULT_MAP, SWEEP_PRESETS  # noqa: E402
 from ln_viz.sweep.results import CellResult, curves  # noqa: E402
 from ln_viz.sweep.spec import SweepConfig  # noqa: E402
@@ -188,15 +189,15 @@ def sweep_builders() -> dict[str, Build]:
     deep, deep_spec = depth_slice(shipped), SWEEP_PRESETS["depth-slice"]
     corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)
     init, unigram = math.log(corpus.vocab_size), corpus.unigram_entropy
-    zrange = sweep_charts.colour_range(shipped, corpus.floor(spec.base.seq_len), init)
-    no_floor = sweep_charts.colour_range(deep, None, init)
+    zrange = sweep_charts.colour_range(shipped, corpus.floor(spec.base.seq_len), init, unigram)
+    no_floor = sweep_charts.colour_range(deep, None, init, unigram)
     cell = next(r for r in shipped if r.status == "stalled")
 
     def heat(sp, rs, zr, x_axis="lr"):
         return lambda lang, p: sweep_charts.stability_heatmap(sp, rs, zr, lang, p, x_axis)
 
     def sens(rs):
-        return lambda lang, p: sweep_charts.sensitivity_chart(curves(rs, init), unigram, lang, p, 390 if p else 600)
+        return lambda lang, p: curve_charts.sensitivity_chart(curves(rs, init), unigram, lang, p, 390 if p else 600)
 
     def title(lang: str) -> str:
         status = t(f"sweep.status.{cell.status}", lang)
@@ -215,14 +216,16 @@ def sweep_builders() -> dict[str, Build]:
         "map": heat(spec, shipped, zrange),
         "map_failed": heat(spec, with_failed, zrange),
         "map_half": heat(spec, shipped[::2], zrange),
-        "map_empty": heat(spec, [], sweep_charts.colour_range([], None, init)),
+        "map_empty": heat(spec, [], sweep_charts.colour_range([], None, init, unigram)),
         "map_depth": heat(deep_spec, deep, no_floor, "depth"),
         "map_depth_lr": heat(deep_spec, deep, no_floor),
         "sens": sens(shipped),
         "sens_failed": sens(with_failed),
         "sens_depths": sens(shipped + deep),
         "sens_empty": sens([]),
-        "cell": lambda lang, p: sweep_charts.cell_curve_chart(cell.curve, title(lang), unigram, lang, p),
+        "cell": lambda lang, p: curve_charts.cell_curve_chart(
+            cell.curve, title(lang), unigram, lang, p, cell.norm_position
+        ),
     }
 
 

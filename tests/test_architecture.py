@@ -51,7 +51,8 @@ LAYERS: list[tuple[str, str]] = [
     (
         "sweep",
         "sweep sweep.spec sweep.presets sweep.results sweep.executors sweep.local sweep.ray_address sweep.ray_exec "
-        "sweep.chooser sweep.driver sweep.compare sweep.storage sweep.saver sweep.labels sweep.charts sweep.cli",
+        "sweep.chooser sweep.driver sweep.compare sweep.storage sweep.saver sweep.labels sweep.charts "
+        "sweep.curve_charts sweep.cli",
     ),
     # where a configuration enters: the command line's flags and a page's link
     ("entry", "cli cli.parser cli.train cli.runs cli.compare __main__ urlstate"),

@@ -21,6 +21,7 @@ from ln_viz.cli import main
 from ln_viz.config import ConfigError, RunConfig
 from ln_viz.store import Store, StoreError
 from ln_viz.sweep import charts as sweep_charts
+from ln_viz.sweep import curve_charts
 from ln_viz.sweep.driver import SweepRun
 from ln_viz.sweep.local import LocalExecutor
 from ln_viz.sweep.presets import SWEEP_PRESETS
@@ -139,11 +140,12 @@ def test_the_map_draws_stalled_and_diverged_cells_and_marks_them():
     assert panel.z[0] == [3.0, 3.5, 4.0]  # final loss (last 10 steps); diverged: the loss at init, never a gap
     assert "stalled" in panel.text[0][1] and "diverged" in panel.text[0][2]
     fig = sweep_charts.stability_heatmap(spec, rs, (1.0, 4.0), "ko")
-    pending, heat, clicks = fig.data
+    pending, diverged, heat, clicks = fig.data
     assert len(fig.layout.shapes) == 2 and len(clicks.customdata) == 3  # both bad cells framed; all clickable
     assert [list(row) for row in pending.z] == [[None, None, None]]  # nothing left to train
     assert list(heat.x) == pytest.approx([-3, -2, math.log10(3e-2)])  # log lr axis
-    sens = sweep_charts.sensitivity_chart(curves(rs, 4.2), unigram=2.96, lang="en")
+    assert list(heat.z[0]) == [3.0, 3.5, None] and list(diverged.z[0]) == [None, None, 1]  # outside the scale
+    sens = curve_charts.sensitivity_chart(curves(rs, 4.2), unigram=2.96, lang="en")
     assert any("LR sens. 0.50" in a.text for a in sens.layout.annotations)
     assert sens.layout.xaxis.type == "log"
 

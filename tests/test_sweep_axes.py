@@ -13,6 +13,7 @@ import pytest
 
 from ln_viz.config import ConfigError, RunConfig
 from ln_viz.sweep import charts as sweep_charts
+from ln_viz.sweep import curve_charts
 from ln_viz.sweep.presets import BASE, DEFAULT_MAP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellRun, curves, summarize
 from ln_viz.sweep.spec import SweepConfig, SweepError, spec_from_query, spec_to_query
@@ -109,7 +110,7 @@ def test_one_curve_per_variant_with_its_own_sensitivity_named_in_the_legend():
     assert [c.lr_sensitivity for c in cs] == pytest.approx([0.1, 0.5])
     assert cs[0].to_dict()["qk_norm"] == "layernorm"
     for lang, word in (("en", "QK-norm"), ("ko", "QK 정규화")):
-        fig = sweep_charts.sensitivity_chart(cs, unigram=2.96, lang=lang)
+        fig = curve_charts.sensitivity_chart(cs, unigram=2.96, lang=lang)
         names = [tr.name for tr in fig.data]
         assert len(set(names)) == 2 and all(word in n for n in names)
         assert fig.data[0].line.dash != fig.data[1].line.dash  # same norm position, told apart by the dash

@@ -1,13 +1,12 @@
 """The stability map's figures: sweep results in, `plotly.graph_objects.Figure` out. Pure functions.
 
 - `stability_heatmap`: final loss on a grid (lr x warm-up, or depth x warm-up), one panel per norm
-  position side by side on one shared colour scale from the floor to the loss at init. Every cell is
-  drawn: stalled and diverged cells are marked (a frame and a word), a diverged one coloured as the
-  loss at init, never left out (Optuna drops inf/NaN trials from its plots: optuna issue 3382); cells
+  position side by side on one shared colour scale from the floor to the loss at init (cut at the
+  unigram loss + 1 nat). Every cell is drawn: stalled and diverged cells are marked (a frame and a
+  word), a diverged one in a pale red outside the scale, never left out (Optuna drops inf/NaN trials
+  from its plots: optuna issue 3382); cells
   still to train are grey. Each cell shows its value; the lr axis is logarithmic.
-- `sensitivity_chart`: final loss against lr, one line per setting, with the unigram line and each
-  curve's LR sensitivity (Wortsman et al. 2023) written next to it.
-- `cell_curve_chart`: one cell's loss curve (a click on the map shows it).
+The LR-sensitivity chart and a cell's curve are in ln_viz.sweep.curve_charts.
 Data preparation (`map_panels`) is apart from drawing, so tests read the numbers without a figure.
 """
 
@@ -23,16 +22,17 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ln_viz.charts.style import GREY, GRID, NORM_COLORS, _px, margin, norm_label, plain_layout
+from ln_viz.charts.style import _px, norm_label, plain_layout
 from ln_viz.i18n import t
 from ln_viz.sweep.labels import PANEL_X_TITLE, lr_label, variant_text
-from ln_viz.sweep.results import CellResult, Curve
+from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import VARIANT_AXES, SweepConfig
 
 COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low loss
 PENDING = "#D9D9D9"
 MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
-_WARMUP_DASH = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
+DIVERGED_FILL = "#F6C9B4"  # a diverged cell: outside the colour scale (no Viridis colour is this pale red)
+TOP_ABOVE_UNIGRAM = 1.0  # the colour scale's top, nats above the unigram loss: a stalled run sits at unigram
 
 
 # --- data preparation ---------------------------------------------------------------------------
@@ -97,11 +97,18 @@ def _cell(rs: list[CellResult], lang: str) -> tuple[float | None, str | None, st
     return value, worst, label
 
 
-def colour_range(results: Sequence[CellResult], floor: float | None, default_init: float) -> tuple[float, float]:
+def colour_range(
+    results: Sequence[CellResult], floor: float | None, default_init: float, unigram: float | None = None
+) -> tuple[float, float]:
     """The shared colour scale: the corpus's floor (when known; else just below the best final loss)
-    up to the loss at init (the cells' own step-1 losses, or ln(vocab) before any has run)."""
+    up to the loss at init (the cells' own step-1 losses, or ln(vocab) before any has run), cut at the
+    unigram loss + 1 nat when `unigram` is given: one no-norm panel starts near 29 nats, and a top that
+    high gives a stalled run (at unigram) and a learned one the same colour (issue 21, N6). Cells
+    above the top are drawn in the top colour, the colour bar says so."""
     inits = [r.init_loss for r in results if r.init_loss is not None]
     hi = sum(inits) / len(inits) if inits else default_init
+    if unigram is not None:
+        hi = min(hi, unigram + TOP_ABOVE_UNIGRAM)
     if floor is None:
         finals = [r.final_loss for r in results if r.final_loss is not None and r.status != "diverged"]
         floor = math.floor(min(finals) * 10) / 10 if finals else hi - 2.0
@@ -146,6 +153,10 @@ def stability_heatmap(
     fig.update_yaxes(showgrid=False)
     for a in fig.layout.annotations:
         a.font = {"size": _px(17, lecture)}
+    if any(s == "diverged" for p in panels for row in p.status for s in row):
+        note = t("sweep.chart.diverged_note", lang, colour=DIVERGED_FILL)
+        fig.add_annotation(text=note, x=1.0, y=-0.02, xref="paper", yref="paper", xanchor="left", yanchor="top",
+                           showarrow=False, align="left", font={"size": _px(13, lecture)})  # fmt: skip
     key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
     value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
     title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
@@ -158,6 +169,7 @@ def _draw_panel(fig: go.Figure, p: Panel, col: int, zrange, lang: str, lecture: 
     ys = list(range(len(p.ys)))
     edges = _edges(xs)
     fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
+    fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=1, col=col)
     heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
     fig.add_trace(heat, row=1, col=col)
     fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
@@ -190,23 +202,61 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
     hover = [
         [f"{label} {xtext[i]}<br>{warmup} {p.ys[j]}<br>{p.text[j][i]}" for i in range(len(xs))] for j in range(len(ys))
     ]
+    off_scale = [[s == "diverged" for s in row] for row in p.status]  # drawn by _diverged_trace
     return go.Heatmap(
         x=xs,
         y=ys,
-        z=p.z,
+        z=[[None if off else z for z, off in zip(*rows)] for rows in zip(p.z, off_scale)],
         zmin=zrange[0],
         zmax=zrange[1],
         colorscale=COLORSCALE,
         showscale=col == 1,
-        colorbar={
-            "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
-            "thickness": _px(14, lecture),
-        },
-        text=p.text,
+        colorbar=_colour_bar(zrange, lang, lecture),
+        text=[["" if off else s for s, off in zip(*rows)] for rows in zip(p.text, off_scale)],
         texttemplate="%{text}",
         textfont={"size": _px(14, lecture)},
         hovertext=hover,
         hoverinfo="skip",  # the click trace on top shows it
+        xgap=2,
+        ygap=2,
+    )
+
+
+def _colour_bar(zrange: tuple[float, float], lang: str, lecture: bool) -> dict[str, Any]:
+    """Ticks every 0.5 nats, the top one read as "or more" (cells above it share its colour)."""
+    lo, hi = zrange
+    ticks = [k / 2 for k in range(math.ceil(lo * 2), math.floor(hi * 2) + 1) if k / 2 < hi - 0.15]
+    labels = [f"{v:.1f}" for v in ticks] + [t("sweep.chart.scale_top", lang, value=f"{hi:.1f}")]
+    return {
+        "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
+        "thickness": _px(14, lecture),
+        "tickvals": [*ticks, hi],
+        "ticktext": labels,
+    }
+
+
+def _diverged_trace(p: Panel, xs, ys, lang: str, lecture: bool) -> go.Heatmap:
+    """The diverged cells, in a pale red outside the colour scale (their loss is not a point on it), with
+    their words; the legend note under the colour bar names the colour."""
+    z = [[1 if s == "diverged" else None for s in row] for row in p.status]
+    text = [[w if s == "diverged" else "" for s, w in zip(srow, trow)] for srow, trow in zip(p.status, p.text)]
+    return _flat_cells(xs, ys, z, text, DIVERGED_FILL, {"size": _px(14, lecture), "color": "black"})
+
+
+def _flat_cells(xs, ys, z, text, colour: str, textfont: dict | None = None) -> go.Heatmap:
+    """Cells in one colour, off the colour scale (those with z 1; None elsewhere), each with its text."""
+    return go.Heatmap(
+        x=xs,
+        y=ys,
+        z=z,
+        zmin=0,
+        zmax=1,
+        colorscale=[[0, colour], [1, colour]],
+        showscale=False,
+        text=text,
+        texttemplate="%{text}",
+        textfont=textfont,
+        hoverinfo="skip",
         xgap=2,
         ygap=2,
     )
@@ -229,21 +279,7 @@ def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
     """The cells not trained yet, grey with an ellipsis: the grid's shape shows from the start."""
     z = [[1 if s is None else None for s in row] for row in p.status]
     text = [["…" if s is None else "" for s in row] for row in p.status]
-    grey = [[0, PENDING], [1, PENDING]]
-    return go.Heatmap(
-        x=xs,
-        y=ys,
-        z=z,
-        zmin=0,
-        zmax=1,
-        colorscale=grey,
-        showscale=False,
-        text=text,
-        texttemplate="%{text}",
-        hoverinfo="skip",
-        xgap=2,
-        ygap=2,
-    )
+    return _flat_cells(xs, ys, z, text, PENDING)
 
 
 def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:
@@ -266,133 +302,4 @@ def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:
         mode="markers",
         marker={"size": 40, "symbol": "square", "opacity": 0.01, "color": "white"},
         showlegend=False,
-    )
-
-
-def sensitivity_chart(
-    curves: Sequence[Curve], unigram: float, lang: str = "en", lecture: bool = False, height: int = 460
-) -> go.Figure:
-    """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr
-    sits at the loss at init with an x; each curve's LR sensitivity is written at its right end."""
-    fig = go.Figure()
-    styles = sorted({(c.warmup_steps, c.variant) for c in curves})  # a dash per warm-up and variant
-    with_depth = len({c.depth for c in curves}) > 1
-    varied = [n for i, n in enumerate(VARIANT_AXES) if len({c.variant[i] for c in curves}) > 1]
-    labels = []
-    for c in curves:
-        dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
-        trace = _curve_trace(c, lang, lecture, with_depth, dash, varied)
-        fig.add_trace(trace)
-        labels.append((trace.y[-1], c))
-    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
-    fig.add_hline(
-        y=unigram,
-        line={"color": GREY, "dash": "dot", "width": 2},
-        annotation=unigram_note,
-        annotation_position="top left",
-    )
-    columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
-    room = margin(lecture, top=50, bottom=75 + 21 * math.ceil(len(curves) / columns))
-    ys = [y for y, _ in labels] + [unigram]
-    lo, hi = min(ys) - 0.08, max(ys) + 0.1
-    plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
-    hi = _sensitivity_labels(fig, labels, lecture, lang, gap=(hi - lo) * 1.3 * _px(13, lecture) / plot_px, top=hi)
-    lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
-    legend = {
-        "font": {"size": _px(13, lecture)},
-        "orientation": "h",
-        "y": -_px(60, lecture) / plot_px,
-        "yanchor": "top",
-        "entrywidth": 1 / columns,
-        "entrywidthmode": "fraction",
-    }
-    return plain_layout(
-        fig,
-        t("sweep.chart.sens_title", lang),
-        lecture,
-        height,
-        plot_bgcolor="white",
-        xaxis=_lr_axis(lrs, lang),
-        yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": GRID, "range": [lo, hi]},
-        legend=legend,
-        margin=room,
-    )
-
-
-def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list) -> go.Scatter:
-    """One setting's final loss against lr: a diverged lr at the loss at init, marked x; stalled, open."""
-    ys = [c.init_loss if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
-    symbols = ["x" if s == "diverged" else ("circle-open" if s == "stalled" else "circle") for s in c.statuses]
-    name = _curve_name(c, lang, with_depth) + variant_text(
-        c.variant, varied, lang
-    )  # its LR sensitivity is written at the line's end
-    return go.Scatter(
-        x=list(c.lrs),
-        y=ys,
-        name=name,
-        mode="lines+markers",
-        line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
-        marker={"symbol": symbols, "size": _px(11, lecture), "line": {"width": 2}},
-        hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
-    )
-
-
-def _lr_axis(lrs: list[float], lang: str) -> dict[str, Any]:
-    """A log lr axis ticked at the grid's lrs, with room on the right for the LR sensitivity labels."""
-    return {
-        "type": "log",
-        "title": t("sweep.axis.lr", lang),
-        "tickvals": lrs,
-        "ticktext": [lr_label(x) for x in lrs],
-        "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.75],
-        "gridcolor": GRID,
-    }
-
-
-def _curve_name(c: Curve, lang: str, with_depth: bool) -> str:
-    name = t("sweep.chart.curve", lang, norm=norm_label(c.norm_position, lang), warmup=c.warmup_steps)
-    return name + (t("sweep.chart.curve_depth", lang, depth=c.depth) if with_depth else "")
-
-
-def _sensitivity_labels(
-    fig: go.Figure, labels: list[tuple[float, Curve]], lecture: bool, lang: str, gap: float, top: float
-) -> float:
-    """Each curve's LR sensitivity right of its last point, pushed up (by `gap`, one line of text in data
-    units) so none overlap; returns the y range's top, raised if the labels need it."""
-    placed: list[float] = []
-    for y, c in sorted(labels, key=lambda p: p[0]):
-        y = max(y, placed[-1] + gap) if placed else y
-        placed.append(y)
-        fig.add_annotation(
-            x=math.log10(max(c.lrs)),
-            y=y,
-            xref="x",
-            yref="y",
-            text=t("sweep.chart.sens_label", lang, value=f"{c.lr_sensitivity:.2f}"),
-            showarrow=False,
-            xanchor="left",
-            xshift=_px(12, lecture),
-            font={"size": _px(13, lecture), "color": NORM_COLORS.get(c.norm_position, GREY)},
-        )
-    return max([top, *(y + gap / 2 for y in placed)])
-
-
-def cell_curve_chart(
-    curve: Sequence[tuple[int, float]], title: str, unigram: float, lang: str = "en", lecture: bool = False
-) -> go.Figure:
-    """One cell's training loss against step, with the unigram line."""
-    line = {"width": 3, "color": "#0072B2"}
-    steps, losses = [s for s, _ in curve], [v for _, v in curve]
-    fig = go.Figure(go.Scatter(x=steps, y=losses, mode="lines", line=line, name=t("sweep.chart.train_loss", lang)))
-    fig.add_hline(y=unigram, line={"color": GREY, "dash": "dot", "width": 2})
-    return plain_layout(
-        fig,
-        title,
-        lecture,
-        340,
-        plot_bgcolor="white",
-        showlegend=False,
-        margin=margin(lecture, top=85),
-        xaxis={"title": t("sweep.axis.step", lang), "gridcolor": GRID},
-        yaxis={"title": t("sweep.axis.loss", lang), "gridcolor": GRID},
     )

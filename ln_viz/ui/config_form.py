@@ -14,6 +14,7 @@ import streamlit as st
 from ln_viz.config import DEFAULT_PRESET, FIELDS, PRESETS, ConfigError, FieldSpec, RunConfig
 from ln_viz.corpus import MAX_USER_FILE_BYTES, decode_text
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.sweep.labels import lr_label
 from ln_viz.ui import language
 from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
 
@@ -70,7 +71,7 @@ def _widget(c: Any, spec: FieldSpec, lang: str, prefix: str) -> None:
     elif spec.widget == "float":  # a closed float range (weight_decay 0 = off)
         c.number_input(label, min_value=spec.lo, max_value=spec.hi, step=1e-4, format="%g", key=key)
     elif spec.widget == "select_slider":
-        c.select_slider(label, lr_stops(st.session_state[key]), key=key, format_func=lambda v: f"{v:g}")
+        c.select_slider(label, lr_stops(st.session_state[key]), key=key, format_func=lr_label)  # 3e-2, as the map
     else:
         c.number_input(label, key=key, **widget_bounds(spec.name))
 

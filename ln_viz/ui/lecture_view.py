@@ -151,10 +151,10 @@ def _switch_lang(lang: str) -> None:
     st.session_state["lang"] = lang
 
 
-def _top_row(cfgs: Sequence[RunConfig], lang: str, other_page: tuple[str, str]) -> None:
+def _top_row(text: str, lang: str, other_page: tuple[str, str]) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_top")
     with row.container(key="lecture_title", width="stretch"):
-        st.markdown(describe(cfgs, lang))
+        st.markdown(text)
     page, label_key = other_page
     row.page_link(page, label=t(label_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
@@ -176,7 +176,7 @@ def header(
     file, label key) of the other page with a lecture view; `running`: a run of the page trains (Stop
     is enabled only then)."""
     layout.css(SCREEN_CSS)
-    _top_row(cfgs, lang, other_page)
+    _top_row(describe(cfgs, lang), lang, other_page)
     names, current, prefix, apply = choices
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_buttons")
     _choice_widgets(row, [n for n in names if n in CLASSIC], [n for n in names if n not in CLASSIC], current,
@@ -209,11 +209,26 @@ def _choice_widgets(row, buttons: list[str], more: list[str], current: str | Non
             )
 
 
+def page_header(text: str, lang: str, other_page: tuple[str, str]) -> None:
+    """The header strip alone (a page without scenario buttons: the stability map): `text` in large type,
+    the link to `other_page`, the language and leave buttons; the screen's rules (SCREEN_CSS) with it."""
+    layout.css(SCREEN_CSS)
+    _top_row(text, lang, other_page)
+
+
 def takeaway(name: str | None, lang: str, ended: bool, question: str | None = None) -> None:
     """The scenario's one sentence at the bottom once its runs have ended (`ended`); before, its question
     (the catalog key `question`, else `lecture.question.<name>`), so the room predicts before it sees.
     Nothing for the user's own settings (`name` None)."""
-    key = None if name is None else f"lecture.takeaway.{name}" if ended else question or f"lecture.question.{name}"
+    if name is None:
+        sentence(None, lang)
+    else:
+        sentence(f"lecture.takeaway.{name}" if ended else question or f"lecture.question.{name}", lang)
+
+
+def sentence(key: str | None, lang: str) -> None:
+    """The one sentence at the bottom of the screen (the catalog key `key`; none: an empty line that keeps
+    its height)."""
     with st.container(key="lecture_takeaway"):
         st.markdown(t(key, lang) if key else "&nbsp;")
 

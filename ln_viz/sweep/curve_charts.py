@@ -1,0 +1,187 @@
+"""The stability map's line charts: sweep results in, `plotly.graph_objects.Figure` out. Pure functions.
+
+- `sensitivity_chart`: final loss against lr, one line per setting, with the unigram line and each
+  curve's LR sensitivity (Wortsman et al. 2023) written next to it.
+- `cell_curve_chart`: one cell's loss curve (a click on the map shows it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from ln_viz.charts.style import GREY, GRID, NORM_COLORS, _px, margin, norm_label, plain_layout
+from ln_viz.i18n import t
+from ln_viz.sweep.labels import lr_label, variant_text
+from ln_viz.sweep.results import Curve
+from ln_viz.sweep.spec import VARIANT_AXES
+
+_WARMUP_DASH = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
+
+
+def sensitivity_chart(
+    curves: Sequence[Curve], unigram: float, lang: str = "en", lecture: bool = False, height: int = 460
+) -> go.Figure:
+    """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr is an
+    x on the axis's top edge (the y range is the finite points': a diverged run drawn at its loss at
+    init, 29 nats without a norm, squashed the rest into the bottom 5 %, issue 21 N7); each curve's LR
+    sensitivity is written at its right end."""
+    fig = go.Figure()
+    styles = sorted({(c.warmup_steps, c.variant) for c in curves})  # a dash per warm-up and variant
+    with_depth = len({c.depth for c in curves}) > 1
+    varied = [n for i, n in enumerate(VARIANT_AXES) if len({c.variant[i] for c in curves}) > 1]
+    labels = []
+    for c in curves:
+        dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
+        trace = _curve_trace(c, lang, lecture, with_depth, dash, varied)
+        fig.add_trace(trace)
+        finite = [y for y in trace.y if y is not None]
+        if finite:  # a curve diverged at every lr has only its marks on the top edge
+            labels.append((finite[-1], c))
+    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
+    fig.add_hline(
+        y=unigram,
+        line={"color": GREY, "dash": "dot", "width": 2},
+        annotation=unigram_note,
+        annotation_position="top left",
+    )
+    columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
+    diverged = any(s == "diverged" for c in curves for s in c.statuses)
+    room = margin(lecture, top=50, bottom=83 + 21 * math.ceil((len(curves) + diverged) / columns))
+    ys = [y for trace in fig.data for y in trace.y if y is not None] + [unigram]  # the finite points
+    lo, hi = min(ys) - 0.08, max(ys) + 0.1
+    plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
+    hi = _sensitivity_labels(fig, labels, lecture, lang, gap=(hi - lo) * 1.3 * _px(13, lecture) / plot_px, top=hi)
+    if diverged:
+        fig.add_trace(_diverged_marks(curves, hi, lang, lecture))
+    lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
+    legend = {
+        "font": {"size": _px(13, lecture)},
+        "orientation": "h",
+        "y": -_px(68, lecture) / plot_px,  # clear of the x title (3 px over it at 1280x720)
+        "yanchor": "top",
+        "entrywidth": 1 / columns,
+        "entrywidthmode": "fraction",
+    }
+    return plain_layout(
+        fig,
+        t("sweep.chart.sens_title", lang),
+        lecture,
+        height,
+        plot_bgcolor="white",
+        xaxis=_lr_axis(lrs, lang),
+        yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": GRID, "range": [lo, hi]},
+        legend=legend,
+        margin=room,
+    )
+
+
+def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list) -> go.Scatter:
+    """One setting's final loss against lr: a gap at a diverged lr (_diverged_marks marks it); stalled, open."""
+    ys = [None if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
+    symbols = ["circle-open" if s == "stalled" else "circle" for s in c.statuses]
+    name = _curve_name(c, lang, with_depth) + variant_text(
+        c.variant, varied, lang
+    )  # its LR sensitivity is written at the line's end
+    return go.Scatter(
+        x=list(c.lrs),
+        y=ys,
+        name=name,
+        mode="lines+markers",
+        line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
+        marker={"symbol": symbols, "size": _px(11, lecture), "line": {"width": 2}},
+        hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
+    )
+
+
+def _diverged_marks(curves: Sequence[Curve], top: float, lang: str, lecture: bool) -> go.Scatter:
+    """Every diverged (curve, lr) as an x on the y axis's top edge, in its curve's colour: one legend entry."""
+    points = [(lr, c) for c in curves for lr, s in zip(c.lrs, c.statuses) if s == "diverged"]
+    name = t("sweep.chart.diverged_top", lang)
+    return go.Scatter(
+        x=[lr for lr, _ in points],
+        y=[top] * len(points),
+        name=name,
+        mode="markers",
+        cliponaxis=False,
+        marker={
+            "symbol": "x",
+            "size": _px(13, lecture),
+            "color": [NORM_COLORS.get(c.norm_position, GREY) for _, c in points],
+            "line": {"width": 1, "color": "black"},
+        },
+        hovertext=[_curve_name(c, lang, False) for _, c in points],
+        hovertemplate="lr %{x:.0e}<br>%{hovertext}<extra>" + name + "</extra>",
+    )
+
+
+def _lr_axis(lrs: list[float], lang: str) -> dict[str, Any]:
+    """A log lr axis ticked at the grid's lrs, with room on the right for the LR sensitivity labels."""
+    return {
+        "type": "log",
+        "title": t("sweep.axis.lr", lang),
+        "tickvals": lrs,
+        "ticktext": [lr_label(x) for x in lrs],
+        "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.85],
+        "gridcolor": GRID,
+    }
+
+
+def _curve_name(c: Curve, lang: str, with_depth: bool) -> str:
+    name = t("sweep.chart.curve", lang, norm=norm_label(c.norm_position, lang), warmup=c.warmup_steps)
+    return name + (t("sweep.chart.curve_depth", lang, depth=c.depth) if with_depth else "")
+
+
+def _sensitivity_labels(
+    fig: go.Figure, labels: list[tuple[float, Curve]], lecture: bool, lang: str, gap: float, top: float
+) -> float:
+    """Each curve's LR sensitivity right of its last point, pushed up (by `gap`, one line of text in data
+    units) so none overlap; returns the y range's top, raised if the labels need it."""
+    placed: list[float] = []
+    for y, c in sorted(labels, key=lambda p: p[0]):
+        y = max(y, placed[-1] + gap) if placed else y
+        placed.append(y)
+        fig.add_annotation(
+            x=math.log10(max(c.lrs)),
+            y=y,
+            xref="x",
+            yref="y",
+            text=t("sweep.chart.sens_label", lang, value=f"{c.lr_sensitivity:.2f}"),
+            showarrow=False,
+            xanchor="left",
+            xshift=_px(12, lecture),
+            font={"size": _px(13, lecture), "color": NORM_COLORS.get(c.norm_position, GREY)},
+        )
+    return max([top, *(y + gap / 2 for y in placed)])
+
+
+def cell_curve_chart(
+    curve: Sequence[tuple[int, float]],
+    title: str,
+    unigram: float,
+    lang: str = "en",
+    lecture: bool = False,
+    norm_position: str | None = None,
+) -> go.Figure:
+    """One cell's training loss against step, with the unigram line, in its norm position's colour (as
+    the map's panels and the LR-sensitivity lines are coloured)."""
+    line = {"width": 3, "color": NORM_COLORS.get(norm_position or "", "#0072B2")}
+    steps, losses = [s for s, _ in curve], [v for _, v in curve]
+    fig = go.Figure(go.Scatter(x=steps, y=losses, mode="lines", line=line, name=t("sweep.chart.train_loss", lang)))
+    fig.add_hline(y=unigram, line={"color": GREY, "dash": "dot", "width": 2})
+    # the lecture view's box is short: the long y title would run up into the two-line title
+    ytitle = t("sweep.axis.loss_short" if lecture else "sweep.axis.loss", lang)
+    return plain_layout(
+        fig,
+        title,
+        lecture,
+        340,
+        plot_bgcolor="white",
+        showlegend=False,
+        margin=margin(lecture, top=85),
+        xaxis={"title": t("sweep.axis.step", lang), "gridcolor": GRID},
+        yaxis={"title": ytitle, "gridcolor": GRID},
+    )
