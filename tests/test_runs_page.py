@@ -325,6 +325,7 @@ def long_run() -> RunData:
     return run(TINY.replace(steps=SHOWN_PROBE_STEPS + 88, probe_every=1, eval_every=0))
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_compare_of_two_long_stored_runs_reads_them_thinned_with_their_steps_aligned(
     store_path: Path, long_run: RunData
 ) -> None:
@@ -365,6 +366,7 @@ def test_the_run_cache_holds_at_most_its_bytes_least_recently_used_out_first(lon
     assert small.get("a", lambda: long_run) is long_run and len(small) == 0 and small.held_bytes == 0
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_path: Path, long_run: RunData) -> None:
     """A run with more probe steps than the charts draw (storage.SHOWN_PROBE_STEPS) is read into the
     shared cache thinned, not whole (a 10,000-step depth-48 run probed every step would hold ~750 MB per

@@ -83,6 +83,7 @@ def test_the_operator_raises_the_caps_with_the_environment(monkeypatch: pytest.M
     assert (caps.max_runs, caps.max_minutes, caps.max_seconds, caps.max_steps) == (600, 1000.0, 30.0, 10_000)
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_a_cell_past_the_time_cap_fails_with_that_cause(tmp_path: Path) -> None:
     from ln_viz.sweep.driver import SweepRun
     from ln_viz.sweep.local import LocalExecutor
@@ -94,6 +95,7 @@ def test_a_cell_past_the_time_cap_fails_with_that_cause(tmp_path: Path) -> None:
     assert 0 < cell.steps_done < 100_000
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 # --- X2: a sweep belongs to its session ---------------------------------------------------------------------------
 def test_another_session_sees_the_sweep_but_cannot_stop_it(start_app) -> None:
     """Before: any visitor's Stop ended another's sweep (`Stop disabled False` for visitor C)."""

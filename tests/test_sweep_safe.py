@@ -71,6 +71,7 @@ def test_cli_sweep_trains_through_a_write_lock_held_elsewhere_and_stores_every_c
     assert stored_cells(path) == 4  # every cell, once the lock was released
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_a_lock_outlasting_the_wait_says_how_many_cells_were_not_stored(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     store = SweepStore(path)
@@ -156,6 +157,7 @@ def _has_sweep_row(path: Path) -> bool:
         db.close()
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 # --- D3: the store deleted under the sweep ----------------------------------------------------------------------
 def test_a_store_deleted_under_a_sweep_gets_its_cells_in_a_new_file_with_sweep_tables(tmp_path: Path) -> None:
     """Before: the open connection kept writing to the deleted file; nothing at the path had the cells."""
@@ -205,6 +207,7 @@ def test_an_export_that_fails_after_training_says_the_results_are_printed_and_st
     assert "the results are printed above and stored in" in err and str(store.path) in err
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_an_export_that_fails_after_training_keeps_the_report_printed(tmp_path: Path) -> None:
     """The export's folder disappears while the sweep trains. Before: a traceback and 0 bytes of stdout."""
     folder = tmp_path / "out"
@@ -243,6 +246,7 @@ def test_a_damaged_sweep_schema_is_the_stores_damaged_sentence(tmp_path: Path) -
     assert err.startswith(f"error: the run store {path} is damaged")
 
 
+@pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_a_damaged_cell_row_reads_as_missing_and_is_trained_again(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     spec = tiny_spec(steps=3)
