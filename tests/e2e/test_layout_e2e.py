@@ -49,10 +49,15 @@ STEP = """() => { const line = [...document.querySelectorAll('strong')].map(e =>
     .find(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
   return line ? +line.match(/(\\d+)\\/\\d+/)[1] : 0; }"""
 # Every run's status line (`Step 300/300 | ... | ETA - | completed`, on Compare after the run's name)
-# has its ETA as "-" once the run has ended.
+# has its ETA as "-" once the run has ended. The lecture view instead replaces its status lines with one
+# bold verdict line per run once they have all ended (`Post-LN: stalled, final loss 2.96 ...`, issue 21
+# N4): no status line left and a verdict in its status box is the end there.
 ALL_DONE = """() => { const lines = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
     .map(e => e.innerText).filter(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
-  return lines.length > 0 && lines.every(t => / - \\|/.test(t)); }"""
+  if (lines.length > 0) return lines.every(t => / - \\|/.test(t));
+  const box = document.querySelector('.st-key-lecture_status');
+  const verdicts = box ? [...box.querySelectorAll('strong')].map(e => e.innerText) : [];
+  return verdicts.length > 0 && verdicts.every(t => !t.includes('|')); }"""
 
 
 def url(server, page: str, lang: str, lecture: bool, viewport: str = "") -> str:
