@@ -453,3 +453,19 @@ def test_the_verdict_names_the_run_and_says_what_the_app_measured(demo, status, 
     label = {"pre-ln-no-warmup": "Pre-LN", "post-ln-no-warmup": "Post-LN", "no-norm": "No norm"}[demo]
     assert live.verdict(view, label, "en") == en
     assert live.verdict(view, label, "ko").startswith(ko)
+
+
+def test_compares_caption_names_every_field_the_runs_differ_in_issue_19s_too():
+    """Compare's caption under the scenario said "A and B are the same configuration" for QK-norm against
+    none: it read RunConfig.to_dict, which leaves issue 19's fields out at their defaults. Every scenario's
+    caption names what its two runs differ in, in both languages."""
+    from ln_viz.config import COMPARE_PRESETS, PRESETS
+    from ln_viz.i18n import t
+    from ln_viz.ui.compare_view import differences
+
+    for lang in ("en", "ko"):
+        for name, (a, b, _) in COMPARE_PRESETS.items():
+            text = differences(PRESETS[a].config, PRESETS[b].config, lang)
+            assert text != t("compare.same", lang), (name, lang, text)
+        qk = differences(PRESETS["high-lr"].config, PRESETS["high-lr-qk-norm"].config, lang)
+        assert t("ui.qk_norm", lang) in qk and "LayerNorm" in qk, qk

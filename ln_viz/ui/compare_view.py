@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import streamlit as st
@@ -90,6 +91,7 @@ _VALUE_KEYS = {
     "optimizer": "lecture.opt.",
     "schedule": "schedule.",
     "norm_type": "normtype.",
+    "qk_norm": "qknorm.",
     "corpus": "corpus.",
 }
 
@@ -108,11 +110,13 @@ def _value(name: str, value: object, lang: str) -> str:
 
 def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
     """One line naming the fields where A and B differ, so the comparison's one variable is explicit."""
-    da, db = a.to_dict(), b.to_dict()
+    # every field, not to_dict's: that leaves issue 19's fields out at their defaults (config.OMIT_AT_DEFAULT),
+    # and QK-norm against none read "A and B are the same configuration"
+    names = [f.name for f in dataclasses.fields(a) if f.name != "user_text"]
     fields = [
-        f"{_field(k, lang)} {_value(k, da[k], lang)} / {_value(k, db[k], lang)}"
-        for k in da
-        if k != "user_text" and da[k] != db[k]
+        f"{_field(k, lang)} {_value(k, getattr(a, k), lang)} / {_value(k, getattr(b, k), lang)}"
+        for k in names
+        if getattr(a, k) != getattr(b, k)
     ]
     return t("compare.differs", lang, fields=", ".join(fields)) if fields else t("compare.same", lang)
 

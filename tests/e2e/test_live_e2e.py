@@ -121,7 +121,7 @@ def test_a_second_start_and_closing_the_tab_leave_no_worker(server, browser):
 def test_the_page_answers_a_click_within_a_second_while_a_deep_run_trains(server, page):
     open_app(page, server.url)
     page.get_by_role("combobox", name="Preset").click()
-    page.get_by_role("option", name="24 layers Pre-LN").click()
+    page.get_by_role("option", name="24 layers Pre-LN", exact=True).click()
     wait_idle(page)
     page.locator(".st-key-start button").click()
     wait_points(page, "loss_chart", 3, timeout=90)

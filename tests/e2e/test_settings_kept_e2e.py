@@ -55,7 +55,7 @@ def test_live_and_compare_keep_their_settings_across_page_switches(server, brows
             page.locator(".st-key-lecture_choice button", has_text="+").first.click()  # "+ warm-up"
         else:
             page.get_by_role("combobox", name="시나리오").click()
-            page.get_by_role("option", name="+ 웜업").click()
+            page.get_by_role("option", name="+ 웜업", exact=True).click()
         page.wait_for_function("() => location.href.includes('cpreset=warmup-vs-none')", timeout=30_000)
         wait_idle(page, 60_000)
         if not lecture:  # Theory has no link in the lecture view's header
