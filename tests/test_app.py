@@ -326,6 +326,10 @@ def test_the_instability_expander_draws_the_probes_of_a_finished_run(replay_runn
     at.run()
     assert not at.exception and not at.error
     (expander,) = [e for e in at.expander if e.label == "Instability probes"]
+    assert not expander.get("plotly_chart")  # closed: its charts are neither built nor sent
+    at.session_state["instability_open"] = True  # what a click on it sets (it reruns the page)
+    at.run()
+    (expander,) = [e for e in at.expander if e.label == "Instability probes"]
     keys = {c.key for c in expander.get("plotly_chart")}
     assert keys == {"attn_logit", "log_z", "massive_act", "dyt_saturation"}
     assert "Wortsman" in " ".join(c.value for c in expander.caption)

@@ -28,11 +28,9 @@ CHART_KEYS = {
     "runs_act_dist",
     "runs_layer_profile",
     "runs_attn_entropy",
-    # the "Instability probes" expander (a LayerNorm run: no DyT saturation chart)
-    "runs_attn_logit",
-    "runs_log_z",
-    "runs_massive_act",
 }
+# the "Instability probes" expander's, drawn once it is opened (a LayerNorm run: no DyT saturation chart)
+INSTABILITY_KEYS = {"runs_attn_logit", "runs_log_z", "runs_massive_act"}
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +120,10 @@ def test_open_a_run_shows_the_live_charts_with_the_animation(two_runs: dict[str,
     select(at, 1)  # oldest = the Pre-LN run
     assert at.subheader[0].value == f"Run {two_runs['pre']}: tiny pre"
     figs = charts(at)
-    assert set(figs) == CHART_KEYS
+    assert set(figs) == CHART_KEYS  # the expander is closed: its charts are not built
+    at.session_state["runs_instability_open"] = True  # what a click on it sets
+    at.run()
+    assert set(charts(at)) == CHART_KEYS | INSTABILITY_KEYS
     steps = at.select_slider(key="runs_probe_step")  # the one step control (with Play) of every step chart
     assert steps.options == [str(s) for s in measured["pre"].probe_steps]
     assert steps.value == measured["pre"].probe_steps[-1]

@@ -19,16 +19,23 @@ from ln_viz.ui import layout
 # chart name (as live._build knows it) -> its caption's key
 OVER_STEPS = {"attn_logit": "caption.attn_logit", "log_z": "caption.log_z"}
 AT_STEP = {"massive_act": "caption.massive_act", "dyt_saturation": "caption.dyt_saturation"}
+INSTABILITY_OPEN = "instability_open"  # the expander's key (after the page's prefix): True while it is open
 
 
 def instability_expander(
     data: RunData, lang: str, step: int | None, figure: Callable[..., go.Figure], key_prefix: str = ""
 ) -> None:
     """The expander, closed at first; `figure(name, step=None)` builds (or takes from the finished run's
-    cache) one of the named figures."""
-    with st.expander(t("ui.instability", lang)):
+    cache) one of the named figures. It tracks whether it is open (opening it reruns the fragment) and
+    draws its charts only then: a closed expander's four charts were still sent and redrawn by the
+    browser every refresh, so a training page redrew ten charts a second and a click waited 2 s behind
+    them at depth 24."""
+    box = st.expander(t("ui.instability", lang), key=key_prefix + INSTABILITY_OPEN, on_change="rerun")
+    with box:
         if data.probe_steps and not charts.has_instability_probes(data):
             st.caption(t("ui.instability_none", lang))
+            return
+        if not box.open:
             return
         for col, (name, caption) in zip(st.columns(2), OVER_STEPS.items()):
             with col:
