@@ -66,6 +66,11 @@ def test_post_ln_ends_above_pre_ln_with_an_interval_above_zero():
     assert report["executor"] == "local"
 
 
+# On Ray the claim at 120 steps, not 300: the suite's time (113 s on CI for 300); measured locally at 120 steps:
+# Post-LN 2.99 / 2.95 / 2.98 (stalled), Pre-LN 2.34 / 2.24 / 2.27, gap 0.69 nats, 95 % CI 0.60-0.78
+CLAIM_SHORT = [*CLAIM[:-1], "120"]
+
+
 @pytest.mark.slow
 def test_the_same_claim_on_ray():
     pytest.importorskip("ray")
@@ -75,7 +80,7 @@ def test_the_same_claim_on_ray():
 
     head = HeadNode(cpus=2).start()
     try:
-        report = compare_json(*CLAIM, *CLAIM_SIDES, "--executor", "ray", "--address", head.address)
+        report = compare_json(*CLAIM_SHORT, *CLAIM_SIDES, "--executor", "ray", "--address", head.address)
     finally:
         disconnect()
         head.stop()

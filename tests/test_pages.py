@@ -206,7 +206,7 @@ def test_each_page_keeps_its_settings_across_page_switches(start_app, monkeypatc
             at.button_group(key="lecture_choice").set_value("warmup-vs-none").run()
         else:
             at.selectbox(key="cpreset").set_value("warmup-vs-none").run()
-        from ln_viz.ui import compare_view
+        from ln_viz.ui import compare_view, config_form
 
         compare_view_sides = [at.session_state[p + "preset"] for p in compare_view.SIDES]
         _switch(at, "pages/theory.py")
@@ -216,6 +216,7 @@ def test_each_page_keeps_its_settings_across_page_switches(start_app, monkeypatc
         _switch(at, "pages/live.py")
         assert at.session_state["norm_position"] == "post" and at.session_state["depth"] == 8
         assert at.session_state["warmup_steps"] == 100
+        assert at.selectbox(key="preset").value == config_form.CUSTOM  # depth 8 is no preset's
         want = {"norm": "post", "depth": "8", "warmup": "100"}  # the browser's address: tests/e2e (AppTest keeps
         assert {k: at.query_params.get(k) for k in want} == want  # the server's copy of it, not the browser's)
         _switch(at, "pages/init_lab.py")

@@ -68,11 +68,12 @@ def test_pre_ln_residual_stream_grows_with_depth_and_post_ln_stays_at_one():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1])
-def test_post_ln_without_warmup_fails_where_pre_ln_and_warmup_learn(seed):
+def test_post_ln_without_warmup_fails_where_pre_ln_and_warmup_learn(seed=0):
     """6 layers, d 64, Adam 3e-3, batch 16, seq 32, 300 steps (the stability map's warm-up preset's cell),
     the same seed and batches for all three; measured 2026-12-01 (unigram 2.958): Post-LN stalls at
-    2.971 / 2.958 (seeds 0 / 1), Pre-LN ends at 1.985 / 1.946, Post-LN with warm-up 100 at 2.163 / 2.096."""
+    2.971 / 2.958 (seeds 0 / 1), Pre-LN ends at 1.985 / 1.946, Post-LN with warm-up 100 at 2.163 / 2.096.
+    Seed 0 only: Post-LN against Pre-LN over seeds 0-2 is test_compare_cli's claim (gap 1.01 nats, 95 % CI
+    0.98-1.04), and seed 1 here cost the suite 94 s."""
     cfg = RunConfig(
         depth=6,
         d_model=64,

@@ -15,6 +15,7 @@ import streamlit as st
 
 _VALUES = "_kept_settings"  # widget key -> its last value
 _KEYS = "_kept_keys"  # the widget keys the pages visited so far asked to keep
+_PAGE = "_kept_page"  # the keys of the page that asked last: another page's means a page switch
 
 
 def carry() -> None:
@@ -29,6 +30,17 @@ def carry() -> None:
 
 
 def keep(keys: Iterable[str]) -> None:
-    """Keep these widget keys across page switches from now on (a page calls it before its widgets)."""
+    """Keep these widget keys across page switches from now on (a page calls it before its widgets).
+    On a page's first run after another page's, its kept values are set again: a value put back during
+    the other page's runs is, by now, an old one, and Streamlit sends an old value that its widget did not
+    draw as no value at all, so the browser showed the widget's first option ("Pre-LN, no warm-up" in
+    Live's preset box, after a scenario was picked on Compare) while the server read "your own settings"."""
+    keys = list(keys)
     st.session_state.setdefault(_KEYS, set()).update(keys)
     carry()
+    page = ",".join(keys)
+    if st.session_state.get(_PAGE) != page:
+        for key in keys:
+            if key in st.session_state:
+                st.session_state[key] = st.session_state[key]
+        st.session_state[_PAGE] = page
