@@ -140,7 +140,7 @@ def compare_live() -> None:
         labels = [f"{t(k, lang)}: {n}" for k, n in zip(("compare.run_a", "compare.run_b"), labels)]
     loss_labels = labels
     if n_seeds > 1 and views:
-        labels = compare_seeds.median_labels(labels, side_cfgs, picks, lang)
+        labels = compare_seeds.median_labels(labels, side_cfgs, picks, lang, short=lecture)
     done = bool(views) and all(v.done for side in views for v in side)
     sentence = compare_seeds.sentence(side_cfgs, views, groups, lang) if done else None
     if lecture:

@@ -170,3 +170,12 @@ def test_the_sentence_of_two_sides_that_end_at_the_same_loss_names_its_seeds(n):
     result = SeedComparison(side, side, tuple(range(n)), gap, "runner", 0.0, "done")
     why = "1 seed: no interval" if n == 1 else "95 % CI 0.00-0.00, 3 seeds"
     assert takeaway(result, "en") == f"Pre-LN (A) and Pre-LN (B) end at the same loss ({why})"
+
+
+def test_the_lecture_view_with_three_seeds_says_the_interval_in_its_verdict_box(replay_runner, at, shifted_seeds):
+    at.query_params["present"] = "1"
+    figs = _seeded_compare(at, replay_runner, "en")
+    assert len([tr for tr in figs["compare_loss"]["data"] if tr.get("fill") == "toself"]) == 2
+    status = [m.value for m in at.markdown if "95 % CI" in m.value]
+    assert len(status) == 1 and status[0].startswith("**Post-LN ends ") and "3 seeds)**" in status[0]
+    assert "Run A: 3 seeds, 3 done, 3 of 3 stalled · Run B: 3 seeds, 3 done" in status[0]  # the demo Post-LN stalls

@@ -92,13 +92,12 @@ def count_line(views: Sequence[RunView], lang: str) -> str:
 
 
 def median_labels(
-    labels: Sequence[str], cfgs: Sequence[Sequence[RunConfig]], picks: Sequence[int], lang: str
+    labels: Sequence[str], cfgs: Sequence[Sequence[RunConfig]], picks: Sequence[int], lang: str, short: bool = False
 ) -> list[str]:
-    """ "Pre-LN, median of 3 seeds: seed 1": which run of each side the heatmap, profile and probes show."""
-    return [
-        t("compare.median_label", lang, run=label, n=len(side), seed=side[m].seed)
-        for label, side, m in zip(labels, cfgs, picks)
-    ]
+    """ "Pre-LN, median of 3 seeds: seed 1": which run of each side the heatmap, profile and probes show;
+    `short`: "Pre-LN, median seed 1 of 3", for the lecture view's heatmap titles (the long one was cut)."""
+    key = "compare.median_short" if short else "compare.median_label"
+    return [t(key, lang, run=label, n=len(side), seed=side[m].seed) for label, side, m in zip(labels, cfgs, picks)]
 
 
 def side_runs(handles: Sequence[Sequence[RunHandle]]) -> tuple[list[list[RunView]], list[list[RunData]], list[int]]:
