@@ -22,7 +22,9 @@ QUERY_FIELDS: dict[str, str] = {spec.url: spec.name for spec in FIELDS.values() 
 
 # where parameters appear: the live page's form has none, the Compare page's sides have "a." and "b."
 PREFIXES = ("", "a.", "b.")
-PAGE_KEYS = ("lang", "present", "cpreset")  # read by ln_viz/ui/language.py, lecture_switch.py, pages/compare.py
+# read by ln_viz/ui/language.py, lecture_switch.py, pages/compare.py (the scenario, the seeds per side)
+PAGE_KEYS = ("lang", "present", "cpreset", "seeds")
+COMPARE_SEEDS = (1, 8)  # Compare's seeds per side: 8 on each side is 16 runs, already a long wait on 2 cores
 PRESENT_ON, PRESENT_OFF = ("1", "true", "yes"), ("0", "false", "no", "")
 
 
@@ -83,6 +85,21 @@ def present_from_query(raw: str | list[str] | None) -> tuple[bool | None, Notice
         return value.lower() in PRESENT_ON, None
     err = ConfigError("err.choice", "present", choices=", ".join(PRESENT_ON + PRESENT_OFF[:-1]), value=value)
     return False, Notice("present", value, err)
+
+
+def seeds_from_query(raw: str | list[str] | None) -> tuple[int, Notice | None]:
+    """Compare's seeds per side from `seeds=3`: a whole number in COMPARE_SEEDS; another value gives 1 and
+    a Notice (None when the link does not say)."""
+    if raw is None:
+        return 1, None
+    value, (lo, hi) = _last(raw), COMPARE_SEEDS
+    try:
+        n = int(value)
+    except ValueError:
+        return 1, Notice("seeds", value, ConfigError("err.not_an_integer", "seeds", value=value))
+    if not lo <= n <= hi:
+        return 1, Notice("seeds", value, ConfigError("err.range", "seeds", lo=lo, hi=hi, value=n))
+    return n, None
 
 
 def config_to_query(cfg: RunConfig, prefix: str = "") -> dict[str, str]:

@@ -13,7 +13,8 @@ The package: `style` (colours, fonts, the shared layout, the lecture view's scal
 colorbars), `sample` (downsampling, which probe step), and one module per family of views: `loss`,
 `grads` (gradient heatmap, update ratio), `dist` (activation distributions), `profile` (per-layer
 profile), `entropy` (attention entropy per layer), `instability` (attention logits, log Z, massive
-activations, DyT saturation), `init_lab` (the Init lab). Every public builder takes
+activations, DyT saturation), `init_lab` (the Init lab), `seeds` (several seeds of a setting: the mean
+loss with its band, the median seed). Every public builder takes
 `height` (px; None = Plotly's default): the page decides how tall each chart is. In each module, a
 `_prepare_*` step computes what is drawn, apart from the drawing; `loss_chart`, `layer_profile`,
 `attn_logit_chart` and `log_z_chart` take one run (its full view) or a sequence of runs (compared).
@@ -40,6 +41,7 @@ from ln_viz.charts.sample import (
     downsample,
     downsample_index,
 )
+from ln_viz.charts.seeds import SD_FROM, band_kind, median_seed, seed_band, seed_loss_chart
 from ln_viz.charts.style import (
     BASE_FONT,
     FAINT,
@@ -85,6 +87,11 @@ __all__ = [
     "loss_chart",
     "norm_label",
     "resid_growth_chart",
+    "SD_FROM",
+    "band_kind",
+    "median_seed",
+    "seed_band",
+    "seed_loss_chart",
     "shared_zrange",
     "uniform_entropy",
     "update_ratio_chart",

@@ -217,7 +217,9 @@ def takeaway(result: SeedComparison, lang: str) -> str:
     if gap.mean is None:
         return t("seeds.takeaway.none", lang, a=name_a, b=name_b)
     if gap.mean == 0 and (gap.ci95 is None or gap.ci95 == (0.0, 0.0)):
-        sentence = t("seeds.takeaway.same", lang, a=name_a, b=name_b, n=gap.n)
+        # the catalog's sentence says why as the others do (it was called without it: a KeyError)
+        why = t("seeds.one_seed", lang) if gap.ci95 is None else t("seeds.ci", lang, low="0.00", high="0.00", n=gap.n)
+        sentence = t("seeds.takeaway.same", lang, a=name_a, b=name_b, why=why)
     else:
         above = gap.mean > 0
         if gap.ci95 is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 
@@ -153,12 +153,18 @@ def draw(
     done: bool,
     ticking: bool = False,
     notes: Callable[[], None] | None = None,
+    seeds: tuple[Sequence[Sequence[RunData]], Sequence[str]] | None = None,
 ) -> None:
     """Overlaid losses, the two heatmaps on one colour scale, both layer profiles at one step (the
     one step control's, ln_viz.ui.stepper), and both runs' instability probes (largest attention logit,
     mean log Z); `notes` draws the runs' messages in a box under the losses that keeps its height from
-    the start."""
-    layout.chart(charts.loss_chart(datas, lang, labels=labels), "compare_loss", layout.LOSS)
+    the start. `seeds`: each side's runs seed by seed and their names: the loss chart draws each side's
+    mean with its band (ln_viz.charts.seeds), the rest `datas` (each side's median seed, `labels`)."""
+    if seeds is not None:
+        fig = charts.seed_loss_chart(seeds[0], lang, labels=seeds[1])
+    else:
+        fig = charts.loss_chart(datas, lang, labels=labels)
+    layout.chart(fig, "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height

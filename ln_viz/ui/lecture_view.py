@@ -260,14 +260,24 @@ _COMPARED_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_
 
 
 def draw_compare(
-    datas: Sequence[RunData], labels: Sequence[str], lang: str, step: int | None, lesson: str | None = None
+    datas: Sequence[RunData],
+    labels: Sequence[str],
+    lang: str,
+    step: int | None,
+    lesson: str | None = None,
+    seeds: tuple[Sequence[Sequence[RunData]], Sequence[str]] | None = None,
 ) -> None:
     """Two runs: the overlaid losses on the left; the two gradient heatmaps side by side on one colour
     scale (one colour bar), or both runs on the `lesson` chart (`lesson_chart`), above both runs'
-    per-layer ffn.w2 gradient (the paper's Figure 3 line)."""
+    per-layer ffn.w2 gradient (the paper's Figure 3 line). `seeds`: each side's runs and their names, for
+    the loss chart's means and bands (the other charts show `datas`, each side's median seed)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
-        layout.chart(charts.loss_chart(datas, lang, True, labels), "compare_loss", FULL, lecture=True)
+        if seeds is not None:
+            fig = charts.seed_loss_chart(seeds[0], lang, True, seeds[1])
+        else:
+            fig = charts.loss_chart(datas, lang, True, labels)
+        layout.chart(fig, "compare_loss", FULL, lecture=True)
     with right:
         if lesson:
             fig = _COMPARED_LESSONS[lesson](datas, lang, True, labels=labels)

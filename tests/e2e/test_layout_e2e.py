@@ -42,8 +42,11 @@ VIEWPORTS = {  # name: (browser context options, lecture view on)
     "390x844": ({"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}, False),
 }
 PAGES = ("live", "compare", "init-lab", "stability-map")
-LOSS_CHART = {"live": "loss_chart", "compare": "compare_loss"}
-START = {"live": "start", "compare": "compare_start"}
+LOSS_CHART = {"live": "loss_chart", "compare": "compare_loss", "compare-seeds": "compare_loss"}
+START = {"live": "start", "compare": "compare_start", "compare-seeds": "compare_start"}
+# Compare with 3 seeds per side (issue 20), on a small config so its six runs take about as long as the
+# default's two: the lecture view's bands on one screen, and the laptop's page; not on the phone
+SEEDS_VIEWPORTS = ("1920x1080-present", "1280x720")
 # The step the first run's status line reports (`Step 120/300 | ...`, `스텝 120/300 | ...`).
 STEP = """() => { const line = [...document.querySelectorAll('strong')].map(e => e.innerText)
     .find(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
@@ -51,8 +54,13 @@ STEP = """() => { const line = [...document.querySelectorAll('strong')].map(e =>
 # Every run's status line (`Step 300/300 | ... | ETA - | completed`, on Compare after the run's name)
 # has its ETA as "-" once the run has ended. The lecture view instead replaces its status lines with one
 # bold verdict line per run once they have all ended (`Post-LN: stalled, final loss 2.96 ...`, issue 21
-# N4): no status line left and a verdict in its status box is the end there.
-ALL_DONE = """() => { const lines = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+# N4): no status line left and a verdict in its status box is the end there. With `seeds` above 1 the
+# status lines count seeds instead; the end is the sentence with the interval (its box, or in bold in the
+# lecture view's status box: "95 %" in both languages).
+ALL_DONE = """() => { const seeds = new URL(location.href).searchParams.get('seeds');
+  if (seeds && seeds !== '1') return !!document.querySelector('.st-key-seed_takeaway') ||
+    [...document.querySelectorAll('.st-key-lecture_status strong')].some(e => e.innerText.includes('95 %'));
+  const lines = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
     .map(e => e.innerText).filter(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
   if (lines.length > 0) return lines.every(t => / - \\|/.test(t));
   const box = document.querySelector('.st-key-lecture_status');
@@ -61,6 +69,10 @@ ALL_DONE = """() => { const lines = [...document.querySelectorAll('[data-testid=
 
 
 def url(server, page: str, lang: str, lecture: bool, viewport: str = "") -> str:
+    if page == "compare-seeds":
+        from tests.e2e.test_compare_seeds_e2e import SEEDS_QUERY
+
+        return f"{server.url}/compare?lang={lang}&{SEEDS_QUERY}" + ("&present=1" if lecture else "")
     path = {"compare": "/compare", "init-lab": "/init-lab", "stability-map": "/stability-map"}.get(page, "/")
     query = {"lang": lang} | ({"preset": LIVE_PRESET} if page == "live" else {})
     if page == "compare" and viewport in COMPARE_SCENARIO:
@@ -284,7 +296,7 @@ def _case_params() -> list:
         else pytest.param(page, viewport)
         for page in PAGES
         for viewport in VIEWPORTS
-    ]
+    ] + [pytest.param("compare-seeds", viewport) for viewport in SEEDS_VIEWPORTS]
 
 
 @pytest.mark.parametrize(("page", "viewport"), _case_params(), ids=lambda v: str(v))
