@@ -41,12 +41,25 @@ VIEWPORTS = {  # name: (browser context options, lecture view on)
     "1280x720": ({"viewport": {"width": 1280, "height": 720}}, False),
     "390x844": ({"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}, False),
 }
+SEEDS_ONLY = {"1280x720-present": ({"viewport": {"width": 1280, "height": 720}}, True)}  # the laptop's lecture view
 PAGES = ("live", "compare", "init-lab", "stability-map")
 LOSS_CHART = {"live": "loss_chart", "compare": "compare_loss", "compare-seeds": "compare_loss"}
 START = {"live": "start", "compare": "compare_start", "compare-seeds": "compare_start"}
-# Compare with 3 seeds per side (issue 20), on a small config so its six runs take about as long as the
-# default's two: the lecture view's bands on one screen, and the laptop's page; not on the phone
-SEEDS_VIEWPORTS = ("1920x1080-present", "1280x720")
+# Compare with 3 seeds per side (issue 20), in the lecture view at the room's and the laptop's size (its
+# one-screen rule with bands), on a small config (2 layers, 40 steps: six short runs); each state also checks
+# the seeds' words: a band per side on the loss chart, "3 seeds" in its legend, the interval in the status box
+SEEDS_VIEWPORTS = ("1920x1080-present", "1280x720-present")
+SEEDS_QUERY = "seeds=3&" + "&".join(
+    f"{side}.{k}={v}"
+    for side in "ab"
+    for k, v in {"depth": 2, "d": 32, "heads": 2, "batch": 8, "seq": 32, "steps": 40, "probe": 5}.items()
+)
+BANDS = """() => { const gd = document.querySelector('.st-key-compare_loss .js-plotly-plot');
+  const box = document.querySelector('.st-key-lecture_status');
+  return gd && gd.data ? {bands: gd.data.filter(tr => tr.fill === 'toself').length,
+                          names: gd.data.filter(tr => tr.showlegend !== false).map(tr => tr.name),
+                          status: box ? box.innerText : ''} : null; }"""
+SEED_WORDS = {"en": ("3 seeds", "95 % CI", "nats"), "ko": ("시드 3개", "95 % 신뢰구간", "nats")}
 # The step the first run's status line reports (`Step 120/300 | ...`, `스텝 120/300 | ...`).
 STEP = """() => { const line = [...document.querySelectorAll('strong')].map(e => e.innerText)
     .find(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
@@ -70,8 +83,6 @@ ALL_DONE = """() => { const seeds = new URL(location.href).searchParams.get('see
 
 def url(server, page: str, lang: str, lecture: bool, viewport: str = "") -> str:
     if page == "compare-seeds":
-        from tests.e2e.test_compare_seeds_e2e import SEEDS_QUERY
-
         return f"{server.url}/compare?lang={lang}&{SEEDS_QUERY}" + ("&present=1" if lecture else "")
     path = {"compare": "/compare", "init-lab": "/init-lab", "stability-map": "/stability-map"}.get(page, "/")
     query = {"lang": lang} | ({"preset": LIVE_PRESET} if page == "live" else {})
@@ -190,6 +201,19 @@ def open_case(pg, server, page: str, lecture: bool, figures: dict, viewport: str
     figures["start_y_after"] = start_y(pg, START[page])  # no layout jump when a run ends
 
 
+def seed_problems(pg, lang: str) -> list[str]:
+    """What the seeds' lecture view must say once its runs have ended: a band per side on the loss chart,
+    the seed count in each legend entry, the gap with its interval in the status box (issue 20)."""
+    got = pg.evaluate(BANDS)
+    seeds, ci, nats = SEED_WORDS[lang]
+    if got is None:
+        return ["the loss chart is not drawn"]
+    found = [f"{got['bands']} bands on the loss chart, not 2"] if got["bands"] != 2 else []
+    found += [f"legend entry {n!r} does not say {seeds!r}" for n in got["names"] if seeds not in n]
+    found += [] if all(w in got["status"] for w in (ci, nats, seeds)) else [f"no interval in {got['status']!r}"]
+    return found
+
+
 def _frame(reading: dict) -> list:
     return [(c["key"], c["box"], c["plot"]) for c in reading["charts"]]
 
@@ -270,7 +294,7 @@ def full_screenshot(pg, path) -> None:
 
 @pytest.fixture
 def case_page(browser, request):
-    options, _ = VIEWPORTS[request.node.callspec.params["viewport"]]
+    options, _ = (VIEWPORTS | SEEDS_ONLY)[request.node.callspec.params["viewport"]]
     context = browser.new_context(locale="en-US", **options)
     pg = context.new_page()
     pg.errors = []
@@ -301,7 +325,7 @@ def _case_params() -> list:
 
 @pytest.mark.parametrize(("page", "viewport"), _case_params(), ids=lambda v: str(v))
 def test_layout(server, case_page, page, viewport):
-    lecture = VIEWPORTS[viewport][1]
+    lecture = (VIEWPORTS | SEEDS_ONLY)[viewport][1]
     case = f"{page}-{viewport}"
     figures: dict = {"case": case}
     found: list[str] = []
@@ -311,6 +335,7 @@ def test_layout(server, case_page, page, viewport):
             reading = read_layout(case_page)
             full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
             state_found, loss_h = problems(reading, page, lecture=lecture)
+            state_found += seed_problems(case_page, lang) if page == "compare-seeds" else []
             found += [f"[{state}, {lang}] {p}" for p in state_found]
             figures |= {f"{state}_{lang}_loss_plot_px": loss_h, f"{state}_{lang}_charts": len(reading["charts"])}
     except Exception:
