@@ -467,6 +467,13 @@ def test_a_version_2_store_is_migrated_to_seed_groups(tmp_path: Path, tiny_snaps
         assert store.summary(ids["r2"]).seed_group is None
         assert store.summary(ids["r1"]).to_dict()["seed_group"] == "compare-1"
         assert store.summary(ids["r1"]).damage() is None
+        assert store.group_sizes() == {"compare-1": 2}
+    code, out, _ = cli("runs", "list", "--store", str(path), "--sort", "id")
+    header, *lines = out.strip().splitlines()
+    assert code == 0 and "seed group" in header
+    assert [line.split()[8] for line in lines] == ["-", "compare-1", "-", "compare-1"]  # the old run, r1, r2, r3
+    code, out, _ = cli("runs", "list", "--json", "--store", str(path), "--sort", "id")
+    assert [r["seed_group"] for r in json.loads(out)] == [None, "compare-1", None, "compare-1"]
 
 
 def test_schema_version_is_set(tmp_path: Path) -> None:
