@@ -1,6 +1,7 @@
 """A classroom on one server: N sessions press Start at once (loopback only, bounded in count and time).
 
     .venv/bin/python benchmarks/load_test.py [--sessions 10] [--cap 2] [--clients ws|browser]
+    .venv/bin/python benchmarks/load_test.py --seed-session [--sessions 4] [--cap 2] [--steps 1000]
 
 Clients: `ws` (default) are websocket clients speaking Streamlit's protocol as a browser tab does
 (the page's script runs, its live fragment re-runs every second, a click is a widget change) but
@@ -10,6 +11,12 @@ Checks and prints: the health endpoint's and a click's answer times while everyt
 most `cap` runs train at once and the rest show their place in the queue and start in turn, and that
 once every session is closed no worker process is left and the server's memory is back near its start.
 Exits 1 when a check fails.
+
+`--seed-session`: one session queues a Compare with 3 seeds per side (2 x 3 runs) and a second later
+the other sessions each press Start; prints each one's wait from its Start to its run's first step, and
+checks that none waited behind the whole seed group (the runner's fair queue, ln_viz.runner.queue).
+The runs go through a Runner in this process, not a server: the Compare page's seeds control that
+would queue them from a tab is not part of this version yet.
 """
 
 from __future__ import annotations
@@ -67,9 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="check what happened, print the times without judging them"
     )
+    parser.add_argument("--seed-session", action="store_true", help="one session queues 2 x 3 seed runs first")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 50:
         parser.error("--sessions must be between 1 and 50")
+    if args.seed_session:
+        return seed_session(args.sessions, args.cap, args.steps, args.time_limit)
 
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)})
@@ -156,6 +166,60 @@ def main(argv: list[str] | None = None) -> int:
         failures.append(f"{left - baseline_children} worker(s) left after the sessions closed")
     if rss_end > rss_start + 150:
         failures.append("the server kept more than 150 MB")
+    for f in failures:
+        print("FAILED:", f)
+    return 1 if failures else 0
+
+
+def seed_session(sessions: int, cap: int, steps: int, time_limit: float) -> int:
+    """`--seed-session` (see the module's docstring). On a runner without owners (before issue 20) the
+    same runs are queued first come, first served, which is how the 'before' figures were measured."""
+    import inspect
+
+    from ln_viz.config import RunConfig
+    from ln_viz.runner import Runner
+
+    fair = "owner" in inspect.signature(Runner.start).parameters
+    cfg = RunConfig(depth=2, d_model=32, heads=2, steps=steps, probe_every=10)
+    started: list[str] = []  # run ids in the order they got a slot
+
+    def start(runner: Runner, cfg: RunConfig, owner: str, group: str | None = None):
+        return runner.start(cfg, owner=owner, group=group) if fair else runner.start(cfg)
+
+    with Runner(max_concurrent=cap, warm_workers=1, on_start=lambda rid, *_: started.append(rid)) as runner:
+        runner.wait_warm(120)
+        sides = (("a", "post"), ("b", "pre"))
+        seeds = [start(runner, cfg.replace(norm_position=p, seed=s), "seeds", f"compare-{a}") for a, p in sides
+                 for s in range(3)]  # fmt: skip
+        time.sleep(1.0)  # the seed runs train and wait in the queue when the others press Start
+        t0, others = [], []
+        for i in range(sessions - 1):
+            t0.append(time.perf_counter())
+            others.append(start(runner, cfg.replace(seed=100 + i), f"tab{i + 1}"))
+        places = [h.queue_position for h in others]
+        first: list[float | None] = [None] * len(others)
+        deadline = time.monotonic() + time_limit
+        while time.monotonic() < deadline and not all(h.done for h in [*seeds, *others]):
+            for i, h in enumerate(others):
+                if first[i] is None and h.view().steps_done >= 1:
+                    first[i] = time.perf_counter() - t0[i]
+            time.sleep(0.02)
+        seeds_s = time.perf_counter() - t0[0] if others else float("nan")
+        ended = all(h.done for h in [*seeds, *others])
+    order = {rid: n for n, rid in enumerate(started)}
+    print(f"{'fair queue' if fair else 'first come, first served'}: 1 session with 2 x 3 seed runs, "
+          f"{sessions - 1} pressing Start a second later, cap {cap}, {steps} steps a run")  # fmt: skip
+    for i, h in enumerate(others):
+        wait = f"{first[i]:.1f} s" if first[i] is not None else "never"
+        n = f"run {order[h.run_id] + 1} to start" if h.run_id in order else "not started"
+        print(f"session {i + 2}: queue place {places[i]} at Start, first step after {wait}, {n} "
+              f"(of {len(started)} started)")  # fmt: skip
+    print(f"every run ended {seeds_s:.0f} s after the first Start" if ended else "not every run ended in time")
+    last_seed = max(order.get(h.run_id, len(order)) for h in seeds)
+    starved = [i + 2 for i, h in enumerate(others) if order.get(h.run_id, len(order)) > last_seed]
+    failures = [] if ended else ["a run did not end in time"]
+    if starved:
+        failures.append(f"session(s) {starved} waited behind the whole seed group")
     for f in failures:
         print("FAILED:", f)
     return 1 if failures else 0

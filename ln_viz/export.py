@@ -180,6 +180,15 @@ def zip_files(paths: Sequence[Path], root: Path | None = None) -> bytes:
     return buf.getvalue()
 
 
+def named_zip(files: Sequence[tuple[str, bytes]]) -> bytes:
+    """A zip archive of (name, bytes) pairs, stored as they are: run files are gzip already."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, data in files:
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
 def charts_zip(data: RunData, formats: Sequence[str] = CHART_FORMATS, lang: str = "en") -> bytes:
     """`export_charts` into a temporary folder, returned as one zip archive's bytes."""
     with tempfile.TemporaryDirectory(prefix="ln-viz-charts-") as tmp:

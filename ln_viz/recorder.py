@@ -45,11 +45,11 @@ class Recorder:
         for run_id, writer in writers.items():
             self._report(run_id, writer.finish("stopped", "msg.stopped"))
 
-    def on_start(self, run_id: str, info: RunInfo) -> None:
+    def on_start(self, run_id: str, info: RunInfo, group: str | None = None) -> None:
         writer = RunWriter(self.store)
         try:
             self.store.reopen_if_moved()  # a store file deleted under the server: record into a new one
-            store_id = writer.begin(info)
+            store_id = writer.begin(info, group=group)
         except LocalizedError as e:  # the run trains on unstored; the page and the log say why
             self._report(run_id, e)
             return

@@ -39,12 +39,13 @@ if not store.list_runs(limit=1):
 else:
     st.caption(t("runs.intro", lang))
     run_filter, sort = runs_view.filters(store, lang)
-    runs = store.list_runs(run_filter, sort=sort)
+    runs = runs_view.group_together(store.list_runs(run_filter, sort=sort))  # a seed group's runs side by side
+    groups = store.group_sizes()
     if not runs:
         st.info(t("runs.none_match", lang))
         selected: list[int] = []
     else:
-        selected = runs_view.runs_table(runs, lang)
+        selected = runs_view.runs_table(runs, lang, groups)
     runs_view.compare_button(selected, lang)
 
     by_id = {r.id: r for r in runs}
@@ -63,7 +64,7 @@ else:
         summary = by_id[shown]
         data = runs_view.open_or_report(store, summary, lang)  # None: damaged, said so, delete offered
         if data is not None:
-            runs_view.run_heading(summary, lang)
+            runs_view.run_heading(summary, lang, groups.get(summary.seed_group or "", 0))
             layout.scroll_into_view("runs_opened", shown)  # the table is above: show that the run opened
             run_downloads.thinned_note(data, lang)
             with st.expander(t("runs.manage", lang), icon=":material/settings:"):

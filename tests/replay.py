@@ -61,7 +61,7 @@ class ReplayRunner:
         self.hold_at = hold_at
         self.max_concurrent = max_concurrent
         self.live_probe_steps = live_probe_steps
-        self.on_start: Callable[[str, Any], None] | None = None
+        self.on_start: Callable[[str, Any, str | None], None] | None = None
         self.on_snapshot: Callable[[str, Snapshot], None] | None = None
         self.on_finish: Callable[[str, Any], None] | None = None
         self.connected = False
@@ -79,14 +79,22 @@ class ReplayRunner:
         self.connected = True
 
     # --- the Runner's public API -------------------------------------------------------------------
-    def start(self, cfg: RunConfig, run_id: str | None = None) -> RunHandle:
+    def start(
+        self, cfg: RunConfig, run_id: str | None = None, *, owner: str | None = None, group: str | None = None
+    ) -> RunHandle:
         """Validate as the runner does (a ConfigError for the page to show), then replay the nearest
-        demo run; its handle carries that run's config."""
+        demo run at once (no queue: `owner` is kept, not used); its handle carries that run's config."""
         cfg.validate()
         data = nearest_demo(cfg)
         run_id = run_id or uuid.uuid4().hex[:12]
         handle = RunHandle(
-            run_id, data.info.config, lock=self._lock, queue_position=lambda h: None, request_stop=self._request_stop
+            run_id,
+            data.info.config,
+            lock=self._lock,
+            queue_position=lambda h: None,
+            request_stop=self._request_stop,
+            owner=owner,
+            group=group,
         )
         with self._lock:
             self.started.append(cfg)
@@ -132,7 +140,7 @@ class ReplayRunner:
     def _replay(self, h: RunHandle, data: RunData) -> None:
         """What the drain thread does with a worker's Info, Snap and End messages."""
         h.record_info(data.info, self.live_probe_steps)
-        self._call(self.on_start, h.run_id, data.info)
+        self._call(self.on_start, h.run_id, data.info, h.group)
         stopped = False
         for snap in recorded_snapshots(data):
             with self._lock:

@@ -122,7 +122,7 @@ def test_stream_from_a_warm_worker_matches_a_direct_trainer_run(
     events: list[tuple[str, object]] = []
     runner = make_runner(
         warm_workers=1,
-        on_start=lambda rid, info: events.append(("start", info)),
+        on_start=lambda rid, info, group: events.append(("start", info)),
         on_snapshot=lambda rid, snap: events.append(("snap", snap.step)),
         on_finish=lambda rid, view: events.append(("finish", view.status)),
     )
@@ -258,6 +258,23 @@ def test_queue_with_cap_one(make_runner: Callable[..., Runner]) -> None:
     assert second.wait(90)
     assert second.view().status == "completed"
     assert second.view().queue_position is None
+
+
+@pytest.mark.slow
+def test_owners_take_turns(make_runner: Callable[..., Runner]) -> None:
+    """One session's queued runs do not make another's Start wait behind them all: with one slot, owner
+    X queues 6 runs and then owner Y 1; Y's view says it is next, and it starts second, not seventh."""
+    started: list[str] = []
+    runner = make_runner(max_concurrent=1, on_start=lambda rid, info, group: started.append(rid))
+    xs = [runner.start(LONG, owner="x")] + [runner.start(TINY, owner="x") for _ in range(5)]
+    y = runner.start(TINY, owner="y", group="g1")
+    assert y.view().queue_position == 1
+    assert [x.view().queue_position for x in xs[1:]] == [2, 3, 4, 5, 6]
+    wait_steps(xs[0], 1)
+    xs[0].stop()
+    assert y.wait(90) and y.view().status == "completed"
+    assert started[:2] == [xs[0].run_id, y.run_id]
+    assert y.group == "g1" and y.owner == "y" and xs[0].group is None
 
 
 # --- failures ----------------------------------------------------------------------------------------

@@ -398,3 +398,71 @@ def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_p
     assert run_file["probe_steps"] == long_run.probe_steps  # every one, not the charts' copy
     assert sorted(grads["step"].unique()) == long_run.probe_steps
     print(f"\n{len(long_run.probe_steps)} probe steps stored and downloaded, {len(shown)} drawn")
+
+
+# --- seed groups ----------------------------------------------------------------------------------------
+@pytest.fixture
+def group_of_three(store_path: Path, measured: dict[str, RunData]) -> dict[str, list[int]]:
+    """Three runs of seed group "compare-a1b2" stored between two runs of their own, so that newest
+    first interleaves them: g1, pre, g2, post, g3 in the order stored."""
+    ids: dict[str, list[int]] = {"group": [], "alone": []}
+    with Store(store_path) as store:
+        for i, (kind, data) in enumerate(
+            [
+                ("group", measured["pre"]),
+                ("alone", measured["pre"]),
+                ("group", measured["post"]),
+                ("alone", measured["post"]),
+                ("group", measured["pre"]),
+            ]  # fmt: skip
+        ):
+            group = "compare-a1b2" if kind == "group" else None
+            ids[kind].append(store.add_run(data, label=f"{kind} {i}", source="train", group=group, created=1e9 + i))
+    return ids
+
+
+def test_a_seed_group_is_listed_together_and_says_so(group_of_three: dict[str, list[int]]) -> None:
+    at = open_page()
+    g1, g2, g3 = group_of_three["group"]
+    first, second = group_of_three["alone"]
+    # newest first places the group where its newest run is, its three runs side by side
+    assert shown_ids(at) == [g3, g2, g1, second, first]
+    assert list(table(at).value["group"]) == ["compare-a1b2 (3)"] * 3 + ["", ""]
+    at.selectbox(key="runs_sort").set_value("oldest").run()
+    assert shown_ids(at) == [g1, g2, g3, first, second]
+    select(at, 1)
+    assert at.subheader[0].value == f"Run {g2}: group 2"
+    assert any("One of the 3 runs of seed group compare-a1b2" in c.value for c in at.caption)
+    buttons = {b.proto.label: b for b in at.get("download_button")}
+    assert "The group's run files (3 runs)" in buttons
+    select(at, 3)  # a run of its own: no group line, no group download
+    assert not any("seed group" in c.value for c in at.caption)
+    assert not any("group" in label for label in (b.proto.label for b in at.get("download_button")))
+    at.session_state["lang"] = "ko"  # what the sidebar's language choice sets
+    at.run()
+    assert not at.exception, at.exception
+    assert list(table(at).value["group"])[:3] == ["compare-a1b2 (3개)"] * 3
+
+
+def test_a_seed_group_downloads_as_one_zip_of_its_run_files(
+    store_path: Path, group_of_three: dict[str, list[int]], measured: dict[str, RunData]
+) -> None:
+    import io
+    import zipfile
+
+    from ln_viz.runfile import read_run_data
+    from ln_viz.ui import run_downloads
+
+    with Store(store_path) as store:
+        count, build = run_downloads.group_zip(store, "compare-a1b2")
+        archive = zipfile.ZipFile(io.BytesIO(build()))
+    g1, g2, g3 = group_of_three["group"]
+    names = archive.namelist()
+    assert count == 3
+    assert names == [f"ln-viz-run-{g1}-group-0.json.gz", f"ln-viz-run-{g2}-group-2.json.gz",
+                     f"ln-viz-run-{g3}-group-4.json.gz", "group.json"]  # fmt: skip
+    manifest = json.loads(archive.read("group.json"))
+    assert manifest["seed_group"] == "compare-a1b2" and [r["id"] for r in manifest["runs"]] == [g1, g2, g3]
+    back = read_run_data(archive.read(names[1]), names[1])  # each file imports as the run it was
+    assert back.label == "group 2"
+    assert back.data.final_loss() == measured["post"].final_loss()

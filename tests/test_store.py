@@ -15,6 +15,7 @@ import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -439,6 +440,42 @@ def test_a_version_1_store_is_migrated(tmp_path: Path, tiny_snapshots) -> None:
         assert store.find_fingerprint("abc") == copy
 
 
+def test_a_version_2_store_is_migrated_to_seed_groups(tmp_path: Path, tiny_snapshots) -> None:
+    """A store written before version 3 (no seed_group) opens, upgraded: its runs belong to no group,
+    and runs recorded since keep theirs, which the list filters by and the CLI's JSON shows."""
+    from ln_viz.recorder import Recorder
+
+    info, snaps = tiny_snapshots
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    assert migrate(db, path, upto=2) == 2
+    db.execute("BEGIN")
+    old = store_rows.insert_run(db, info, label="old", status="completed")
+    db.execute("COMMIT")
+    assert "seed_group" not in {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+    db.close()
+    with Store(path) as store:
+        assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 3
+        assert store.summary(old).seed_group is None and store.summary(old).label == "old"
+        recorder = Recorder(store)
+        for run_id, group in (("r1", "compare-1"), ("r2", None), ("r3", "compare-1")):
+            recorder.on_start(run_id, info, group)
+            recorder.on_finish(run_id, SimpleNamespace(status="completed", message=None))
+        ids = {rid: recorder.store_id(rid) for rid in ("r1", "r2", "r3")}
+        grouped = store.list_runs(RunFilter(seed_group="compare-1"), sort="id")
+        assert [r.id for r in grouped] == [ids["r1"], ids["r3"]]
+        assert store.summary(ids["r2"]).seed_group is None
+        assert store.summary(ids["r1"]).to_dict()["seed_group"] == "compare-1"
+        assert store.summary(ids["r1"]).damage() is None
+        assert store.group_sizes() == {"compare-1": 2}
+    code, out, _ = cli("runs", "list", "--store", str(path), "--sort", "id")
+    header, *lines = out.strip().splitlines()
+    assert code == 0 and "seed group" in header
+    assert [line.split()[8] for line in lines] == ["-", "compare-1", "-", "compare-1"]  # the old run, r1, r2, r3
+    code, out, _ = cli("runs", "list", "--json", "--store", str(path), "--sort", "id")
+    assert [r["seed_group"] for r in json.loads(out)] == [None, "compare-1", None, "compare-1"]
+
+
 def test_schema_version_is_set(tmp_path: Path) -> None:
     Store(tmp_path / "runs.sqlite").close()
     db = sqlite3.connect(tmp_path / "runs.sqlite")
@@ -629,7 +666,6 @@ def test_cli_label_delete_and_bad_ids(tmp_path: Path, tiny_snapshots) -> None:
 def test_the_recorder_picks_the_whole_stored_copy_of_a_thinned_finished_run(tmp_path: Path, tiny_snapshots) -> None:
     """The live-or-stored decision: the live copy while training, when never recorded, when the store
     cannot read the run or holds less of it; else, once finished, the stored copy with every probe step."""
-    from types import SimpleNamespace
 
     from ln_viz.recorder import Recorder
 

@@ -120,7 +120,8 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         print(f"no runs in {one_line(str(path))}")
         return 0
     print(
-        f"{'id':>4}  {'created':16}  {'status':11}  {'norm':8}  {'depth':>5}  {'steps':>11}  {'final loss':>10}  label"
+        f"{'id':>4}  {'created':16}  {'status':11}  {'norm':8}  {'depth':>5}  {'steps':>11}  {'final loss':>10}  "
+        f"{'seed group':20}  label"
     )
     for r in runs:
         damage = r.damage()
@@ -130,9 +131,10 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created))
         loss = f"{r.final_loss:.3f}" if r.final_loss is not None else "-"
         steps = f"{r.steps_done}/{r.steps}"
+        group = one_line(r.seed_group or "-")[:20]
         print(
             f"{r.id:>4}  {created:16}  {r.status:11}  {r.norm_position:8}  {r.depth:>5}  {steps:>11}  "
-            f"{loss:>10}  {one_line(r.label or '')}"  # a label's newline or escape sequence stays visible text
+            f"{loss:>10}  {group:20}  {one_line(r.label or '')}"  # a label's newline or escape stays visible text
         )
     return 0
 

@@ -14,6 +14,7 @@ The layers, as in CPython's `concurrent/futures/process.py`, each depending only
     worker.py     the worker process's side: the function a spawned child runs
     process.py    the server's end of one worker process: spawn, pipes, ending it
     handle.py     RunHandle, which owns its state transitions, and the RunView readers get
+    queue.py      FairQueue: which queued run takes a free slot (owners take turns), and its place
     runner.py     Runner: the public API, the scheduler and the drain threads
 
 Nothing here imports streamlit; the page owns a Runner through `st.cache_resource`.

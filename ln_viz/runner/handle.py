@@ -85,7 +85,8 @@ RequestStop = Callable[["RunHandle", str, dict[str, Any]], None]
 
 class RunHandle:
     """One run as the server sees it. Made by `Runner.start`; read it with `view()`, end it with
-    `stop()`, and wait for its end with `wait()`."""
+    `stop()`, and wait for its end with `wait()`. `owner` (a browser session; by default the run's own
+    id) decides its turn in the queue; `group` names the seed group the store files it under."""
 
     def __init__(
         self,
@@ -95,9 +96,13 @@ class RunHandle:
         lock: threading.RLock,
         queue_position: QueuePosition,
         request_stop: RequestStop,
+        owner: str | None = None,
+        group: str | None = None,
     ) -> None:
         self.run_id = run_id
         self.config = cfg
+        self.owner = owner if owner is not None else run_id  # whose turn it is in the queue: runner.queue
+        self.group = group  # the seed group it belongs to, stored with it (None: a run of its own)
         self._lock = lock  # the runner's: a view must agree with the queue
         self._queue_position = queue_position  # called under the lock
         self._request_stop = request_stop
@@ -144,6 +149,11 @@ class RunHandle:
     @property
     def first_snapshot_s(self) -> float | None:
         return self._first_snapshot_s
+
+    @property
+    def started_at(self) -> float | None:
+        """Monotonic time it got a slot; None while queued."""
+        return self._started_at
 
     @property
     def threads(self) -> int:

@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 import weakref
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -22,6 +21,7 @@ from ln_viz.config import ConfigError, RunConfig
 from ln_viz.runner.handle import MSG_STOPPED, MSG_TIME_CAP, Outcome, RunHandle, RunView
 from ln_viz.runner.messages import End, Failed, Info, Job, SetThreads, Snap, Stop, WorkerMessage
 from ln_viz.runner.process import WorkerProcess
+from ln_viz.runner.queue import FairQueue
 from ln_viz.snapshot import RunInfo, Snapshot
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ STOP_GRACE_S = 0.5  # a worker gets this long to finish its step and exit by its
 KILL_AFTER_S = 0.2  # ...then SIGTERM, and this long later SIGKILL: stop always ends within ~0.8 s
 _POLL_S = 0.05  # how often a drain thread looks at deadlines when its worker is quiet
 
-OnStart = Callable[[str, RunInfo], None]
+OnStart = Callable[[str, RunInfo, str | None], None]  # run id, header, seed group
 OnSnapshot = Callable[[str, Snapshot], None]
 OnFinish = Callable[[str, RunView], None]
 
@@ -49,7 +49,7 @@ def default_threads(n_running: int, cpus: int | None = None) -> int:
 
 @dataclass
 class _RunnerState:
-    pending: deque[RunHandle] = field(default_factory=deque)
+    pending: FairQueue = field(default_factory=FairQueue)
     active: set[RunHandle] = field(default_factory=set)
     idle: list[WorkerProcess] = field(default_factory=list)  # the warm pool
     spawning: int = 0  # pool workers being started outside the lock
@@ -60,7 +60,7 @@ class Runner:
     """Starts training runs in worker processes, at most `max_concurrent` at once; one per server.
 
     - `max_concurrent`: runs training at the same time (default: the number of cores); further
-      starts wait in a queue and start in turn.
+      starts wait in a queue and start in turn, taking turns between owners (`runner.queue`).
     - `warm_workers`: idle pre-spawned workers (torch imported, warmed up) kept ready, so a Start
       shows its first step in well under a second instead of after the 2-4 s a fresh process takes.
     - `threads_per_run`: torch threads in each worker. Default 1: on the 2-core machine one run
@@ -70,7 +70,7 @@ class Runner:
       and re-shares them whenever one starts or ends, for larger models or machines.
     - `max_seconds`, `max_steps`: the caps every run gets. Past `max_seconds` a run is stopped with
       message `msg.time_cap`; a config with more than `max_steps` steps is refused by `start`.
-    - `on_start(run_id, info)`, `on_snapshot(run_id, snap)`, `on_finish(run_id, view)`: optional
+    - `on_start(run_id, info, group)`, `on_snapshot(run_id, snap)`, `on_finish(run_id, view)`: optional
       hooks, called from the run's drain thread, in order, never under a lock; an exception in one
       is logged and ignored. `on_finish` runs for every run that `start` returned, exactly once.
     - `live_probe_steps`: probe steps a handle's data keeps (evenly thinned, the latest always in:
@@ -108,10 +108,12 @@ class Runner:
         self._refill_pool()
 
     # --- public ------------------------------------------------------------------------------------
-    def start(self, cfg: RunConfig, run_id: str | None = None) -> RunHandle:
-        """Queue a run and start it as soon as a slot is free. A config the user can fix raises at
-        once, before anything is spawned: ConfigError (a bad field, more than max_steps steps) or
-        CorpusError (unusable user text), both LocalizedError. RuntimeError after shutdown()."""
+    def start(
+        self, cfg: RunConfig, run_id: str | None = None, *, owner: str | None = None, group: str | None = None
+    ) -> RunHandle:
+        """Queue a run, to start at its `owner`'s turn (`runner.queue`; None: its own owner); `group`: its
+        seed group, for the store. A user's error raises before any spawn: ConfigError (a bad field, over
+        max_steps steps), CorpusError (unusable user text). RuntimeError after shutdown()."""
         cfg.validate()
         if cfg.steps > self.max_steps:
             raise ConfigError("err.range", "steps", value=cfg.steps, lo=1, hi=self.max_steps)
@@ -132,9 +134,12 @@ class Runner:
                 lock=self._lock,
                 queue_position=self._queue_position_locked,
                 request_stop=self._request_stop,
+                owner=owner,
+                group=group,
             )
             self._handles[run_id] = handle
             self._state.pending.append(handle)
+            self._touch_queue_locked()  # another owner's run may go ahead of those queued
         self._schedule()
         return handle
 
@@ -183,7 +188,7 @@ class Runner:
         with self._lock:
             s = self._state
             s.closed = True
-            pending, s.pending = list(s.pending), deque()
+            pending = s.pending.clear()
             active = list(s.active)
             idle, s.idle = s.idle, []
         for h in pending:
@@ -207,12 +212,8 @@ class Runner:
 
     # --- scheduling ----------------------------------------------------------------------------------
     def _queue_position_locked(self, h: RunHandle) -> int | None:
-        if h.status != "queued":
-            return None
-        try:
-            return self._state.pending.index(h) + 1
-        except ValueError:
-            return None
+        queued = h.status == "queued"
+        return self._state.pending.position(h, self._state.active, self.max_concurrent) if queued else None
 
     def _touch_queue_locked(self) -> None:
         """Queue positions changed: every queued run's view is stale."""
@@ -226,7 +227,7 @@ class Runner:
                 s = self._state
                 if s.closed or not s.pending or len(s.active) >= self.max_concurrent:
                     break
-                h = s.pending.popleft()
+                h = s.pending.pop_next(s.active)
                 s.active.add(h)
                 self._touch_queue_locked()
                 worker = self._take_idle_locked()
@@ -362,7 +363,7 @@ class Runner:
                     self._refill_pool()  # held back while this run was starting
             case Info(info=info):
                 h.record_info(info, self.live_probe_steps)
-                self._call(self.on_start, h.run_id, info)
+                self._call(self.on_start, h.run_id, info, h.group)
             case End(stopped=stopped):
                 return h.outcome_of_end(stopped)
             case Failed():

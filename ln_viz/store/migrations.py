@@ -99,8 +99,20 @@ def _migrate_2(db: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_3(db: sqlite3.Connection) -> None:
+    """Version 3: the seed group a run belongs to (the runs one Start trained over several seeds), so
+    the Runs page lists and exports them together; NULL for a run of its own, as every older run is."""
+    execute_script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN seed_group TEXT;
+        CREATE INDEX runs_seed_group ON runs(seed_group);
+        """,
+    )
+
+
 # MIGRATIONS[i] takes a store from version i to i + 1; append, never edit a released one.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -256,6 +256,12 @@ class Store:
         with self._read() as db:
             return [RunSummary(*row) for row in db.execute(sql, args)]
 
+    def group_sizes(self) -> dict[str, int]:
+        """How many stored runs each seed group has."""
+        with self._read() as db:
+            sql = "SELECT seed_group, count(*) FROM runs WHERE seed_group IS NOT NULL GROUP BY seed_group"
+            return {group: n for group, n in db.execute(sql) if isinstance(group, str)}
+
     def summary(self, run_id: int) -> RunSummary:
         with self._read() as db:
             row = db.execute(f"SELECT {SUMMARY_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -330,6 +336,7 @@ class Store:
         source: str = "import",
         fingerprint: str | None = None,
         once: bool = False,
+        group: str | None = None,
     ) -> int | None:
         """Store a finished RunData in one transaction (imports, demos, tests); return its id.
 
@@ -354,7 +361,7 @@ class Store:
                     "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                     (key, str(time.time())),
                 )
-            run_id = insert_run(db, data.info, label=label, status=status, created=created)
+            run_id = insert_run(db, data.info, label=label, status=status, created=created, group=group)
             rows, blobs = [], []
             for snap in data.snapshots():
                 rows.append(scalar_row(run_id, snap))

@@ -30,6 +30,7 @@ from ln_viz.store.db import StoreError
 LIVE_STATUSES = ("queued", "running")
 LIVE_SQL = "('queued', 'running')"  # LIVE_STATUSES as an SQL list
 SOURCES = ("train", "import", "demo")
+MAX_GROUP_CHARS = 64  # a seed group's name: made by the app ("compare-3f2a..."), never typed
 # RunConfig fields copied into the runs row, so lists sort and filter without parsing JSON
 CONFIG_COLUMNS = ("norm_position", "norm_type", "depth", "d_model", "lr", "warmup_steps", "steps", "corpus", "seed")
 SCALAR_COLUMNS = (*SCALAR_NAMES, "stalled", "has_probes")  # the scalars table, after run_id
@@ -82,6 +83,7 @@ class RunSummary:
     seed: int
     writer_pid: int | None
     source: str  # train | import | demo
+    seed_group: str | None = None  # the runs one Start trained over several seeds share it
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: times as ISO 8601 UTC strings. A damaged row (`damage()`) also has "damaged", the
@@ -109,6 +111,11 @@ class RunSummary:
             ("norm_position", self.norm_position in NORM_POSITIONS),
             ("final_loss", self.final_loss is None or _is_number(self.final_loss)),
             ("source", self.source in SOURCES),
+            (
+                "seed_group",
+                self.seed_group is None
+                or (isinstance(self.seed_group, str) and len(self.seed_group) <= MAX_GROUP_CHARS),
+            ),
             ("lr", _is_number(self.lr)),
             *((name, _is_count(getattr(self, name))) for name in ("depth", "d_model", "warmup_steps", "steps")),
             *((name, _is_count(getattr(self, name))) for name in ("steps_done", "seed")),
@@ -140,6 +147,7 @@ class RunFilter:
     norm_position: tuple[str, ...] | None = None
     depth: int | None = None
     label_contains: str | None = None
+    seed_group: str | None = None  # only this group's runs
 
     def sql(self) -> tuple[str, list[Any]]:
         """(" WHERE ..." or "", its arguments)."""
@@ -151,6 +159,9 @@ class RunFilter:
         if self.depth is not None:
             where.append("depth = ?")
             args.append(self.depth)
+        if self.seed_group is not None:
+            where.append("seed_group = ?")
+            args.append(self.seed_group)
         if self.label_contains:
             where.append("instr(lower(coalesce(label, '')), lower(?)) > 0")
             args.append(self.label_contains)
@@ -195,8 +206,9 @@ def insert_run(
     status: str,
     created: float | None = None,
     writer_token: str | None = None,
+    group: str | None = None,
 ) -> int:
-    """A new runs row for `info` (header as JSON, config fields copied); its id."""
+    """A new runs row for `info` (header as JSON, config fields copied), in seed group `group`; its id."""
     info_dict = info.to_dict()
     config = info_dict.pop("config")
     check_label(label)
@@ -212,6 +224,7 @@ def insert_run(
         "writer_token": writer_token,
         "writer_pid": os.getpid() if writer_token else None,
         "writer_host": socket.gethostname() if writer_token else None,
+        **({"seed_group": group} if group is not None else {}),  # a column since version 3
     }
     cur = db.execute(
         f"INSERT INTO runs ({', '.join(header)}) VALUES ({', '.join('?' * len(header))})", tuple(header.values())

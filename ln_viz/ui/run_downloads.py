@@ -1,6 +1,7 @@
 """The Runs page's downloads of one run: the tables (CSV, Parquet) and the run file, built on click from
-the whole run, and the chart files (kaleido) drawn by a Prepare button; and the note that the charts
-show a thinned copy. Split from runs_view.py (which lists, opens, labels and deletes runs)."""
+the whole run, the run files of its whole seed group in one zip, and the chart files (kaleido) drawn by
+a Prepare button; and the note that the charts show a thinned copy. Split from runs_view.py (which
+lists, opens, labels and deletes runs)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ import streamlit as st
 
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.snapshot import RunData
-from ln_viz.store import RunSummary, Store
+from ln_viz.store import RunFilter, RunSummary, Store
 from ln_viz.ui.safe import md
 
 
+def _safe_name(text: str) -> str:
+    """Text fit for a file name: letters, digits, - and _ only, at most 40 characters."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text.strip())[:40].strip("-")
+
+
 def _file_stem(summary: RunSummary) -> str:
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in (summary.label or "").strip())[:40].strip("-")
+    safe = _safe_name(summary.label or "")
     return f"ln-viz-run-{summary.id}" + (f"-{safe}" if safe else "")
 
 
@@ -50,6 +56,27 @@ def lazy_downloads(store: Store, data: RunData, summary: RunSummary) -> list[tup
     ]
 
 
+def group_zip(store: Store, group: str) -> tuple[int, Callable[[], bytes]]:
+    """(how many runs, a builder of one zip of their run files) of a seed group, as stored now: each run
+    whole, named as its own download is (`ln-viz-run-<id>-<label>.json.gz`), plus `group.json`, the
+    group's runs and seeds at a glance. A damaged run is left out (its own row says why)."""
+    import json
+
+    from ln_viz import export
+
+    members = [r for r in store.list_runs(RunFilter(seed_group=group), sort="id") if r.damage() is None]
+
+    def build() -> bytes:
+        files = [
+            (f"{_file_stem(r)}.json.gz", export.run_file_bytes(store.open_run(r.id), r.label, r.created))
+            for r in members
+        ]
+        manifest = {"seed_group": group, "runs": [r.to_dict() for r in members]}
+        return export.named_zip([*files, ("group.json", json.dumps(manifest, indent=1).encode())])
+
+    return len(members), build
+
+
 def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> None:
     """Tables (CSV, Parquet), the run file and the chart files. Each is built only when asked for:
     the table and run-file buttons build their bytes on click, from the whole run (read from the store
@@ -68,6 +95,17 @@ def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> No
             key=f"runs_{key.split('.')[-1]}",
             on_click="ignore",
             icon=":material/download:",
+        )
+    if summary.seed_group:
+        count, build_group = group_zip(store, summary.seed_group)
+        row.download_button(
+            t("runs.dl_group", lang, count=count),
+            data=build_group,
+            file_name=f"ln-viz-group-{_safe_name(summary.seed_group)}.zip",
+            mime="application/zip",
+            key="runs_dl_group",
+            on_click="ignore",
+            icon=":material/folder_zip:",
         )
     ready = st.session_state.get("_runs_charts")
     if ready and ready[0] == (summary.id, summary.updated, lang):

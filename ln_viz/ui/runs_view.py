@@ -132,20 +132,39 @@ def final_loss_text(summary: RunSummary, lang: str) -> str:
     return f"{summary.final_loss:.3f}" if summary.final_loss is not None else "-"
 
 
-def runs_frame(runs: list[RunSummary], lang: str) -> pd.DataFrame:
-    """The table the page shows: one row per run, in the given order, labels and statuses translated. A
-    damaged row (`RunSummary.damage`) keeps its id and says "damaged"; its other cells stay empty."""
-    rows = [_frame_row(r, lang) if r.damage() is None else _damaged_row(r, lang) for r in runs]
+def group_together(runs: list[RunSummary]) -> list[RunSummary]:
+    """The runs in the given order, except that a seed group's runs follow its first one (in their own
+    order): the sort decides where a group sits, and its seeds are read side by side."""
+    first: dict[tuple, list[RunSummary]] = {}
+    for r in runs:  # an ungrouped run is a group of its own
+        first.setdefault(("group", r.seed_group) if r.seed_group else ("run", r.id), []).append(r)
+    return [r for members in first.values() for r in members]
+
+
+def group_cell(group: str | None, sizes: dict[str, int], lang: str) -> str:
+    """A seed group as the table shows it: its name, cut short, and its size in the store."""
+    if not group:
+        return ""
+    return t("runs.group_cell", lang, name=one_line(group)[:20], count=sizes.get(group, 1))
+
+
+def runs_frame(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | None = None) -> pd.DataFrame:
+    """The table the page shows: one row per run, in the given order, labels and statuses translated, a
+    seed group with its size (`group_sizes`, the store's). A damaged row (`RunSummary.damage`) keeps its
+    id and says "damaged"; its other cells stay empty."""
+    sizes = group_sizes or {}
+    rows = [_frame_row(r, lang, sizes) if r.damage() is None else _damaged_row(r, lang) for r in runs]
     return pd.DataFrame(rows, columns=_FRAME_COLUMNS)
 
 
-_FRAME_COLUMNS = ("id", "label", "norm", "depth", "status", "steps", "final_loss", "created", "source")
+_FRAME_COLUMNS = ("id", "label", "group", "norm", "depth", "status", "steps", "final_loss", "created", "source")
 
 
-def _frame_row(r: RunSummary, lang: str) -> dict:
+def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
     return {
         "id": r.id,
         "label": one_line(r.label or ""),  # a bidi override or newline as a visible escape, as in the heading
+        "group": group_cell(r.seed_group, sizes, lang),
         "norm": t(f"chart.norm.{r.norm_position}", lang),
         "depth": r.depth,
         "status": t(f"status.{r.status}", lang),
@@ -162,12 +181,12 @@ def _damaged_row(r: RunSummary, lang: str) -> dict:
     return {**blank, "id": r.id, "depth": None, "final_loss": None, "created": pd.NaT, "status": status}
 
 
-def runs_table(runs: list[RunSummary], lang: str) -> list[int]:
+def runs_table(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | None = None) -> list[int]:
     """The runs as a table whose rows can be selected; the selected runs' ids, in table order.
 
     The table's key changes with the list of ids shown, so a selection never points at another run
     after a filter, an import or a delete has moved the rows."""
-    df = runs_frame(runs, lang)
+    df = runs_frame(runs, lang, group_sizes)
     ids = tuple(df["id"])
     key = "runs_table_" + hashlib.sha1(repr(ids).encode()).hexdigest()[:10]
     col = st.column_config
@@ -179,16 +198,17 @@ def runs_table(runs: list[RunSummary], lang: str) -> list[int]:
         hide_index=True,
         width="stretch",
         height=min(38 + 35 * len(df), 38 + 35 * 8),  # up to 8 rows, then it scrolls
-        column_config={  # widths in px: the nine columns fit beside the sidebar at 1280 px
+        column_config={  # widths in px: the ten columns fit beside the sidebar at 1280 px
             "id": col.NumberColumn(t("runs.col.id", lang), format="%d", width=50),
-            "label": col.TextColumn(t("runs.col.label", lang), width=160),
+            "label": col.TextColumn(t("runs.col.label", lang), width=130),
+            "group": col.TextColumn(t("runs.col.group", lang), width=110),
             "norm": col.TextColumn(t("runs.col.norm", lang), width=80),
             "depth": col.NumberColumn(t("runs.col.depth", lang), width=60),
             "status": col.TextColumn(t("runs.col.status", lang), width=85),
             "steps": col.TextColumn(t("runs.col.steps", lang), width=75),
             "final_loss": col.TextColumn(t("runs.col.final_loss", lang), width=80),
             "created": col.DatetimeColumn(t("runs.col.created", lang), format="MM-DD HH:mm", width=105),
-            "source": col.TextColumn(t("runs.col.source", lang), width=90),
+            "source": col.TextColumn(t("runs.col.source", lang), width=80),
         },
     )
     rows = sorted(r for r in event.selection.rows if 0 <= r < len(ids))
@@ -236,8 +256,9 @@ def open_or_report(store: Store, summary: RunSummary, lang: str) -> RunData | No
     return None
 
 
-def run_heading(summary: RunSummary, lang: str) -> None:
-    """The run's title and one line saying what it was and how it ended."""
+def run_heading(summary: RunSummary, lang: str, group_size: int = 0) -> None:
+    """The run's title and one line saying what it was and how it ended (and of how many runs its seed
+    group is one)."""
     label = summary.label or t("runs.unlabelled", lang)
     with st.container(key="runs_opened"):  # scrolled into view when a row is opened (the charts are below)
         st.subheader(md(t("runs.heading", lang, id=summary.id, label=label)), anchor=False)  # a label is text
@@ -261,6 +282,8 @@ def run_heading(summary: RunSummary, lang: str) -> None:
             st.caption(t(summary.message, lang))
         except (KeyError, IndexError):  # a message key from another version, or one with parameters
             pass
+    if summary.seed_group:
+        st.caption(md(t("runs.in_group", lang, count=group_size, name=one_line(summary.seed_group))))
     if summary.status in LIVE_STATUSES:
         st.info(t("runs.live_note", lang))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -65,16 +66,19 @@ def get_runner() -> Runner:
 @dataclass
 class SessionRuns:
     """The runs this browser tab started, by role ("live", "compare.a", ...). Released (its runs
-    stopped) when the tab closes."""
+    stopped) when the tab closes. `owner` names the tab to the runner's queue, so that its runs take
+    turns with other tabs' (ln_viz.runner.queue) however many it queues."""
 
     runner: Runner
     runs: dict[str, str] = field(default_factory=dict)  # role -> run_id
     asked: dict[str, RunConfig] = field(default_factory=dict)  # role -> the form's settings at its Start
+    owner: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
-    def start(self, role: str, cfg: RunConfig) -> str:
-        """Start a run in `role`, stopping (and later forgetting) the run it replaces."""
+    def start(self, role: str, cfg: RunConfig, group: str | None = None) -> str:
+        """Start a run in `role` (in seed group `group`, which the store keeps), stopping (and later
+        forgetting) the run it replaces."""
         old = self.runs.get(role)
-        self.runs[role] = run_id = self.runner.start(cfg).run_id
+        self.runs[role] = run_id = self.runner.start(cfg, owner=self.owner, group=group).run_id
         self.asked[role] = cfg
         if old:
             self._retire(old)
