@@ -111,6 +111,11 @@ def test_three_seeds_per_side_draw_bands_name_the_median_and_state_the_interval(
     assert sorted((c.norm_position, c.seed) for c in replay_runner.started) == [
         ("post", 0), ("post", 1), ("post", 2), ("pre", 0), ("pre", 1), ("pre", 2)
     ]  # fmt: skip
+    groups = {}  # each side's three runs are one seed group, which the store and the Runs page keep together
+    for h in replay_runner.handles():
+        groups.setdefault(h.group, set()).add(h.config.norm_position)
+    assert len(groups) == 2 and sorted(map(sorted, groups.values())) == [["post"], ["pre"]], groups
+    assert all(g and g[0] in "AB" for g in groups)
     traces = figs["compare_loss"]["data"]
     bands = [tr for tr in traces if tr.get("fill") == "toself"]
     assert len(bands) == 2

@@ -4,6 +4,8 @@ label, and once all have ended the CLI's sentence with the gap's 95 % interval (
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import Sequence
 
 import streamlit as st
@@ -60,15 +62,22 @@ def seed_configs(cfg: RunConfig, n: int) -> list[RunConfig]:
     return [cfg.replace(seed=cfg.seed + i) for i in range(n)]
 
 
+def group_name(side: str, n: int) -> str | None:
+    """The seed group a side's runs are stored under ("A-064112-3f2a": the side, the time of Start and 4
+    random hex digits, unique across the class's sessions); one seed is no group."""
+    return f"{side}-{time.strftime('%H%M%S')}-{secrets.token_hex(2)}" if n > 1 else None
+
+
 def start(runs, configs: Sequence[RunConfig], n: int) -> None:
     """Check every run of both sides, then queue them in pairs (A0, B0, A1, B1, ...: a pair ends together)
     and stop the runs of seeds beyond `n` left from an earlier Start."""
     sides = [seed_configs(cfg, n) for cfg in configs]
     for cfg in (c for side in sides for c in side):
         cfg.validate()
+    groups = [group_name(side, n) for side in "AB"]
     for i in range(n):
-        for side_roles, side in zip(roles(n), sides):
-            runs.start(side_roles[i], side[i])
+        for side_roles, side, group in zip(roles(n), sides, groups):
+            runs.start(side_roles[i], side[i], group=group)
     for role in ALL_ROLES:
         if int(role.rsplit(".", 1)[1]) >= n:
             runs.stop(role)
