@@ -11,7 +11,7 @@ from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
 from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form, language, layout, stepper
+from ln_viz.ui import config_form, language, layout, loss_view, stepper
 from ln_viz.ui.instability_view import compared_probes
 
 SIDES = ("a.", "b.")
@@ -158,7 +158,9 @@ def draw(
     one step control's, ln_viz.ui.stepper), and both runs' instability probes (largest attention logit,
     mean log Z); `notes` draws the runs' messages in a box under the losses that keeps its height from
     the start."""
-    layout.chart(charts.loss_chart(datas, lang, labels=labels), "compare_loss", layout.LOSS)
+    box, view = loss_view.slot(lang)  # the smoothing and log-axis controls under the loss chart
+    with box:
+        layout.chart(charts.loss_chart(datas, lang, labels=labels, **view.kwargs()), "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height

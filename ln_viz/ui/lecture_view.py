@@ -16,7 +16,7 @@ from ln_viz import charts
 from ln_viz.config import OMIT_AT_DEFAULT, RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import language, layout, lecture_switch, stepper
+from ln_viz.ui import language, layout, lecture_switch, loss_view, stepper
 from ln_viz.ui.layout import FULL, HALF
 
 # Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
@@ -267,7 +267,8 @@ def draw_compare(
     per-layer ffn.w2 gradient (the paper's Figure 3 line)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
-        layout.chart(charts.loss_chart(datas, lang, True, labels), "compare_loss", FULL, lecture=True)
+        fig = charts.loss_chart(datas, lang, True, labels, **loss_view.current().kwargs())  # no room for its controls
+        layout.chart(fig, "compare_loss", FULL, lecture=True)
     with right:
         if lesson:
             fig = _COMPARED_LESSONS[lesson](datas, lang, True, labels=labels)
