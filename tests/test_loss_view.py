@@ -1,8 +1,8 @@
 """The loss charts' smoothing and log axis (issue 20, "Smoothing and axes done right"): the builder draws
 TensorBoard's debiased EMA (ln_viz.stats.ema_debiased) over the raw loss drawn faint, and a log loss
 axis; the link's `smooth` and `logy` parameters; and, with AppTest through the app's router, the
-controls under the Live, Compare and Runs loss charts, their URL, and the lecture view, which has no
-room for them and draws what they are set to."""
+controls (a popover beside Start and Stop; on Runs above the stored run's charts), their URL, and the
+lecture view, which has no room for them and draws what they are set to."""
 
 from __future__ import annotations
 

@@ -158,9 +158,8 @@ def draw(
     one step control's, ln_viz.ui.stepper), and both runs' instability probes (largest attention logit,
     mean log Z); `notes` draws the runs' messages in a box under the losses that keeps its height from
     the start."""
-    box, view = loss_view.slot(lang)  # the smoothing and log-axis controls under the loss chart
-    with box:
-        layout.chart(charts.loss_chart(datas, lang, labels=labels, **view.kwargs()), "compare_loss", layout.LOSS)
+    fig = charts.loss_chart(datas, lang, labels=labels, **loss_view.current().kwargs())
+    layout.chart(fig, "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height

@@ -178,10 +178,13 @@ def start_stop(
 ) -> tuple[bool, bool]:
     """Start and Stop at the top of the main area, where a laptop or a phone shows them at once;
     `start`, `stop`: (key, label); `row`: a horizontal container to add them to; Stop is enabled only
-    while a run of the page is `running`. Returns which was clicked."""
+    while a run of the page is `running`. The loss charts' smoothing and axis (ln_viz.ui.loss_view) sit
+    beside them. Returns which was clicked."""
     row = row if row is not None else st.container(horizontal=True, key="run_buttons")
     started = row.button(start[1], key=start[0], type="primary")
-    return started, row.button(stop[1], key=stop[0], disabled=not running)
+    stopped = row.button(stop[1], key=stop[0], disabled=not running)
+    loss_view.controls(lang, row)
+    return started, stopped
 
 
 _SIMPLE_CHARTS = {
@@ -255,18 +258,12 @@ def draw_charts(
     (ln_viz.ui.instability_view). With `cache_key` (a finished run's `finished_key`)
     the figures are built once and shared; `ticking`: the page's fragment runs on the Play timer
     (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that
-    keeps its height from the start. The loss chart's smoothing and log-axis controls sit under it
-    (ln_viz.ui.loss_view)."""
-    left, right = st.columns(2)
-    with left:
-        box, view = loss_view.slot(lang)
-        figure = figures(data, lang, done, False, cache_key, view)
-        with box:
-            layout.chart(figure("loss_chart"), key_prefix + "loss_chart", layout.TALL)
-        st.caption(t("caption.loss", lang))
-    with right:
-        layout.chart(figure("grad_heatmap"), key_prefix + "grad_heatmap", layout.TALL)
-        st.caption(t("caption.grad_heatmap", lang))
+    keeps its height from the start. The loss chart is drawn as ln_viz.ui.loss_view is set."""
+    figure = figures(data, lang, done, False, cache_key, loss_view.current())
+    for col, name, caption in zip(st.columns(2), ("loss_chart", "grad_heatmap"), ("loss", "grad_heatmap")):
+        with col:
+            layout.chart(figure(name), key_prefix + name, layout.TALL)
+            st.caption(t(f"caption.{caption}", lang))
     with st.container(key=key_prefix + "run_notes"):  # a fixed height (CSS): a message does not move the rest
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
         if notes is not None:

@@ -1,7 +1,8 @@
 """How the loss charts are drawn: smoothing (TensorBoard's debiased EMA weight, 0 = raw) and a log loss
 axis. One pair for the session's every loss chart (Live, Compare, a stored run on the Runs page, the
-lecture view), set by two small controls under the loss chart or by a link (`smooth`, `logy`); the
-lecture view has no room for them and draws what they were last set to."""
+lecture view), set in a popover beside Start and Stop (on Runs, above the stored run's charts; there it
+adds no height, so the charts under the loss stay where they were) or by a link (`smooth`, `logy`); the
+lecture view has no room for it and draws what it was last set to."""
 
 from __future__ import annotations
 
@@ -60,15 +61,24 @@ def _changed() -> None:
     st.session_state[_STATE] = LossView(float(st.session_state[SMOOTH_KEY]), bool(st.session_state[LOG_KEY]))
 
 
-def controls(lang: str) -> LossView:
-    """The smoothing slider and the log-axis toggle in one short row; returns what they are set to."""
+def _label(view: LossView, lang: str) -> str:
+    """The popover's button: what the loss charts are set to ("Smoothing 0.90 · log axis")."""
+    words = [
+        t("ui.loss_smoothing_at", lang, weight=f"{view.smoothing:.2f}") if view.smoothing else t("ui.loss_raw", lang)
+    ]
+    return " · ".join([*words, t("ui.loss_log_short", lang)] if view.log_y else words)
+
+
+def controls(lang: str, container: Any = None) -> LossView:
+    """A button that says the settings and opens the smoothing slider and the log-axis toggle, in
+    `container` (a row beside Start and Stop, where it takes no height of its own); returns the settings."""
     view = current()
     # The session's values, not the widgets': the same two keys on another page are other widgets, which
     # Streamlit would start at their defaults.
     st.session_state[SMOOTH_KEY], st.session_state[LOG_KEY] = view.smoothing, view.log_y
-    row = st.container(horizontal=True, vertical_alignment="bottom", key="loss_view")
+    box = (container or st).popover(_label(view, lang), icon=":material/tune:", key="loss_view")
     shared = {"on_change": _changed}
-    row.slider(
+    box.slider(
         t("ui.loss_smoothing", lang),
         0.0,
         SMOOTH_MAX,
@@ -76,15 +86,8 @@ def controls(lang: str) -> LossView:
         format="%.2f",
         key=SMOOTH_KEY,
         help=t("ui.loss_smoothing_help", lang),
-        width=220,
+        width=260,
         **shared,
     )
-    row.toggle(t("ui.loss_log_y", lang), key=LOG_KEY, help=t("ui.loss_log_y_help", lang), **shared)
+    box.toggle(t("ui.loss_log_y", lang), key=LOG_KEY, help=t("ui.loss_log_y_help", lang), **shared)
     return view
-
-
-def slot(lang: str) -> tuple[Any, LossView]:
-    """A container for the loss chart with the controls drawn under it (the chart keeps its place at the
-    top, level with what stands beside it), and what the controls are set to."""
-    box = st.container()
-    return box, controls(lang)
