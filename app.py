@@ -28,7 +28,7 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
 
 else:  # a visit: the router
     from ln_viz.i18n import t
-    from ln_viz.ui import language, lecture_switch, page_state, storage
+    from ln_viz.ui import language, lecture_switch, loss_view, page_state, storage
 
     st.set_page_config(page_title="ln-viz", page_icon=":bar_chart:", layout="wide")
 
@@ -52,5 +52,6 @@ else:  # a visit: the router
     language.lang_switch()
     lecture_switch.style_and_toggle()
     storage.store_notice(lang)  # the store file deleted or replaced under the server: said on every page
+    loss_view.read_link()  # the loss charts' smoothing and log axis from the link, once per session
     page_state.carry()  # each page's settings, dropped by a visit to another page, back before it draws
     page.run()

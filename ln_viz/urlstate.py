@@ -55,7 +55,8 @@ def known_params() -> set[str]:
     from ln_viz.sweep.spec import QUERY_KEYS  # the stability map's spec
 
     names = [*QUERY_FIELDS, "preset"]
-    return {prefix + name for prefix in PREFIXES for name in names} | set(PAGE_KEYS) | set(QUERY_KEYS)
+    known = {prefix + name for prefix in PREFIXES for name in names} | set(PAGE_KEYS) | set(QUERY_KEYS)
+    return known | set(LOSS_VIEW_KEYS)
 
 
 def unknown_params(params: Mapping[str, str | list[str]]) -> list[Notice]:
@@ -158,3 +159,40 @@ def config_from_query(
 
 def _short(field: str | None) -> str:
     return next((s for s, n in QUERY_FIELDS.items() if n == field), field or "")
+
+
+# The loss charts' view (ln_viz/ui/loss_view.py): every page with a loss chart reads them.
+LOSS_VIEW_KEYS = ("smooth", "logy")
+SMOOTH_MAX = 0.99  # TensorBoard's slider ends there: at 1 the EMA would never move
+
+
+def smoothing_from_query(raw: str | list[str] | None) -> tuple[float, Notice | None]:
+    """The loss charts' smoothing a link asks for: `smooth=0.9` (0 to 0.99, TensorBoard's weight); no
+    parameter gives 0 (raw), another value 0 and a Notice."""
+    if raw is None:
+        return 0.0, None
+    value = _last(raw)
+    try:
+        weight = float(value)
+    except ValueError:
+        return 0.0, Notice("smooth", value, ConfigError("err.not_a_number", "smooth", value=value))
+    if not 0.0 <= weight <= SMOOTH_MAX:  # nan fails both comparisons
+        return 0.0, Notice("smooth", value, ConfigError("err.range", "smooth", lo=0, hi=SMOOTH_MAX, value=value))
+    return weight, None
+
+
+def log_y_from_query(raw: str | list[str] | None) -> tuple[bool, Notice | None]:
+    """The loss on a log axis from `logy=1` (or true, yes; 0, false, no: linear); another value keeps it
+    linear, with a Notice."""
+    if raw is None:
+        return False, None
+    value = _last(raw)
+    if value.lower() in PRESENT_ON + PRESENT_OFF:
+        return value.lower() in PRESENT_ON, None
+    return False, Notice("logy", value, ConfigError("err.not_a_bool", "logy", value=value))
+
+
+def loss_view_to_query(smoothing: float, log_y: bool) -> dict[str, str]:
+    """The loss charts' settings as query parameters: each only when it is not the default."""
+    out = {"smooth": f"{smoothing:g}"} if smoothing > 0 else {}
+    return out | ({"logy": "1"} if log_y else {})

@@ -15,6 +15,7 @@ from ln_viz.ui import (
     lecture_view,
     links,
     live,
+    loss_view,
     page_state,
     stepper,
     training,
@@ -32,7 +33,9 @@ if stored:  # two runs from the store: draw them, train nothing
 
     st.title(t("compare.title", lang))
     st.info(t("compare.stored", lang, a=stored[0], b=stored[1]))
-    if st.button(t("compare.clear_stored", lang), key="compare_clear"):
+    row = st.container(horizontal=True)
+    loss_view.controls(lang, row)  # the loss chart's smoothing and axis
+    if row.button(t("compare.clear_stored", lang), key="compare_clear"):
         del st.session_state["compare_runs"]
         st.rerun()
     from ln_viz.ui.storage import stored_pair

@@ -13,6 +13,7 @@ from ln_viz.ui import (
     lecture_view,
     links,
     live,
+    loss_view,
     page_state,
     stepper,
     training,
@@ -88,7 +89,7 @@ def live_view() -> None:
         key = live.finished_key(handle, view, data)
     done = view is not None and view.done
     if lecture:
-        figure = live.figures(data, lang, done, True, key)
+        figure = live.figures(data, lang, done, True, key, loss_view.current())  # the controls: not in this view
         lines = [f"**{status}**", *live.message_lines([view] if view else [], lang)]
         if done:  # how it came out, in one line that names the run
             lines = live.verdict_lines([view], [charts.norm_label(view.config.norm_position, lang)], lang)

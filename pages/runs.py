@@ -6,7 +6,7 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
-from ln_viz.ui import language, layout, links, live, run_downloads, runs_view, stepper
+from ln_viz.ui import language, layout, links, live, loss_view, run_downloads, runs_view, stepper
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
 
@@ -22,6 +22,7 @@ timer = stepper.timer("runs_probe_step", None)
 @st.fragment(run_every=timer)  # Play ticks here: the rest stays put
 def run_charts(data, done: bool) -> None:
     """The opened run in the live page's charts; one step control (with Play) drives every step chart."""
+    loss_view.controls(lang)  # the loss chart's smoothing and axis
     live.draw_charts(data, lang, done=done, key_prefix="runs_", ticking=timer is not None)
 
 

@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 
 from ln_viz.charts.style import _plot_height, _px, _scale, _wrap
 
 _NICE = (1.0, 2.0, 5.0)
+_FINE = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)  # ticks within one decade (a loss spans 1-5 nats)
 
 
 def _positive(values: np.ndarray, at_least: tuple[float, float] | None) -> np.ndarray:
@@ -75,6 +77,29 @@ def _log_axis(rng: tuple[float, float], max_ticks: int | None = None) -> dict[st
         "tickvals": ticks,
         "ticktext": [_short_number(v, exponent=small and v < 1) for v in ticks],
     }
+
+
+def _log_axis_up_to(values: np.ndarray, top: float) -> dict[str, Any]:
+    """A log axis from a 1-2-5 grid value under the finite positive `values` (it moves only when a value
+    passes one, so the axis holds still while a run streams in) up to a fixed `top`, at least a factor
+    of two tall; within one decade, ticks at 1, 1.5, 2, 3, 4, 5, 7."""
+    lo = (_nice_log_range(values) or (1.0, top))[0]
+    lo = min(lo, top / 2)
+    axis = _log_axis((lo, top))
+    if math.log10(top / lo) <= 1:
+        k = math.floor(math.log10(lo))
+        ticks = [m * 10.0**j for j in (k, k + 1) for m in _FINE]
+        axis["tickvals"] = [v for v in ticks if lo * (1 - 1e-9) <= v <= top]
+        axis["ticktext"] = [_short_number(v) for v in axis["tickvals"]]
+    return axis
+
+
+def _log_annotations(fig: go.Figure) -> None:
+    """Labels placed at a value on the y axis moved to a log y axis's coordinates: Plotly takes an
+    annotation's y there as log10 of the value."""
+    for note in fig.layout.annotations:
+        if note.yref in (None, "y") and note.y is not None and note.y > 0:
+            note.y = math.log10(note.y)
 
 
 def _log_ticks(lo: float, hi: float, max_ticks: int | None = None) -> list[float]:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import plotly.graph_objects as go
 
-from ln_viz.charts.axes import _short_number
+from ln_viz.charts.axes import _log_annotations, _log_axis_up_to, _short_number
 from ln_viz.charts.sample import (
     MAX_LOSS_POINTS,
     MAX_LR_POINTS,
@@ -37,6 +37,9 @@ from ln_viz.charts.style import (
 from ln_viz.i18n import t
 from ln_viz.schedule import lr_schedule
 from ln_viz.snapshot import RunData
+from ln_viz.stats import ema_debiased
+
+RAW_OPACITY = 0.25  # the raw loss behind a smoothed line: there to see the noise, not to read
 
 
 class _LossInfo(NamedTuple):
@@ -90,29 +93,59 @@ def _prepare_loss(runs: RunData | Sequence[RunData], labels: Sequence[str] | Non
 
 
 def _loss_line(
-    fig: go.Figure, d: RunData, name: str, color: str, top: float, lang: str, dash: str, width: float
+    fig: go.Figure, d: RunData, name: str, style: tuple[str, str, float], top: float, lang: str, smoothing: float
 ) -> None:
-    """The (downsampled) training loss of one run, clipped just above `top`."""
+    """The (downsampled) training loss of one run, clipped just above `top`; with `smoothing` > 0 its
+    debiased EMA over every step (then downsampled like the raw values) in the run's colour, the raw
+    line faint behind it in the same legend group, and the hover of the smoothed line says both."""
+    color, dash, width = style
     steps = np.asarray(d.scalars["step"], dtype=np.int64)
     loss = np.asarray(d.scalars["loss"], dtype=np.float64)
     if steps.size == 0:
         fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name=name, line={"color": color, "dash": dash}))
         return
     idx = downsample_index(loss, MAX_LOSS_POINTS)
-    x, y = steps[idx], loss[idx]
-    shown = np.where(np.isfinite(y), np.minimum(y, top * 1.02), np.nan)  # off the chart, visibly up
+    x, y = steps[idx].astype(np.int32), loss[idx]
     few = int(np.isfinite(y).sum()) < 3  # a line through one or two points is invisible
+    raw = go.Scatter(
+        x=x,
+        y=_f32(_clip(y, top)),
+        customdata=_f32(y),
+        mode="lines+markers" if few else "lines",
+        name=name,
+        line={"color": color, "width": width, "dash": dash},
+        hovertemplate=_hover(lang, ("chart.step", "%{x}"), ("chart.loss", "%{customdata:.3f}")),
+    )
+    if smoothing <= 0:
+        fig.add_trace(raw)
+        return
+    smooth = np.asarray(ema_debiased(loss, smoothing))[idx]
+    group = f"loss-{len(fig.data)}"
+    raw.update(opacity=RAW_OPACITY, showlegend=False, legendgroup=group, hoverinfo="skip", hovertemplate=None)
+    fig.add_trace(raw)
+    hover = _hover(
+        lang,
+        ("chart.step", "%{x}"),
+        ("chart.smoothed_loss", "%{customdata[0]:.3f}"),
+        ("chart.raw_loss", "%{customdata[1]:.3f}"),
+    )
     fig.add_trace(
         go.Scatter(
-            x=x.astype(np.int32),
-            y=_f32(shown),
-            customdata=_f32(y),
+            x=x,
+            y=_f32(_clip(smooth, top)),
+            customdata=_f32(np.column_stack([smooth, y])),
             mode="lines+markers" if few else "lines",
             name=name,
+            legendgroup=group,
             line={"color": color, "width": width, "dash": dash},
-            hovertemplate=_hover(lang, ("chart.step", "%{x}"), ("chart.loss", "%{customdata:.3f}")),
+            hovertemplate=hover,
         )
     )
+
+
+def _clip(y: np.ndarray, top: float) -> np.ndarray:
+    """Finite values clipped just above `top` (off the chart, visibly up), the rest NaN (a gap)."""
+    return np.where(np.isfinite(y), np.minimum(y, top * 1.02), np.nan)
 
 
 def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, lecture: bool, color: str) -> None:
@@ -287,15 +320,20 @@ def _lr_axis(sched: np.ndarray, lr: float, lang: str) -> dict[str, Any]:
     }
 
 
-def _loss_layout(info: _LossInfo, lang: str, lecture: bool) -> tuple[str, str, dict[str, Any]]:
+def _loss_log_axis(info: _LossInfo) -> dict[str, Any]:
+    """The loss on a log axis from under its lowest value and reference line up to the linear axis's top."""
+    values = [np.asarray(d.scalars[k], dtype=np.float64) for d in info.runs for k in ("loss", "eval_loss")]
+    floors = [d.info.floor for d in info.runs if d.info.floor is not None]
+    return _log_axis_up_to(np.concatenate([*values, info.unigrams, floors]), info.top)
+
+
+def _loss_layout(info: _LossInfo, lang: str, log_y: bool) -> tuple[str, str, dict[str, Any]]:
     """Title, uirevision and axes of the loss chart (a right axis for the learning rate of one run)."""
     xaxis: dict[str, Any] = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, info.max_steps]}
     if info.max_steps <= 12:  # a run that diverged at once: whole steps only
         xaxis["dtick"] = 1
-    axes: dict[str, Any] = {
-        "xaxis": xaxis,
-        "yaxis": {"title": {"text": t("chart.loss_axis", lang)}, "range": [0, info.top]},
-    }
+    yaxis = _loss_log_axis(info) if log_y else {"range": [0, info.top]}
+    axes: dict[str, Any] = {"xaxis": xaxis, "yaxis": {"title": {"text": t("chart.loss_axis", lang)}, **yaxis}}
     if info.schedule is None:
         return t("chart.compare_loss_title", lang), _runs_key("cmp-loss-", info.runs), axes
     cfg = info.runs[0].info.config
@@ -311,6 +349,8 @@ def loss_chart(
     lecture: bool = False,
     labels: Sequence[str] | None = None,
     height: int | None = None,
+    smoothing: float = 0.0,
+    log_y: bool = False,
 ) -> go.Figure:
     """Training loss per step with the unigram loss (dashed grey) and a cross where a run diverged.
     One run (a RunData): also its held-out loss, the entropy floor when known (dash-dot), the planned
@@ -319,11 +359,13 @@ def loss_chart(
     position, dash = which run. Axes are fixed: steps 0..config.steps, loss 0..a top set by ln(V), the
     unigram loss and the first loss (larger values are clipped, and a note says so); when every run
     has diverged the step axis ends just past the divergence. The title names the run's settings
-    (norm, depth, optimizer when not Adam, lr, warm-up); `height`: px, None for Plotly's default."""
+    (norm, depth, optimizer when not Adam, lr, warm-up); `height`: px, None for Plotly's default.
+    `smoothing` (0 to 0.99, TensorBoard's weight; 0: the raw loss alone) draws each loss line smoothed
+    over its raw values drawn faint; `log_y` the loss on a log axis (the same top)."""
     info = _prepare_loss(runs, labels, lang)
     fig = go.Figure()
     for d, (name, color, dash, width) in zip(info.runs, info.lines):
-        _loss_line(fig, d, name, color, info.top, lang, dash, width)
+        _loss_line(fig, d, name, (color, dash, width), info.top, lang, smoothing)
     if info.schedule is not None:
         _eval_markers(fig, info.runs[0], info.top, lang, lecture, info.colors[0])
     for u in info.unigrams:
@@ -341,5 +383,8 @@ def loss_chart(
         _corner_note(fig, t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}"), lecture)
     if not any(d.scalars["step"] for d in info.runs):
         _empty_note(fig, lang, lecture)
-    title, key, axes = _loss_layout(info, lang, lecture)
+    if log_y:
+        _log_annotations(fig)
+    title, key, axes = _loss_layout(info, lang, log_y)
+    key += "-log" if log_y else ""  # a new axis type, not the zoom kept from the linear one
     return _layout(fig, title, lecture, key, height=height, **axes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
@@ -127,12 +127,14 @@ def seed_loss_chart(
     lecture: bool = False,
     labels: Sequence[str] | None = None,
     height: int | None = None,
+    **one_seed: Any,
 ) -> go.Figure:
     """The compared loss chart of sides with several seeds each (`groups`: one list of RunData per side,
     seed order): per side its mean training loss and the band (`seed_band`), the unigram line, and the
-    median seed's divergence mark. One seed per side is `loss_chart` of those runs, unchanged."""
+    median seed's divergence mark. One seed per side is `loss_chart` of those runs, unchanged, with
+    `one_seed` (its smoothing and log axis; the bands are drawn raw, on a linear axis)."""
     if all(len(g) == 1 for g in groups):
-        return loss_chart([g[0] for g in groups], lang, lecture, labels, height)
+        return loss_chart([g[0] for g in groups], lang, lecture, labels, height, **one_seed)
     medians = [g[median_seed(g)] for g in groups]
     info = _prepare_loss(medians, labels, lang)
     bands = [seed_band(g) for g in groups]

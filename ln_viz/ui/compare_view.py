@@ -11,7 +11,7 @@ from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
 from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form, language, layout, stepper
+from ln_viz.ui import config_form, language, layout, loss_view, stepper
 from ln_viz.ui.instability_view import compared_probes
 
 SIDES = ("a.", "b.")
@@ -160,10 +160,11 @@ def draw(
     mean log Z); `notes` draws the runs' messages in a box under the losses that keeps its height from
     the start. `seeds`: each side's runs seed by seed and their names: the loss chart draws each side's
     mean with its band (ln_viz.charts.seeds), the rest `datas` (each side's median seed, `labels`)."""
+    view = loss_view.current().kwargs()
     if seeds is not None:
-        fig = charts.seed_loss_chart(seeds[0], lang, labels=seeds[1])
+        fig = charts.seed_loss_chart(seeds[0], lang, labels=seeds[1], **view)
     else:
-        fig = charts.loss_chart(datas, lang, labels=labels)
+        fig = charts.loss_chart(datas, lang, labels=labels, **view)
     layout.chart(fig, "compare_loss", layout.LOSS)
     st.caption(t("compare.loss_caption", lang))
     with st.container(key="run_notes"):

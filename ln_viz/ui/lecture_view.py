@@ -16,7 +16,7 @@ from ln_viz import charts
 from ln_viz.config import OMIT_AT_DEFAULT, RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import language, layout, lecture_switch, stepper
+from ln_viz.ui import language, layout, lecture_switch, loss_view, stepper
 from ln_viz.ui.layout import FULL, HALF
 
 # Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
@@ -273,10 +273,11 @@ def draw_compare(
     the loss chart's means and bands (the other charts show `datas`, each side's median seed)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
+        view = loss_view.current().kwargs()  # no room for its controls: the session's, or the link's
         if seeds is not None:
-            fig = charts.seed_loss_chart(seeds[0], lang, True, seeds[1])
+            fig = charts.seed_loss_chart(seeds[0], lang, True, seeds[1], **view)
         else:
-            fig = charts.loss_chart(datas, lang, True, labels)
+            fig = charts.loss_chart(datas, lang, True, labels, **view)
         layout.chart(fig, "compare_loss", FULL, lecture=True)
     with right:
         if lesson:

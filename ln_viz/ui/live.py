@@ -15,8 +15,9 @@ from ln_viz.config import RunConfig
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData, RunInfo
-from ln_viz.ui import config_form, layout, stepper
+from ln_viz.ui import config_form, layout, loss_view, stepper
 from ln_viz.ui.instability_view import instability_expander
+from ln_viz.ui.loss_view import RAW, LossView
 from ln_viz.ui.safe import md
 
 REFRESH_S = 1.0
@@ -177,10 +178,13 @@ def start_stop(
 ) -> tuple[bool, bool]:
     """Start and Stop at the top of the main area, where a laptop or a phone shows them at once;
     `start`, `stop`: (key, label); `row`: a horizontal container to add them to; Stop is enabled only
-    while a run of the page is `running`. Returns which was clicked."""
+    while a run of the page is `running`. The loss charts' smoothing and axis (ln_viz.ui.loss_view) sit
+    beside them. Returns which was clicked."""
     row = row if row is not None else st.container(horizontal=True, key="run_buttons")
     started = row.button(start[1], key=start[0], type="primary")
-    return started, row.button(stop[1], key=stop[0], disabled=not running)
+    stopped = row.button(stop[1], key=stop[0], disabled=not running)
+    loss_view.controls(lang, row)
+    return started, stopped
 
 
 _SIMPLE_CHARTS = {
@@ -194,10 +198,12 @@ _SIMPLE_CHARTS = {
 _STEP_CHARTS = {"massive_act": charts.massive_act_chart, "dyt_saturation": charts.dyt_saturation_chart}
 
 
-def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool):
-    """One of the live page's figures (`step`: the probe step the distribution and profile show).
-    The distribution is never animated inside its figure: the page's one step control moves it and the
-    profile together (ln_viz.ui.stepper)."""
+def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool, view: LossView = RAW):
+    """One of the live page's figures (`step`: the probe step the distribution and profile show; `view`:
+    the loss chart's smoothing and axis). The distribution is never animated inside its figure: the
+    page's one step control moves it and the profile together (ln_viz.ui.stepper)."""
+    if name == "loss_chart":
+        return charts.loss_chart(data, lang=lang, lecture=lecture, **view.kwargs())
     if name == "act_dist":
         return charts.act_dist(data, step=step, animate=False, lang=lang, lecture=lecture)
     if name == "layer_profile":
@@ -208,11 +214,13 @@ def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _finished_figure(cache_key: str, name: str, lang: str, lecture: bool, step: int | None, _data: RunData):
+def _finished_figure(
+    cache_key: str, name: str, lang: str, lecture: bool, step: int | None, view: LossView, _data: RunData
+):
     """A figure of a run that has ended, built once for every tab and rerun showing it (`_data` is not
     hashed: `cache_key` names the run's final data). A finished page's figures cost ~120 ms to build;
     a click on that page re-ran them all, and Play asks for the same few steps again."""
-    return _build(name, _data, step, lang, lecture)
+    return _build(name, _data, step, lang, lecture, view)
 
 
 def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
@@ -222,13 +230,15 @@ def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
     return f"{handle.run_id}@{view.version}/{data.probe_stride}/{len(data.probe_steps)}/{data.steps_done}"
 
 
-def figures(data: RunData, lang: str, done: bool, lecture: bool, cache_key: str | None):
-    """`figure(name, step=None)`: the page's figures of `data`, from the cache once the run has ended."""
+def figures(data: RunData, lang: str, done: bool, lecture: bool, cache_key: str | None, view: LossView = RAW):
+    """`figure(name, step=None)`: the page's figures of `data`, from the cache once the run has ended;
+    `view`: how the loss chart is drawn (the other figures do not depend on it, nor their cache entries)."""
 
     def figure(name: str, step: int | None = None):
+        shown = view if name == "loss_chart" else RAW
         if done and cache_key is not None:
-            return _finished_figure(cache_key, name, lang, lecture, step, data)
-        return _build(name, data, step, lang, lecture)
+            return _finished_figure(cache_key, name, lang, lecture, step, shown, data)
+        return _build(name, data, step, lang, lecture, shown)
 
     return figure
 
@@ -248,8 +258,8 @@ def draw_charts(
     (ln_viz.ui.instability_view). With `cache_key` (a finished run's `finished_key`)
     the figures are built once and shared; `ticking`: the page's fragment runs on the Play timer
     (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that
-    keeps its height from the start."""
-    figure = figures(data, lang, done, False, cache_key)
+    keeps its height from the start. The loss chart is drawn as ln_viz.ui.loss_view is set."""
+    figure = figures(data, lang, done, False, cache_key, loss_view.current())
     for col, name, caption in zip(st.columns(2), ("loss_chart", "grad_heatmap"), ("loss", "grad_heatmap")):
         with col:
             layout.chart(figure(name), key_prefix + name, layout.TALL)

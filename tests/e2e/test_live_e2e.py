@@ -106,25 +106,6 @@ def test_start_shows_moving_charts_then_stop(server, page):
     print(f"first chart {first_chart_s:.2f} s, first data {first_data_s:.2f} s after Start")
 
 
-def test_a_second_start_and_closing_the_tab_leave_no_worker(server, browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    open_app(page, server.url)
-    baseline = worker_count(server)
-    page.locator(".st-key-start button").click()
-    wait_points(page, "loss_chart", 0)
-    wait_idle(page)
-    page.locator(".st-key-start button").click()  # replaces the first run
-    wait_points(page, "loss_chart", 0)
-    running = worker_count(server)
-    assert running <= baseline + 2
-    context.close()  # the tab goes: its session is released and its run stopped
-    deadline = time.monotonic() + 15
-    while worker_count(server) > baseline and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert worker_count(server) <= baseline
-
-
 def test_the_page_answers_a_click_within_a_second_while_a_deep_run_trains(server, page):
     open_app(page, server.url)
     page.get_by_role("combobox", name="Preset").click()
@@ -158,6 +139,49 @@ def test_korean_page_trains(server, page):
     assert page.get_by_text("학습 중").count() + page.get_by_text("완료").count() > 0
     settled_screenshot(page, "live-korean")
     page.locator(".st-key-stop button").click()
+    page.get_by_text("정지됨").first.wait_for(timeout=30_000)  # stopped: the page no longer redraws every second
+    smoothing_in_the_popover(page)
+
+
+LOSS_OPACITIES = """gd => (gd._fullData || []).filter(tr => tr.name === "학습 손실").map(tr => tr.opacity)"""
+
+
+def smoothing_in_the_popover(page) -> None:
+    """(In Korean.) The smoothing slider in the popover beside Start and Stop, set to its top (0.99) with
+    one key (End; several keys in a row race the reruns they cause): the smoothed line over the raw one
+    drawn faint, the button says so, and `smooth=0.99` is in the URL."""
+    t0 = time.monotonic()
+    wait_idle(page)
+    assert chart_value(page, "loss_chart", LOSS_OPACITIES) == [1]  # 0 by default: the raw line alone
+    page.locator(".st-key-loss_view button").first.click()
+    thumb = page.get_by_test_id("stPopoverBody").get_by_role("slider")  # the popover's body is drawn apart
+    thumb.focus()
+    thumb.press("End")
+    page.wait_for_function("() => location.search.includes('smooth=0.99')", timeout=15_000)
+    assert chart_value(page, "loss_chart", LOSS_OPACITIES, ok=lambda o: o == [0.25, 1]) == [0.25, 1]
+    page.keyboard.press("Escape")  # the popover closed: the screenshot shows the charts
+    assert "평활화 0.99" in page.locator(".st-key-loss_view button").first.inner_text()
+    settled_screenshot(page, "live-korean-smoothed")
+    print(f"smoothing check {time.monotonic() - t0:.1f} s")
+
+
+def test_a_second_start_and_closing_the_tab_leave_no_worker(server, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    open_app(page, server.url)
+    baseline = worker_count(server)
+    page.locator(".st-key-start button").click()
+    wait_points(page, "loss_chart", 0)
+    wait_idle(page)
+    page.locator(".st-key-start button").click()  # replaces the first run
+    wait_points(page, "loss_chart", 0)
+    running = worker_count(server)
+    assert running <= baseline + 2
+    context.close()  # the tab goes: its session is released and its run stopped
+    deadline = time.monotonic() + 15
+    while worker_count(server) > baseline and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert worker_count(server) <= baseline
 
 
 def test_the_lecture_view_hides_the_settings(server, page):
