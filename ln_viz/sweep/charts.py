@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
+import statistics
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low
 PENDING = "#D9D9D9"
 MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
 DIVERGED_FILL = "#F6C9B4"  # a diverged cell: outside the colour scale (no Viridis colour is this pale red)
+MIXED_MARK = "◆"  # the corner mark of a cell whose seeds disagree on the status
 TOP_ABOVE_UNIGRAM = 1.0  # the colour scale's top, nats above the unigram loss: a stalled run sits at unigram
 
 
@@ -48,6 +50,8 @@ class Panel:
     text: list[list[str]]
     fingerprints: list[list[str | None]]  # of seed 0's cell, for the click
     variant: tuple = ()  # (qk_norm, norm_type, weight_decay): one panel per norm position and variant
+    spread: list[list[str]] | None = None  # seeds > 1: the hover's median, range and status counts, else ""
+    mixed: list[list[bool]] | None = None  # the cell's seeds disagree on the status (some stalled, some learned)
 
 
 def map_panels(
@@ -66,16 +70,36 @@ def map_panels(
     ys = tuple(sorted(spec.warmup_steps))
     panels = []
     for norm, variant in itertools.product(spec.norm_position, itertools.product(*map(spec.values, VARIANT_AXES))):
-        z, status, text, fps = [], [], [], []
+        z, status, text, fps, spread, mixed = [], [], [], [], [], []
         for y in ys:
-            row = [_cell(by_cell.get((norm, variant, x, y), []), lang) for x in xs]
+            rs = [by_cell.get((norm, variant, x, y), []) for x in xs]
+            row = [_cell(r, lang) for r in rs]
             z.append([c[0] for c in row])
             status.append([c[1] for c in row])
             text.append([c[2] for c in row])
             keys = [(norm, x, y, fixed, variant) if x_axis == "lr" else (norm, fixed, y, x, variant) for x in xs]
             fps.append([cells.get(k) for k in keys])
-        panels.append(Panel(norm, xs, ys, z, status, text, fps, variant))
+            spread.append([seed_spread(r, lang) for r in rs])
+            mixed.append([len({s.status for s in r if s.status != "failed"}) > 1 for r in rs])
+        panels.append(Panel(norm, xs, ys, z, status, text, fps, variant, spread, mixed))
     return panels
+
+
+def seed_spread(rs: Sequence[CellResult], lang: str) -> str:
+    """A cell's seeds in words for its hover, "" for one seed: the median final loss and its range over
+    the seeds that did not diverge (a diverged run's final loss is not a result), and how each ended."""
+    if len({r.seed for r in rs}) < 2:
+        return ""
+    lines = []
+    finals = sorted(r.final_loss for r in rs if r.status not in ("diverged", "failed") and r.final_loss is not None)
+    if finals:
+        words = {"median": f"{statistics.median(finals):.2f}", "lo": f"{finals[0]:.2f}", "hi": f"{finals[-1]:.2f}"}
+        lines.append(t("sweep.cell.spread", lang, **words, n=len(finals)))
+    counts = Counter(r.status for r in rs)
+    order = [s for s in ("learned", "stalled", "diverged", "failed") if counts[s]]
+    each = [t("sweep.cell.count", lang, n=counts[s], status=t(f"sweep.status.{s}", lang)) for s in order]
+    lines.append(t("sweep.cell.counts", lang, counts=", ".join(each), n=len(rs)))
+    return "<br>".join(lines)
 
 
 def _cell(rs: list[CellResult], lang: str) -> tuple[float | None, str | None, str]:
@@ -93,7 +117,10 @@ def _cell(rs: list[CellResult], lang: str) -> tuple[float | None, str | None, st
     worst = "stalled" if any(r.status == "stalled" for r in ran) else "learned"
     if any(r.status == "diverged" for r in ran):
         worst = "diverged"
-    label = f"{value:.2f}" if worst == "learned" else f"{value:.2f}<br>{t('sweep.status.' + worst, lang)}"
+    word = t("sweep.status." + worst, lang)
+    if worst != "learned" and len({r.status for r in ran}) > 1:  # the seeds disagree: how many of them
+        word = t("sweep.cell.of_seeds", lang, status=word, k=sum(r.status == worst for r in ran), n=len(ran))
+    label = f"{value:.2f}" if worst == "learned" else f"{value:.2f}<br>{word}"
     return value, worst, label
 
 
@@ -153,8 +180,13 @@ def stability_heatmap(
     fig.update_yaxes(showgrid=False)
     for a in fig.layout.annotations:
         a.font = {"size": _px(17, lecture)}
+    notes = []
     if any(s == "diverged" for p in panels for row in p.status for s in row):
-        note = t("sweep.chart.diverged_note", lang, colour=DIVERGED_FILL)
+        notes.append(t("sweep.chart.diverged_note", lang, colour=DIVERGED_FILL))
+    if any(m for p in panels for row in p.mixed or [] for m in row):
+        notes.append(t("sweep.chart.mixed_note", lang, colour=MARK, mark=MIXED_MARK))
+    if notes:
+        note = "<br>".join(notes)
         fig.add_annotation(text=note, x=1.0, y=-0.02, xref="paper", yref="paper", xanchor="left", yanchor="top",
                            showarrow=False, align="left", font={"size": _px(13, lecture)})  # fmt: skip
     key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
@@ -172,6 +204,8 @@ def _draw_panel(fig: go.Figure, p: Panel, col: int, zrange, lang: str, lecture: 
     fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=1, col=col)
     heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
     fig.add_trace(heat, row=1, col=col)
+    if any(any(row) for row in p.mixed or []):
+        fig.add_trace(_mixed_trace(p, xs, edges, lecture), row=1, col=col)
     fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
     for j, i in _marked(p):  # a frame inside the cell, whatever its colour
         pad = 0.06 * (edges[i + 1] - edges[i])
@@ -199,9 +233,12 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
     label = t("sweep.axis.lr" if x_axis == "lr" else "sweep.axis.depth", lang)
     xtext = _x_ticks(p, x_axis)
     warmup = t("sweep.axis.warmup", lang)
+    spread = p.spread or [[""] * len(xs) for _ in ys]
     hover = [
-        [f"{label} {xtext[i]}<br>{warmup} {p.ys[j]}<br>{p.text[j][i]}" for i in range(len(xs))] for j in range(len(ys))
-    ]
+        [f"{label} {xtext[i]}<br>{warmup} {p.ys[j]}<br>{p.text[j][i]}" + (spread[j][i] and "<br>" + spread[j][i])
+         for i in range(len(xs))]
+        for j in range(len(ys))
+    ]  # fmt: skip
     off_scale = [[s == "diverged" for s in row] for row in p.status]  # drawn by _diverged_trace
     return go.Heatmap(
         x=xs,
@@ -280,6 +317,20 @@ def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
     z = [[1 if s is None else None for s in row] for row in p.status]
     text = [["…" if s is None else "" for s in row] for row in p.status]
     return _flat_cells(xs, ys, z, text, PENDING)
+
+
+def _mixed_trace(p: Panel, xs, edges: list[float], lecture: bool) -> go.Scatter:
+    """A mark in the top right corner of each cell whose seeds disagree on the status: the colour and
+    the number are of the seeds together, the mark says they did not all end alike."""
+    cells = [(j, i) for j, row in enumerate(p.mixed or []) for i, m in enumerate(row) if m]
+    return go.Scatter(
+        x=[edges[i + 1] - 0.16 * (edges[i + 1] - edges[i]) for _, i in cells],
+        y=[j + 0.28 for j, _ in cells],
+        mode="markers",
+        marker={"symbol": "diamond", "size": _px(11, lecture), "color": MARK, "line": {"width": 1, "color": "white"}},
+        hoverinfo="skip",
+        showlegend=False,
+    )
 
 
 def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:

@@ -33,11 +33,14 @@ def sensitivity_chart(
     styles = sorted({(c.warmup_steps, c.variant) for c in curves})  # a dash per warm-up and variant
     with_depth = len({c.depth for c in curves}) > 1
     varied = [n for i, n in enumerate(VARIANT_AXES) if len({c.variant[i] for c in curves}) > 1]
-    labels = []
+    bands = _seed_bands(curves, lang)
+    fig.add_traces(bands)  # under the lines
+    labels, lines = [], []
     for c in curves:
         dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
         trace = _curve_trace(c, lang, lecture, with_depth, dash, varied)
         fig.add_trace(trace)
+        lines.append(trace)
         finite = [y for y in trace.y if y is not None]
         if finite:  # a curve diverged at every lr has only its marks on the top edge
             labels.append((finite[-1], c))
@@ -50,8 +53,10 @@ def sensitivity_chart(
     )
     columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
     diverged = any(s == "diverged" for c in curves for s in c.statuses)
-    room = margin(lecture, top=50, bottom=83 + 21 * math.ceil((len(curves) + diverged) / columns))
-    ys = [y for trace in fig.data for y in trace.y if y is not None] + [unigram]  # the finite points
+    entries = len(curves) + diverged + bool(bands)
+    room = margin(lecture, top=50, bottom=83 + 21 * math.ceil(entries / columns))
+    # the finite points: a band reaching a diverged seed's loss at init runs off the top, as it should
+    ys = [y for trace in lines for y in trace.y if y is not None] + [unigram]
     lo, hi = min(ys) - 0.08, max(ys) + 0.1
     plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
     hi = _sensitivity_labels(fig, labels, lecture, lang, gap=(hi - lo) * 1.3 * _px(13, lecture) / plot_px, top=hi)
@@ -93,8 +98,50 @@ def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str
         mode="lines+markers",
         line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
         marker={"symbol": symbols, "size": _px(11, lecture), "line": {"width": 2}},
-        hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
+        hovertemplate="lr %{x:.0e}<br>%{y:.3f}"
+        + ("<br>%{customdata}" if c.seeds > 1 else "")
+        + "<extra>"
+        + name
+        + "</extra>",
+        customdata=_range_words(c, lang) if c.seeds > 1 else None,
     )
+
+
+def _range_words(c: Curve, lang: str) -> list[str]:
+    """Each lr's lowest and highest seed, for the hover of a curve over several seeds."""
+    return [
+        "" if lo is None else t("sweep.chart.seed_range", lang, lo=f"{lo:.3f}", hi=f"{hi:.3f}", n=c.seeds)
+        for lo, hi in zip(c.lows, c.highs)
+    ]
+
+
+def _seed_bands(curves: Sequence[Curve], lang: str) -> list[go.Scatter]:
+    """Each curve's lowest to highest seed at every lr, a pale band in its colour (none with one seed);
+    one legend entry for all of them says what the band is, and over how many seeds."""
+    bands = []
+    for c in (c for c in curves if c.seeds > 1):
+        pts = [(lr, lo, hi) for lr, lo, hi in zip(c.lrs, c.lows, c.highs) if lo is not None and hi is not None]
+        colour = NORM_COLORS.get(c.norm_position, GREY).lstrip("#")
+        rgb = ", ".join(str(int(colour[k : k + 2], 16)) for k in (0, 2, 4))
+        bands.append(
+            go.Scatter(
+                x=[p[0] for p in pts] + [p[0] for p in reversed(pts)],
+                y=[p[2] for p in pts] + [p[1] for p in reversed(pts)],
+                fill="toself",
+                fillcolor=f"rgba({rgb}, 0.16)",
+                line={"width": 0},
+                mode="lines",
+                hoverinfo="skip",
+                legendgroup="seed_band",
+                showlegend=False,
+                name=t("sweep.chart.seed_band", lang, n=c.seeds),
+            )
+        )
+    if bands:  # the legend's entry, in grey: the bands take their curves' colours
+        name = t("sweep.chart.seed_band", lang, n=max(c.seeds for c in curves))
+        key = {"fill": "toself", "fillcolor": "rgba(120, 120, 120, 0.3)", "line": {"width": 0}, "mode": "lines"}
+        bands.insert(0, go.Scatter(x=[None], y=[None], name=name, legendgroup="seed_band", hoverinfo="skip", **key))
+    return bands
 
 
 def _diverged_marks(curves: Sequence[Curve], top: float, lang: str, lecture: bool) -> go.Scatter:
