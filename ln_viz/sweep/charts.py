@@ -33,6 +33,7 @@ COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low
 PENDING = "#D9D9D9"
 MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
 DIVERGED_FILL = "#F6C9B4"  # a diverged cell: outside the colour scale (no Viridis colour is this pale red)
+PICKED, PICKED_HALO = "black", "white"  # the frame of the cell whose curve is shown
 MIXED_MARK = "◆"  # the corner mark of a cell whose seeds disagree on the status
 TOP_ABOVE_UNIGRAM = 1.0  # the colour scale's top, nats above the unigram loss: a stalled run sits at unigram
 
@@ -152,34 +153,55 @@ def stability_heatmap(
     x_axis: str = "lr",
     fixed: float | None = None,
     height: int = 340,
+    stacked: bool = False,
+    picked: str | None = None,
 ) -> go.Figure:
-    """Final loss per cell, one panel per norm position, one colour scale (`zrange`) for all."""
+    """Final loss per cell, one panel per norm position, one colour scale (`zrange`) for all. The panels
+    side by side, or `stacked` one above the other (a phone: side by side, a cell there is ~19 px wide,
+    its values and the panels' x titles print over each other, issue 21 N29). `picked`: the fingerprint
+    of the cell whose curve is shown, framed in black (N9)."""
     panels = map_panels(spec, results, lang, x_axis, fixed)
-    fig = make_subplots(
-        rows=1,
-        cols=len(panels),
-        shared_yaxes=True,
-        horizontal_spacing=0.04,
-        subplot_titles=[
-            norm_label(p.norm_position, lang) + variant_text(p.variant, spec.varied(), lang) for p in panels
-        ],
-    )
-    for col, p in enumerate(panels, start=1):
-        _draw_panel(fig, p, col, zrange, lang, lecture, x_axis)
-    warmups = sorted(spec.warmup_steps)
-    fig.update_yaxes(range=[-0.5, len(warmups) - 0.5], zeroline=False)
-    ytitle = t("sweep.axis.warmup", lang)
-    fig.update_yaxes(
-        tickvals=list(range(len(warmups))),
-        ticktext=[str(w) for w in warmups],
-        showgrid=False,
-        title_text=ytitle,
-        row=1,
-        col=1,
-    )
-    fig.update_yaxes(showgrid=False)
+    titles = [norm_label(p.norm_position, lang) + variant_text(p.variant, spec.varied(), lang) for p in panels]
+    if stacked:
+        fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.3 / len(panels),
+                            subplot_titles=titles)  # fmt: skip
+        height = 110 + len(panels) * (50 + 40 * len(spec.warmup_steps))
+    else:
+        fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=titles)
+    for k, p in enumerate(panels, start=1):
+        where = (k, 1) if stacked else (1, k)
+        _draw_panel(fig, p, where, zrange, lang, lecture, x_axis, titled=not stacked or k == len(panels))
+        _frame_picked(fig, p, where, picked, x_axis, lecture)
+    _warmup_axes(fig, sorted(spec.warmup_steps), lang, rows=len(panels) if stacked else 1)
     for a in fig.layout.annotations:
         a.font = {"size": _px(17, lecture)}
+    _notes(fig, panels, lang, lecture)
+    if stacked:  # a phone's cell is ~70 px wide: "stalled" at 14 px ran into its frame
+        fig.update_traces(textfont_size=12, selector={"type": "heatmap"})
+    key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
+    value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
+    title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
+    return plain_layout(fig, title, lecture, height, showlegend=False, clickmode="event+select", dragmode=False)
+
+
+def _warmup_axes(fig: go.Figure, warmups: list[int], lang: str, rows: int) -> None:
+    """The warm-up axis: on the first panel's left, or on every panel's when they are stacked."""
+    fig.update_yaxes(range=[-0.5, len(warmups) - 0.5], zeroline=False)
+    ytitle = t("sweep.axis.warmup", lang)
+    for row in range(1, rows + 1):
+        fig.update_yaxes(
+            tickvals=list(range(len(warmups))),
+            ticktext=[str(w) for w in warmups],
+            showgrid=False,
+            title_text=ytitle,
+            row=row,
+            col=1,
+        )
+    fig.update_yaxes(showgrid=False)
+
+
+def _notes(fig: go.Figure, panels: list[Panel], lang: str, lecture: bool) -> None:
+    """Under the colour bar: what a pale red cell and the corner mark mean, when the map has them."""
     notes = []
     if any(s == "diverged" for p in panels for row in p.status for s in row):
         notes.append(t("sweep.chart.diverged_note", lang, colour=DIVERGED_FILL))
@@ -189,39 +211,56 @@ def stability_heatmap(
         note = "<br>".join(notes)
         fig.add_annotation(text=note, x=1.0, y=-0.02, xref="paper", yref="paper", xanchor="left", yanchor="top",
                            showarrow=False, align="left", font={"size": _px(13, lecture)})  # fmt: skip
-    key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
-    value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
-    title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
-    return plain_layout(fig, title, lecture, height, showlegend=False, clickmode="event+select", dragmode=False)
 
 
-def _draw_panel(fig: go.Figure, p: Panel, col: int, zrange, lang: str, lecture: bool, x_axis: str) -> None:
-    """One panel of the map: its cells (pending, coloured, clickable), the frames of marked cells, its x axis."""
-    xs = [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
+def _draw_panel(
+    fig: go.Figure, p: Panel, where: tuple[int, int], zrange, lang: str, lecture: bool, x_axis: str, titled: bool
+) -> None:
+    """One panel of the map: its cells (pending, coloured, clickable), the frames of marked cells, its x
+    axis (its title where `titled`)."""
+    row, col = where
+    xs = _cell_xs(p, x_axis)
     ys = list(range(len(p.ys)))
     edges = _edges(xs)
-    fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
-    fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=1, col=col)
-    heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
-    fig.add_trace(heat, row=1, col=col)
-    if any(any(row) for row in p.mixed or []):
-        fig.add_trace(_mixed_trace(p, xs, edges, lecture), row=1, col=col)
-    fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
+    fig.add_trace(_pending_trace(p, xs, ys), row=row, col=col)
+    fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=row, col=col)
+    heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, row * col)
+    fig.add_trace(heat, row=row, col=col)
+    if any(any(r) for r in p.mixed or []):
+        fig.add_trace(_mixed_trace(p, xs, edges, lecture), row=row, col=col)
+    fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=row, col=col)
     for j, i in _marked(p):  # a frame inside the cell, whatever its colour
         pad = 0.06 * (edges[i + 1] - edges[i])
         x0, x1 = edges[i] + pad, edges[i + 1] - pad
         frame = {"color": MARK, "width": _px(3, lecture)}
-        fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=1, col=col)
+        fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=row, col=col)
+    title = {"title_text": t(PANEL_X_TITLE[x_axis], lang)} if titled else {}
     fig.update_xaxes(
         tickvals=xs,
         ticktext=_x_ticks(p, x_axis),
         showgrid=False,
         zeroline=False,
         range=[edges[0], edges[-1]],
-        row=1,
+        row=row,
         col=col,
-        title_text=t(PANEL_X_TITLE[x_axis], lang),
+        **title,
     )
+
+
+def _cell_xs(p: Panel, x_axis: str) -> list[float]:
+    """The cells' x positions: log10 of the lr (the axis is logarithmic), else 0, 1, 2 ... (depths)."""
+    return [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
+
+
+def _frame_picked(fig: go.Figure, p: Panel, where: tuple[int, int], picked: str | None, x_axis, lecture) -> None:
+    """A black frame in a white one on the cell whose curve is shown (seen on dark and on light cells), at
+    the cell's edge, round a stalled cell's own frame."""
+    cells = [(j, i) for j, row in enumerate(p.fingerprints) for i, fp in enumerate(row) if picked and fp == picked]
+    edges = _edges(_cell_xs(p, x_axis))
+    for (j, i), (colour, width) in itertools.product(cells, ((PICKED_HALO, 7), (PICKED, 3))):
+        line = {"color": colour, "width": _px(width, lecture)}
+        box = {"x0": edges[i], "x1": edges[i + 1], "y0": j - 0.5, "y1": j + 0.5}
+        fig.add_shape(type="rect", **box, line=line, row=where[0], col=where[1])
 
 
 def _x_ticks(p: Panel, x_axis: str) -> list[str]:
