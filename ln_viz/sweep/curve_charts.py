@@ -61,7 +61,7 @@ def sensitivity_chart(
     diverged = any(s == "diverged" for c in curves for s in c.statuses)
     entries = len(curves) + diverged + bool(bands)
     rows = math.ceil(entries / columns) + (math.ceil(len(curves) / columns) if two_lines else 0)  # legend lines
-    room = margin(lecture, top=118, bottom=83 + 21 * rows)  # the title: 4 lines
+    room = margin(lecture, top=118, bottom=95 + 21 * rows)  # the title: 4 lines
     height += 24 * len(curves) if narrow else 0  # the plot keeps its height over the longer legend
     # the finite points: a band reaching a diverged seed's loss at init runs off the top, as it should
     ys = [y for trace in lines for y in trace.y if y is not None] + [unigram]
@@ -84,7 +84,8 @@ def _legend(lecture: bool, columns: int, plot_px: float) -> dict[str, Any]:
     return {
         "font": {"size": _px(13, lecture)},
         "orientation": "h",
-        "y": -_px(68, lecture) / plot_px,  # clear of the x title (3 px over it at 1280x720)
+        # clear of the x title (at 68 px the seed band's entry was 3 px over it at 1280x720, 12 at 1080)
+        "y": -_px(80, lecture) / plot_px,
         "yanchor": "top",
         "entrywidth": 1 / columns,
         "entrywidthmode": "fraction",

@@ -292,7 +292,8 @@ def pick_on_select(key: str) -> Any:
 
 def chart_box(fig: Any, key: str, box: str, lecture: bool, on_select: Any = "ignore") -> Any:
     """A chart of the map page: in the lecture view in a box sized from the viewport (no modebar over the
-    map), else at the figure's own height. Returns the selection event (`on_select="rerun"`)."""
+    map), else at the figure's own height. `on_select`: "ignore", "rerun" (then it returns the selection
+    event) or a callback (`pick_on_select`)."""
     kwargs = {"on_select": on_select, "selection_mode": "points"} if on_select != "ignore" else {}
     if not lecture:
         return st.plotly_chart(fig, key=key, theme=None, **kwargs)
