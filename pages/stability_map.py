@@ -121,11 +121,7 @@ def show_map() -> None:
             lines = curves(results, default_init)
             height = 606 if lecture else 600  # the lecture view: 848 px at 1920x1080, its FULL box
             fig = curve_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
-            if lecture:
-                view.chart_box(fig, "sm_sens", view.SENS_BOX, lecture)
-            else:
-                phone = curve_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, height=height, narrow=True)
-                view.wide_or_narrow(fig, phone, "sm_sens")
+            view.chart_box(fig, "sm_sens", view.SENS_BOX, lecture)
     with below[1] if not lecture else top[0]:
         _cell_detail(results)
     if not lecture:

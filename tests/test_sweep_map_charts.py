@@ -135,9 +135,9 @@ def test_each_curve_has_one_label_naming_its_setting_its_sensitivity_and_its_bes
         assert f"{min(lines[0].final_losses):.2f}" in curve_traces[0].name  # its best loss
         # no label drawn at the lines' ends, where they printed over each other and the unigram note
         assert [a.text for a in fig.layout.annotations] == [t("sweep.chart.unigram", lang)]
-        for two_lines in (curve_charts.sensitivity_chart(lines, UNIGRAM, lang, narrow=True),
-                          curve_charts.sensitivity_chart(lines, UNIGRAM, lang, lecture=True)):  # fmt: skip
-            assert all("<br>" in d.name for d in two_lines.data if d.mode == "lines+markers")  # a phone, a room
+        for lecture in (False, True):  # on two lines: on one they were cut in a half column and on a phone
+            two_lines = curve_charts.sensitivity_chart(lines, UNIGRAM, lang, lecture)
+            assert all(d.name.count("<br>") == 1 for d in two_lines.data if d.mode == "lines+markers")
 
 
 def test_the_chart_defines_its_number_in_its_subtitle_in_both_languages_and_both_views():

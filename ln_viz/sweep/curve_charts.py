@@ -29,17 +29,16 @@ def sensitivity_chart(
     lang: str = "en",
     lecture: bool = False,
     height: int = 460,
-    narrow: bool = False,
 ) -> go.Figure:
     """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr is an
     x on the axis's top edge (the y range is the finite points': a diverged run drawn at its loss at
     init, 29 nats without a norm, squashed the rest into the bottom 5 %, issue 21 N7). Each curve's one
     label is its legend entry: its setting, its LR sensitivity and its best loss, next to a sample of
     its line (labels at the lines' ends stacked over each other and the unigram note, issue 21 N8); the
-    subtitle defines the number. On a phone (`narrow`) and in the lecture view each entry has two lines,
-    the setting over its numbers."""
+    subtitle defines the number. Each entry has two lines, the setting over its numbers (on one line the
+    entries were cut at the plot's width in a laptop's half column, in Korean, and on a phone); outside
+    the lecture view's fixed box the figure grows by those lines, so the plot keeps its height."""
     fig = go.Figure()
-    two_lines = narrow or lecture  # a phone's one column, the projector's two: an entry's text is too long
     styles = sorted({(c.warmup_steps, c.variant) for c in curves})  # a dash per warm-up and variant
     with_depth = len({c.depth for c in curves}) > 1
     varied = [n for i, n in enumerate(VARIANT_AXES) if len({c.variant[i] for c in curves}) > 1]
@@ -48,7 +47,7 @@ def sensitivity_chart(
     lines = []
     for c in curves:
         dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
-        lines.append(_curve_trace(c, lang, lecture, with_depth, dash, varied, "<br>" if two_lines else ": "))
+        lines.append(_curve_trace(c, lang, lecture, with_depth, dash, varied))
     fig.add_traces(lines)
     unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
     fig.add_hline(
@@ -60,9 +59,9 @@ def sensitivity_chart(
     columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
     diverged = any(s == "diverged" for c in curves for s in c.statuses)
     entries = len(curves) + diverged + bool(bands)
-    rows = math.ceil(entries / columns) + (math.ceil(len(curves) / columns) if two_lines else 0)  # legend lines
+    rows = math.ceil(entries / columns) + math.ceil(len(curves) / columns)  # legend lines: two a curve
     room = margin(lecture, top=118, bottom=95 + 21 * rows)  # the title: 4 lines
-    height += 24 * len(curves) if narrow else 0  # the plot keeps its height over the longer legend
+    height += 0 if lecture else 21 * len(curves) + 80  # the second lines, the subtitle: the plot as tall as before
     # the finite points: a band reaching a diverged seed's loss at init runs off the top, as it should
     ys = [y for trace in lines for y in trace.y if y is not None] + [unigram]
     lo, hi = min(ys) - 0.08, max(ys) + 0.1
@@ -92,16 +91,14 @@ def _legend(lecture: bool, columns: int, plot_px: float) -> dict[str, Any]:
     }
 
 
-def _curve_trace(
-    c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list, sep: str = ": "
-) -> go.Scatter:
+def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list) -> go.Scatter:
     """One setting's final loss against lr: a gap at a diverged lr (_diverged_marks marks it); stalled, open."""
     ys = [None if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
     symbols = ["circle-open" if s == "stalled" else "circle" for s in c.statuses]
     name = _curve_name(c, lang, with_depth) + variant_text(c.variant, varied, lang)
     finite = [y for y in ys if y is not None]
     best = f"{min(finite):.2f}" if finite else "-"
-    label = name + sep + t("sweep.chart.sens_numbers", lang, sens=f"{c.lr_sensitivity:.2f}", best=best)
+    label = name + "<br>" + t("sweep.chart.sens_numbers", lang, sens=f"{c.lr_sensitivity:.2f}", best=best)
     return go.Scatter(
         x=list(c.lrs),
         y=ys,

@@ -252,7 +252,7 @@ LECTURE_CSS = _ZOOMED.format(box=MAP_BOX, height="calc((100vh - var(--ln-chrome)
 )
 
 
-# A phone gets the map's panels stacked and the LR-sensitivity legend on two lines a curve (issue 21 N29):
+# A phone gets the map with its panels stacked (issue 21 N29):
 # Streamlit cannot tell the server the screen's width, so both forms are sent and CSS shows the one that fits.
 WIDE, NARROW = "smwide__", "smnarrow__"
 PHONE_WIDTH_PX = 640  # as ln_viz.ui.layout's phone margins
