@@ -32,6 +32,7 @@ if lecture:  # one screen: the header strip, the map and its curves sized from t
     lecture_view.page_header(view.lecture_title(st.session_state["sm_spec"], lang), lang, ("pages/live.py", "nav.live"))
     layout.css(view.LECTURE_CSS)
 else:
+    layout.css(view.PHONE_CSS)
     st.title(t("sweep.ui.title", lang))
     st.caption(t("sweep.ui.intro", lang))
 
@@ -101,14 +102,19 @@ def show_map() -> None:
     zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init, corpus.unigram_entropy)
     # the lecture view: map and curves side by side, one screen; else the map full width, curves and a cell below
     top = st.columns([1.25, 1]) if lecture else [st.container()]
-    picked = []
+    cell = st.session_state.get("sm_cell")  # set by a click's callback, before this rerun
     with top[0]:
         pairs = (("lr", spec.lr), ("depth", spec.depth))
         axes = [x for x, axis in pairs if len(axis) > 1 or (x == "lr" and len(spec.depth) == 1)]
         for x_axis in axes:
-            fig = sweep_charts.stability_heatmap(spec, results, zrange, lang, lecture, x_axis)
+            key, draw = f"sm_map_{x_axis}", sweep_charts.stability_heatmap
+            fig = draw(spec, results, zrange, lang, lecture, x_axis, picked=cell)
             box = view.MAP_BOX if len(axes) == 1 else view.HALF_BOX
-            picked += _points(view.chart_box(fig, f"sm_map_{x_axis}", box, lecture, on_select="rerun"))
+            if lecture:
+                view.chart_box(fig, key, box, lecture, on_select=view.pick_on_select(key))
+            else:  # the phone's map: its panels stacked
+                phone = draw(spec, results, zrange, lang, False, x_axis, stacked=True, picked=cell)
+                view.wide_or_narrow(fig, phone, key, pick=True)
     below = top[1] if lecture else st.columns(2)
     with below if lecture else below[0]:
         if len(spec.lr) > 1:
@@ -116,24 +122,14 @@ def show_map() -> None:
             height = 606 if lecture else 600  # the lecture view: 848 px at 1920x1080, its FULL box
             fig = curve_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
             view.chart_box(fig, "sm_sens", view.SENS_BOX, lecture)
+    with below[1] if not lecture else top[0]:
+        _cell_detail(results)
     if not lecture:
-        with below[1]:
-            _cell_detail(results, picked)
         st.caption(t("sweep.ui.how_to_read", lang))
-    else:
-        with top[0]:
-            _cell_detail(results, picked)
 
 
-def _points(event) -> list[str]:
-    points = (event or {}).get("selection", {}).get("points", []) if event else []
-    return [p["customdata"] for p in points if p.get("customdata")]
-
-
-def _cell_detail(results, picked: list[str]) -> None:
+def _cell_detail(results) -> None:
     by_fp = {r.fingerprint: r for r in results}
-    if picked and picked[-1] in by_fp:
-        st.session_state["sm_cell"] = picked[-1]
     r = by_fp.get(st.session_state.get("sm_cell", ""))
     if r is None:
         if results:

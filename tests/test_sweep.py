@@ -146,7 +146,7 @@ def test_the_map_draws_stalled_and_diverged_cells_and_marks_them():
     assert list(heat.x) == pytest.approx([-3, -2, math.log10(3e-2)])  # log lr axis
     assert list(heat.z[0]) == [3.0, 3.5, None] and list(diverged.z[0]) == [None, None, 1]  # outside the scale
     sens = curve_charts.sensitivity_chart(curves(rs, 4.2), unigram=2.96, lang="en")
-    assert any("LR sens. 0.50" in a.text for a in sens.layout.annotations)
+    assert any(d.name and "LR sens. 0.50" in d.name for d in sens.data)
     assert sens.layout.xaxis.type == "log"
 
 

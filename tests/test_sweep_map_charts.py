@@ -1,14 +1,17 @@
 """The stability map's figures against the defects of issue 21: one no-norm panel must not flatten the
-map's colours (N6), a diverged lr must not squash the LR-sensitivity chart (N7), a cell's curve in its
-norm's colour and a diverged cell said as such (N9), and "Open in Live" keeping the language and the
-lecture view (N11). Checked on the figures' data, no browser."""
+map's colours (N6), a diverged lr must not squash the LR-sensitivity chart (N7), that chart's labels and
+its number defined on it (N8), a cell's curve in its norm's colour, a diverged cell said as such and the
+shown cell framed on the map (N9), "Open in Live" keeping the language and the lecture view (N11), and
+the phone's map with its panels stacked (N29). Checked on the figures' data, no browser."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from urllib.parse import parse_qs, urlsplit
 
 from ln_viz.charts.style import NORM_COLORS
+from ln_viz.i18n import t
 from ln_viz.sweep import charts as sweep_charts
 from ln_viz.sweep import curve_charts
 from ln_viz.sweep.results import CellRun, curves, summarize
@@ -104,3 +107,75 @@ def test_a_cells_curve_is_in_its_norms_colour_and_a_diverged_cell_says_diverged(
     diverged = rs[5]
     title = view.cell_title(diverged, "en")
     assert "diverged at step 12" in title and "final loss" not in title, title
+
+
+# --- issue 21 N8: the LR-sensitivity chart read without the docs --------------------------------------
+def _warmup_sweep():
+    """Post-LN and Pre-LN at two lrs and two warm-ups: four curves, two of them one colour."""
+    spec = tiny_spec(warmup_steps=(0, 30))
+    rs = []
+    for norm, warm, finals in [("post", 0, (2.3, 2.98)), ("post", 30, (2.32, 2.5)), ("pre", 0, (2.26, 2.2)),
+                               ("pre", 30, (2.27, 2.21))]:  # fmt: skip
+        for lr, final in zip((1e-3, 1e-2), finals):
+            r = _result(norm, lr, "completed" if final < 2.9 else "stalled", 4.2, final)
+            rs.append(dataclasses.replace(r, warmup_steps=warm))
+    return spec, rs
+
+
+def test_each_curve_has_one_label_naming_its_setting_its_sensitivity_and_its_best():
+    _, rs = _warmup_sweep()
+    lines = curves(rs, math.log(65))
+    for lang, words in (("en", ("warm-up", "LR sens.", "best")), ("ko", ("워밍업", "학습률 민감도", "최저"))):
+        fig = curve_charts.sensitivity_chart(lines, UNIGRAM, lang)
+        curve_traces = [d for d in fig.data if d.mode == "lines+markers"]
+        assert len(curve_traces) == 4 and all(d.showlegend is not False for d in curve_traces)
+        for d, c in zip(curve_traces, lines):
+            assert all(w in d.name for w in words), d.name
+            assert f"{words[0]} {c.warmup_steps}" in d.name and f"{c.lr_sensitivity:.2f}" in d.name
+        assert f"{min(lines[0].final_losses):.2f}" in curve_traces[0].name  # its best loss
+        # no label drawn at the lines' ends, where they printed over each other and the unigram note
+        assert [a.text for a in fig.layout.annotations] == [t("sweep.chart.unigram", lang)]
+        for lecture in (False, True):  # on two lines: on one they were cut in a half column and on a phone
+            two_lines = curve_charts.sensitivity_chart(lines, UNIGRAM, lang, lecture)
+            assert all(d.name.count("<br>") == 1 for d in two_lines.data if d.mode == "lines+markers")
+
+
+def test_the_chart_defines_its_number_in_its_subtitle_in_both_languages_and_both_views():
+    _, rs = _warmup_sweep()
+    for lang, words in (("en", ("mean", "own best", "Lower")), ("ko", ("평균", "최저 손실", "낮을수록"))):
+        for lecture in (False, True):
+            fig = curve_charts.sensitivity_chart(curves(rs, math.log(65)), UNIGRAM, lang, lecture)
+            sub = fig.layout.title.subtitle.text
+            assert all(w in sub for w in words), sub
+            assert max(len(line) for line in sub.split("<br>")) <= 66  # lines a phone's 374 px can hold
+
+
+# --- issue 21 N9: the cell whose curve is shown is marked on the map ----------------------------------
+def test_the_picked_cell_is_framed_on_the_map_and_no_cell_is_without_a_pick():
+    spec, rs = _no_norm_sweep()
+    zrange = sweep_charts.colour_range(rs, None, math.log(65), unigram=UNIGRAM)
+    plain = sweep_charts.stability_heatmap(spec, rs, zrange, "en")
+    picked = sweep_charts.stability_heatmap(spec, rs, zrange, "en", picked=rs[3].fingerprint)  # Pre-LN, 3e-2
+    new = [s for s in picked.layout.shapes if s not in plain.layout.shapes]
+    assert [s.line.color for s in new] == [sweep_charts.PICKED_HALO, sweep_charts.PICKED]
+    assert all(s.xref == "x2" for s in new)  # the Pre-LN panel
+    assert new[1].x0 < math.log10(3e-2) < new[1].x1 and new[1].y0 < 0 < new[1].y1
+    assert len(plain.layout.shapes) == len(
+        sweep_charts.stability_heatmap(spec, rs, zrange, picked="gone").layout.shapes
+    )
+
+
+# --- issue 21 N29: a phone's map, its panels stacked ------------------------------------------------------
+def test_the_phone_map_stacks_its_panels_with_one_x_title_and_full_width_cells():
+    spec, rs = _no_norm_sweep()
+    zrange = sweep_charts.colour_range(rs, None, math.log(65), unigram=UNIGRAM)
+    fig = sweep_charts.stability_heatmap(spec, rs, zrange, "ko", stacked=True)
+    layout = fig.layout
+    assert [tuple(layout[f"xaxis{k}"].domain) for k in ("", 2, 3)] == [(0.0, 1.0)] * 3  # each the whole width
+    tops = [layout[f"yaxis{k}"].domain[1] for k in ("", 2, 3)]
+    assert tops == sorted(tops, reverse=True)  # Post-LN above Pre-LN above no norm
+    titled = [k for k in ("", 2, 3) if layout[f"xaxis{k}"].title.text]
+    assert titled == [3]  # one x title, under the last panel (two side by side collided on a phone)
+    assert all(list(layout[f"yaxis{k}"].ticktext) == ["0"] for k in ("", 2, 3))  # each panel says its warm-ups
+    assert sum(d.showscale is True for d in fig.data if d.type == "heatmap") == 1
+    assert layout.height > sweep_charts.stability_heatmap(spec, rs, zrange, "ko").layout.height

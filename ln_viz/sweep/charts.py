@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
+import statistics
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,8 @@ COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low
 PENDING = "#D9D9D9"
 MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
 DIVERGED_FILL = "#F6C9B4"  # a diverged cell: outside the colour scale (no Viridis colour is this pale red)
+PICKED, PICKED_HALO = "black", "white"  # the frame of the cell whose curve is shown
+MIXED_MARK = "◆"  # the corner mark of a cell whose seeds disagree on the status
 TOP_ABOVE_UNIGRAM = 1.0  # the colour scale's top, nats above the unigram loss: a stalled run sits at unigram
 
 
@@ -48,6 +51,8 @@ class Panel:
     text: list[list[str]]
     fingerprints: list[list[str | None]]  # of seed 0's cell, for the click
     variant: tuple = ()  # (qk_norm, norm_type, weight_decay): one panel per norm position and variant
+    spread: list[list[str]] | None = None  # seeds > 1: the hover's median, range and status counts, else ""
+    mixed: list[list[bool]] | None = None  # the cell's seeds disagree on the status (some stalled, some learned)
 
 
 def map_panels(
@@ -66,16 +71,36 @@ def map_panels(
     ys = tuple(sorted(spec.warmup_steps))
     panels = []
     for norm, variant in itertools.product(spec.norm_position, itertools.product(*map(spec.values, VARIANT_AXES))):
-        z, status, text, fps = [], [], [], []
+        z, status, text, fps, spread, mixed = [], [], [], [], [], []
         for y in ys:
-            row = [_cell(by_cell.get((norm, variant, x, y), []), lang) for x in xs]
+            rs = [by_cell.get((norm, variant, x, y), []) for x in xs]
+            row = [_cell(r, lang) for r in rs]
             z.append([c[0] for c in row])
             status.append([c[1] for c in row])
             text.append([c[2] for c in row])
             keys = [(norm, x, y, fixed, variant) if x_axis == "lr" else (norm, fixed, y, x, variant) for x in xs]
             fps.append([cells.get(k) for k in keys])
-        panels.append(Panel(norm, xs, ys, z, status, text, fps, variant))
+            spread.append([seed_spread(r, lang) for r in rs])
+            mixed.append([len({s.status for s in r if s.status != "failed"}) > 1 for r in rs])
+        panels.append(Panel(norm, xs, ys, z, status, text, fps, variant, spread, mixed))
     return panels
+
+
+def seed_spread(rs: Sequence[CellResult], lang: str) -> str:
+    """A cell's seeds in words for its hover, "" for one seed: the median final loss and its range over
+    the seeds that did not diverge (a diverged run's final loss is not a result), and how each ended."""
+    if len({r.seed for r in rs}) < 2:
+        return ""
+    lines = []
+    finals = sorted(r.final_loss for r in rs if r.status not in ("diverged", "failed") and r.final_loss is not None)
+    if finals:
+        words = {"median": f"{statistics.median(finals):.2f}", "lo": f"{finals[0]:.2f}", "hi": f"{finals[-1]:.2f}"}
+        lines.append(t("sweep.cell.spread", lang, **words, n=len(finals)))
+    counts = Counter(r.status for r in rs)
+    order = [s for s in ("learned", "stalled", "diverged", "failed") if counts[s]]
+    each = [t("sweep.cell.count", lang, n=counts[s], status=t(f"sweep.status.{s}", lang)) for s in order]
+    lines.append(t("sweep.cell.counts", lang, counts=", ".join(each), n=len(rs)))
+    return "<br>".join(lines)
 
 
 def _cell(rs: list[CellResult], lang: str) -> tuple[float | None, str | None, str]:
@@ -93,7 +118,10 @@ def _cell(rs: list[CellResult], lang: str) -> tuple[float | None, str | None, st
     worst = "stalled" if any(r.status == "stalled" for r in ran) else "learned"
     if any(r.status == "diverged" for r in ran):
         worst = "diverged"
-    label = f"{value:.2f}" if worst == "learned" else f"{value:.2f}<br>{t('sweep.status.' + worst, lang)}"
+    word = t("sweep.status." + worst, lang)
+    if worst != "learned" and len({r.status for r in ran}) > 1:  # the seeds disagree: how many of them
+        word = t("sweep.cell.of_seeds", lang, status=word, k=sum(r.status == worst for r in ran), n=len(ran))
+    label = f"{value:.2f}" if worst == "learned" else f"{value:.2f}<br>{word}"
     return value, worst, label
 
 
@@ -125,69 +153,114 @@ def stability_heatmap(
     x_axis: str = "lr",
     fixed: float | None = None,
     height: int = 340,
+    stacked: bool = False,
+    picked: str | None = None,
 ) -> go.Figure:
-    """Final loss per cell, one panel per norm position, one colour scale (`zrange`) for all."""
+    """Final loss per cell, one panel per norm position, one colour scale (`zrange`) for all. The panels
+    side by side, or `stacked` one above the other (a phone: side by side, a cell there is ~19 px wide,
+    its values and the panels' x titles print over each other, issue 21 N29). `picked`: the fingerprint
+    of the cell whose curve is shown, framed in black (N9)."""
     panels = map_panels(spec, results, lang, x_axis, fixed)
-    fig = make_subplots(
-        rows=1,
-        cols=len(panels),
-        shared_yaxes=True,
-        horizontal_spacing=0.04,
-        subplot_titles=[
-            norm_label(p.norm_position, lang) + variant_text(p.variant, spec.varied(), lang) for p in panels
-        ],
-    )
-    for col, p in enumerate(panels, start=1):
-        _draw_panel(fig, p, col, zrange, lang, lecture, x_axis)
-    warmups = sorted(spec.warmup_steps)
-    fig.update_yaxes(range=[-0.5, len(warmups) - 0.5], zeroline=False)
-    ytitle = t("sweep.axis.warmup", lang)
-    fig.update_yaxes(
-        tickvals=list(range(len(warmups))),
-        ticktext=[str(w) for w in warmups],
-        showgrid=False,
-        title_text=ytitle,
-        row=1,
-        col=1,
-    )
-    fig.update_yaxes(showgrid=False)
+    titles = [norm_label(p.norm_position, lang) + variant_text(p.variant, spec.varied(), lang) for p in panels]
+    if stacked:
+        fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.3 / len(panels),
+                            subplot_titles=titles)  # fmt: skip
+        height = 110 + len(panels) * (50 + 40 * len(spec.warmup_steps))
+    else:
+        fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=titles)
+    for k, p in enumerate(panels, start=1):
+        where = (k, 1) if stacked else (1, k)
+        _draw_panel(fig, p, where, zrange, lang, lecture, x_axis, titled=not stacked or k == len(panels))
+        _frame_picked(fig, p, where, picked, x_axis, lecture)
+    _warmup_axes(fig, sorted(spec.warmup_steps), lang, rows=len(panels) if stacked else 1)
     for a in fig.layout.annotations:
         a.font = {"size": _px(17, lecture)}
-    if any(s == "diverged" for p in panels for row in p.status for s in row):
-        note = t("sweep.chart.diverged_note", lang, colour=DIVERGED_FILL)
-        fig.add_annotation(text=note, x=1.0, y=-0.02, xref="paper", yref="paper", xanchor="left", yanchor="top",
-                           showarrow=False, align="left", font={"size": _px(13, lecture)})  # fmt: skip
+    _notes(fig, panels, lang, lecture)
+    if stacked:  # a phone's cell is ~70 px wide: "stalled" at 14 px ran into its frame
+        fig.update_traces(textfont_size=12, selector={"type": "heatmap"})
     key = "sweep.chart.map_title" if x_axis == "lr" else "sweep.chart.depth_title"
     value = fixed if fixed is not None else (spec.depth[0] if x_axis == "lr" else spec.lr[0])
     title = t(key, lang, depth=value, lr=lr_label(value) if x_axis == "depth" else "")
     return plain_layout(fig, title, lecture, height, showlegend=False, clickmode="event+select", dragmode=False)
 
 
-def _draw_panel(fig: go.Figure, p: Panel, col: int, zrange, lang: str, lecture: bool, x_axis: str) -> None:
-    """One panel of the map: its cells (pending, coloured, clickable), the frames of marked cells, its x axis."""
-    xs = [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
+def _warmup_axes(fig: go.Figure, warmups: list[int], lang: str, rows: int) -> None:
+    """The warm-up axis: on the first panel's left, or on every panel's when they are stacked."""
+    fig.update_yaxes(range=[-0.5, len(warmups) - 0.5], zeroline=False)
+    ytitle = t("sweep.axis.warmup", lang)
+    for row in range(1, rows + 1):
+        fig.update_yaxes(
+            tickvals=list(range(len(warmups))),
+            ticktext=[str(w) for w in warmups],
+            showgrid=False,
+            title_text=ytitle,
+            row=row,
+            col=1,
+        )
+    fig.update_yaxes(showgrid=False)
+
+
+def _notes(fig: go.Figure, panels: list[Panel], lang: str, lecture: bool) -> None:
+    """Under the colour bar: what a pale red cell and the corner mark mean, when the map has them."""
+    notes = []
+    if any(s == "diverged" for p in panels for row in p.status for s in row):
+        notes.append(t("sweep.chart.diverged_note", lang, colour=DIVERGED_FILL))
+    if any(m for p in panels for row in p.mixed or [] for m in row):
+        notes.append(t("sweep.chart.mixed_note", lang, colour=MARK, mark=MIXED_MARK))
+    if notes:
+        note = "<br>".join(notes)
+        fig.add_annotation(text=note, x=1.0, y=-0.02, xref="paper", yref="paper", xanchor="left", yanchor="top",
+                           showarrow=False, align="left", font={"size": _px(13, lecture)})  # fmt: skip
+
+
+def _draw_panel(
+    fig: go.Figure, p: Panel, where: tuple[int, int], zrange, lang: str, lecture: bool, x_axis: str, titled: bool
+) -> None:
+    """One panel of the map: its cells (pending, coloured, clickable), the frames of marked cells, its x
+    axis (its title where `titled`)."""
+    row, col = where
+    xs = _cell_xs(p, x_axis)
     ys = list(range(len(p.ys)))
     edges = _edges(xs)
-    fig.add_trace(_pending_trace(p, xs, ys), row=1, col=col)
-    fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=1, col=col)
-    heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, col)
-    fig.add_trace(heat, row=1, col=col)
-    fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=1, col=col)
+    fig.add_trace(_pending_trace(p, xs, ys), row=row, col=col)
+    fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=row, col=col)
+    heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, row * col)
+    fig.add_trace(heat, row=row, col=col)
+    if any(any(r) for r in p.mixed or []):
+        fig.add_trace(_mixed_trace(p, xs, edges, lecture), row=row, col=col)
+    fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=row, col=col)
     for j, i in _marked(p):  # a frame inside the cell, whatever its colour
         pad = 0.06 * (edges[i + 1] - edges[i])
         x0, x1 = edges[i] + pad, edges[i + 1] - pad
         frame = {"color": MARK, "width": _px(3, lecture)}
-        fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=1, col=col)
+        fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=row, col=col)
+    title = {"title_text": t(PANEL_X_TITLE[x_axis], lang)} if titled else {}
     fig.update_xaxes(
         tickvals=xs,
         ticktext=_x_ticks(p, x_axis),
         showgrid=False,
         zeroline=False,
         range=[edges[0], edges[-1]],
-        row=1,
+        row=row,
         col=col,
-        title_text=t(PANEL_X_TITLE[x_axis], lang),
+        **title,
     )
+
+
+def _cell_xs(p: Panel, x_axis: str) -> list[float]:
+    """The cells' x positions: log10 of the lr (the axis is logarithmic), else 0, 1, 2 ... (depths)."""
+    return [math.log10(x) for x in p.xs] if x_axis == "lr" else list(range(len(p.xs)))
+
+
+def _frame_picked(fig: go.Figure, p: Panel, where: tuple[int, int], picked: str | None, x_axis, lecture) -> None:
+    """A black frame in a white one on the cell whose curve is shown (seen on dark and on light cells), at
+    the cell's edge, round a stalled cell's own frame."""
+    cells = [(j, i) for j, row in enumerate(p.fingerprints) for i, fp in enumerate(row) if picked and fp == picked]
+    edges = _edges(_cell_xs(p, x_axis))
+    for (j, i), (colour, width) in itertools.product(cells, ((PICKED_HALO, 7), (PICKED, 3))):
+        line = {"color": colour, "width": _px(width, lecture)}
+        box = {"x0": edges[i], "x1": edges[i + 1], "y0": j - 0.5, "y1": j + 0.5}
+        fig.add_shape(type="rect", **box, line=line, row=where[0], col=where[1])
 
 
 def _x_ticks(p: Panel, x_axis: str) -> list[str]:
@@ -199,9 +272,12 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
     label = t("sweep.axis.lr" if x_axis == "lr" else "sweep.axis.depth", lang)
     xtext = _x_ticks(p, x_axis)
     warmup = t("sweep.axis.warmup", lang)
+    spread = p.spread or [[""] * len(xs) for _ in ys]
     hover = [
-        [f"{label} {xtext[i]}<br>{warmup} {p.ys[j]}<br>{p.text[j][i]}" for i in range(len(xs))] for j in range(len(ys))
-    ]
+        [f"{label} {xtext[i]}<br>{warmup} {p.ys[j]}<br>{p.text[j][i]}" + (spread[j][i] and "<br>" + spread[j][i])
+         for i in range(len(xs))]
+        for j in range(len(ys))
+    ]  # fmt: skip
     off_scale = [[s == "diverged" for s in row] for row in p.status]  # drawn by _diverged_trace
     return go.Heatmap(
         x=xs,
@@ -280,6 +356,20 @@ def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
     z = [[1 if s is None else None for s in row] for row in p.status]
     text = [["…" if s is None else "" for s in row] for row in p.status]
     return _flat_cells(xs, ys, z, text, PENDING)
+
+
+def _mixed_trace(p: Panel, xs, edges: list[float], lecture: bool) -> go.Scatter:
+    """A mark in the top right corner of each cell whose seeds disagree on the status: the colour and
+    the number are of the seeds together, the mark says they did not all end alike."""
+    cells = [(j, i) for j, row in enumerate(p.mixed or []) for i, m in enumerate(row) if m]
+    return go.Scatter(
+        x=[edges[i + 1] - 0.16 * (edges[i + 1] - edges[i]) for _, i in cells],
+        y=[j + 0.28 for j, _ in cells],
+        mode="markers",
+        marker={"symbol": "diamond", "size": _px(11, lecture), "color": MARK, "line": {"width": 1, "color": "white"}},
+        hoverinfo="skip",
+        showlegend=False,
+    )
 
 
 def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:

@@ -1,7 +1,8 @@
 """The stability map's line charts: sweep results in, `plotly.graph_objects.Figure` out. Pure functions.
 
-- `sensitivity_chart`: final loss against lr, one line per setting, with the unigram line and each
-  curve's LR sensitivity (Wortsman et al. 2023) written next to it.
+- `sensitivity_chart`: final loss against lr, one line per setting, with the unigram line; each
+  curve's LR sensitivity (Wortsman et al. 2023) and best loss in its legend entry, the number defined
+  in the subtitle; over several seeds, each curve's min-max band.
 - `cell_curve_chart`: one cell's loss curve (a click on the map shows it).
 """
 
@@ -23,24 +24,31 @@ _WARMUP_DASH = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 
 
 def sensitivity_chart(
-    curves: Sequence[Curve], unigram: float, lang: str = "en", lecture: bool = False, height: int = 460
+    curves: Sequence[Curve],
+    unigram: float,
+    lang: str = "en",
+    lecture: bool = False,
+    height: int = 460,
 ) -> go.Figure:
     """Final loss against lr (log axis), a line per (norm position, warm-up, depth); a diverged lr is an
     x on the axis's top edge (the y range is the finite points': a diverged run drawn at its loss at
-    init, 29 nats without a norm, squashed the rest into the bottom 5 %, issue 21 N7); each curve's LR
-    sensitivity is written at its right end."""
+    init, 29 nats without a norm, squashed the rest into the bottom 5 %, issue 21 N7). Each curve's one
+    label is its legend entry: its setting, its LR sensitivity and its best loss, next to a sample of
+    its line (labels at the lines' ends stacked over each other and the unigram note, issue 21 N8); the
+    subtitle defines the number. Each entry has two lines, the setting over its numbers (on one line the
+    entries were cut at the plot's width in a laptop's half column, in Korean, and on a phone); outside
+    the lecture view's fixed box the figure grows by those lines, so the plot keeps its height."""
     fig = go.Figure()
     styles = sorted({(c.warmup_steps, c.variant) for c in curves})  # a dash per warm-up and variant
     with_depth = len({c.depth for c in curves}) > 1
     varied = [n for i, n in enumerate(VARIANT_AXES) if len({c.variant[i] for c in curves}) > 1]
-    labels = []
+    bands = _seed_bands(curves, lang)
+    fig.add_traces(bands)  # under the lines
+    lines = []
     for c in curves:
         dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
-        trace = _curve_trace(c, lang, lecture, with_depth, dash, varied)
-        fig.add_trace(trace)
-        finite = [y for y in trace.y if y is not None]
-        if finite:  # a curve diverged at every lr has only its marks on the top edge
-            labels.append((finite[-1], c))
+        lines.append(_curve_trace(c, lang, lecture, with_depth, dash, varied))
+    fig.add_traces(lines)
     unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
     fig.add_hline(
         y=unigram,
@@ -50,51 +58,98 @@ def sensitivity_chart(
     )
     columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
     diverged = any(s == "diverged" for c in curves for s in c.statuses)
-    room = margin(lecture, top=50, bottom=83 + 21 * math.ceil((len(curves) + diverged) / columns))
-    ys = [y for trace in fig.data for y in trace.y if y is not None] + [unigram]  # the finite points
+    entries = len(curves) + diverged + bool(bands)
+    rows = math.ceil(entries / columns) + math.ceil(len(curves) / columns)  # legend lines: two a curve
+    room = margin(lecture, top=118, bottom=95 + 21 * rows)  # the title: 4 lines
+    height += 0 if lecture else 21 * len(curves) + 80  # the second lines, the subtitle: the plot as tall as before
+    # the finite points: a band reaching a diverged seed's loss at init runs off the top, as it should
+    ys = [y for trace in lines for y in trace.y if y is not None] + [unigram]
     lo, hi = min(ys) - 0.08, max(ys) + 0.1
     plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
-    hi = _sensitivity_labels(fig, labels, lecture, lang, gap=(hi - lo) * 1.3 * _px(13, lecture) / plot_px, top=hi)
     if diverged:
         fig.add_trace(_diverged_marks(curves, hi, lang, lecture))
     lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
-    legend = {
+    legend = _legend(lecture, columns, plot_px)
+    yaxis = {"title": t("sweep.axis.final_loss", lang), "gridcolor": GRID, "range": [lo, hi]}
+    title = t("sweep.chart.sens_title", lang)
+    fig = plain_layout(fig, title, lecture, height, xaxis=_lr_axis(lrs, lang), yaxis=yaxis, legend=legend, margin=room)
+    definition = {"text": t("sweep.chart.sens_definition", lang), "font": {"size": _px(12, lecture), "color": GREY}}
+    fig.layout.title.subtitle = definition
+    return fig
+
+
+def _legend(lecture: bool, columns: int, plot_px: float) -> dict[str, Any]:
+    """The legend under the axis, in `columns` columns (`plot_px`: the plot area's height)."""
+    return {
         "font": {"size": _px(13, lecture)},
         "orientation": "h",
-        "y": -_px(68, lecture) / plot_px,  # clear of the x title (3 px over it at 1280x720)
+        # clear of the x title (at 68 px the seed band's entry was 3 px over it at 1280x720, 12 at 1080)
+        "y": -_px(80, lecture) / plot_px,
         "yanchor": "top",
         "entrywidth": 1 / columns,
         "entrywidthmode": "fraction",
     }
-    return plain_layout(
-        fig,
-        t("sweep.chart.sens_title", lang),
-        lecture,
-        height,
-        plot_bgcolor="white",
-        xaxis=_lr_axis(lrs, lang),
-        yaxis={"title": t("sweep.axis.final_loss", lang), "gridcolor": GRID, "range": [lo, hi]},
-        legend=legend,
-        margin=room,
-    )
 
 
 def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list) -> go.Scatter:
     """One setting's final loss against lr: a gap at a diverged lr (_diverged_marks marks it); stalled, open."""
     ys = [None if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
     symbols = ["circle-open" if s == "stalled" else "circle" for s in c.statuses]
-    name = _curve_name(c, lang, with_depth) + variant_text(
-        c.variant, varied, lang
-    )  # its LR sensitivity is written at the line's end
+    name = _curve_name(c, lang, with_depth) + variant_text(c.variant, varied, lang)
+    finite = [y for y in ys if y is not None]
+    best = f"{min(finite):.2f}" if finite else "-"
+    label = name + "<br>" + t("sweep.chart.sens_numbers", lang, sens=f"{c.lr_sensitivity:.2f}", best=best)
     return go.Scatter(
         x=list(c.lrs),
         y=ys,
-        name=name,
+        name=label,
         mode="lines+markers",
         line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
         marker={"symbol": symbols, "size": _px(11, lecture), "line": {"width": 2}},
-        hovertemplate="lr %{x:.0e}<br>%{y:.3f}<extra>" + name + "</extra>",
+        hovertemplate="lr %{x:.0e}<br>%{y:.3f}"
+        + ("<br>%{customdata}" if c.seeds > 1 else "")
+        + "<extra>"
+        + name
+        + "</extra>",
+        customdata=_range_words(c, lang) if c.seeds > 1 else None,
     )
+
+
+def _range_words(c: Curve, lang: str) -> list[str]:
+    """Each lr's lowest and highest seed, for the hover of a curve over several seeds."""
+    return [
+        "" if lo is None else t("sweep.chart.seed_range", lang, lo=f"{lo:.3f}", hi=f"{hi:.3f}", n=c.seeds)
+        for lo, hi in zip(c.lows, c.highs)
+    ]
+
+
+def _seed_bands(curves: Sequence[Curve], lang: str) -> list[go.Scatter]:
+    """Each curve's lowest to highest seed at every lr, a pale band in its colour (none with one seed);
+    one legend entry for all of them says what the band is, and over how many seeds."""
+    bands = []
+    for c in (c for c in curves if c.seeds > 1):
+        pts = [(lr, lo, hi) for lr, lo, hi in zip(c.lrs, c.lows, c.highs) if lo is not None and hi is not None]
+        colour = NORM_COLORS.get(c.norm_position, GREY).lstrip("#")
+        rgb = ", ".join(str(int(colour[k : k + 2], 16)) for k in (0, 2, 4))
+        bands.append(
+            go.Scatter(
+                x=[p[0] for p in pts] + [p[0] for p in reversed(pts)],
+                y=[p[2] for p in pts] + [p[1] for p in reversed(pts)],
+                fill="toself",
+                fillcolor=f"rgba({rgb}, 0.16)",
+                line={"width": 0},
+                mode="lines",
+                hoverinfo="skip",
+                legendgroup="seed_band",
+                showlegend=False,
+                name=t("sweep.chart.seed_band", lang, n=c.seeds),
+            )
+        )
+    if bands:  # the legend's entry, in grey: the bands take their curves' colours
+        name = t("sweep.chart.seed_band", lang, n=max(c.seeds for c in curves))
+        key = {"fill": "toself", "fillcolor": "rgba(120, 120, 120, 0.3)", "line": {"width": 0}, "mode": "lines"}
+        bands.insert(0, go.Scatter(x=[None], y=[None], name=name, legendgroup="seed_band", hoverinfo="skip", **key))
+    return bands
 
 
 def _diverged_marks(curves: Sequence[Curve], top: float, lang: str, lecture: bool) -> go.Scatter:
@@ -119,13 +174,13 @@ def _diverged_marks(curves: Sequence[Curve], top: float, lang: str, lecture: boo
 
 
 def _lr_axis(lrs: list[float], lang: str) -> dict[str, Any]:
-    """A log lr axis ticked at the grid's lrs, with room on the right for the LR sensitivity labels."""
+    """A log lr axis ticked at the grid's lrs."""
     return {
         "type": "log",
         "title": t("sweep.axis.lr", lang),
         "tickvals": lrs,
         "ticktext": [lr_label(x) for x in lrs],
-        "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.85],
+        "range": [math.log10(lrs[0]) - 0.15, math.log10(lrs[-1]) + 0.15],
         "gridcolor": GRID,
     }
 
@@ -133,29 +188,6 @@ def _lr_axis(lrs: list[float], lang: str) -> dict[str, Any]:
 def _curve_name(c: Curve, lang: str, with_depth: bool) -> str:
     name = t("sweep.chart.curve", lang, norm=norm_label(c.norm_position, lang), warmup=c.warmup_steps)
     return name + (t("sweep.chart.curve_depth", lang, depth=c.depth) if with_depth else "")
-
-
-def _sensitivity_labels(
-    fig: go.Figure, labels: list[tuple[float, Curve]], lecture: bool, lang: str, gap: float, top: float
-) -> float:
-    """Each curve's LR sensitivity right of its last point, pushed up (by `gap`, one line of text in data
-    units) so none overlap; returns the y range's top, raised if the labels need it."""
-    placed: list[float] = []
-    for y, c in sorted(labels, key=lambda p: p[0]):
-        y = max(y, placed[-1] + gap) if placed else y
-        placed.append(y)
-        fig.add_annotation(
-            x=math.log10(max(c.lrs)),
-            y=y,
-            xref="x",
-            yref="y",
-            text=t("sweep.chart.sens_label", lang, value=f"{c.lr_sensitivity:.2f}"),
-            showarrow=False,
-            xanchor="left",
-            xshift=_px(12, lecture),
-            font={"size": _px(13, lecture), "color": NORM_COLORS.get(c.norm_position, GREY)},
-        )
-    return max([top, *(y + gap / 2 for y in placed)])
 
 
 def cell_curve_chart(

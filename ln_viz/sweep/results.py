@@ -153,6 +153,9 @@ class Curve:
     init_loss: float
     lr_sensitivity: float
     variant: tuple[str, str, float] = tuple(_DEFAULTS.values())  # type: ignore[assignment]
+    seeds: int = 1  # the most distinct seeds any lr of it has
+    lows: tuple[float | None, ...] = ()  # per lr, the lowest and highest seed (a diverged one at the loss
+    highs: tuple[float | None, ...] = ()  # at init, as in the mean); None where every seed diverged
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (the `--json` report), the variant axes by name."""
@@ -184,13 +187,33 @@ def curves(results: Iterable[CellResult], default_init: float) -> list[Curve]:
         init = sum(inits) / len(inits) if inits else default_init
         lrs = tuple(sorted(by_lr))
         finals: list[float | None] = []
+        lows: list[float | None] = []
+        highs: list[float | None] = []
         statuses = []
         for lr in lrs:
             rs = by_lr[lr]
             values = [init if r.final_loss is None or r.status == "diverged" else r.final_loss for r in rs]
             diverged_all = all(r.status == "diverged" for r in rs)
             finals.append(None if diverged_all else sum(values) / len(values))
+            lows.append(None if diverged_all else min(values))
+            highs.append(None if diverged_all else max(values))
             statuses.append(max((r.status for r in rs), key=_WORST.__getitem__))
         sens = lr_sensitivity(finals, init)
-        out.append(Curve(norm, warm, depth, lrs, tuple(finals), tuple(statuses), init, sens, variant))
+        seeds = max(len({r.seed for r in rs}) for rs in by_lr.values())
+        out.append(
+            Curve(
+                norm,
+                warm,
+                depth,
+                lrs,
+                tuple(finals),
+                tuple(statuses),
+                init,
+                sens,
+                variant,
+                seeds,
+                tuple(lows),
+                tuple(highs),
+            )
+        )
     return sorted(out, key=lambda c: (c.norm_position, c.depth, c.warmup_steps, c.variant))

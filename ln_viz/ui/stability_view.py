@@ -252,9 +252,48 @@ LECTURE_CSS = _ZOOMED.format(box=MAP_BOX, height="calc((100vh - var(--ln-chrome)
 )
 
 
-def chart_box(fig: Any, key: str, box: str, lecture: bool, on_select: str = "ignore") -> Any:
+# A phone gets the map with its panels stacked (issue 21 N29):
+# Streamlit cannot tell the server the screen's width, so both forms are sent and CSS shows the one that fits.
+WIDE, NARROW = "smwide__", "smnarrow__"
+PHONE_WIDTH_PX = 640  # as ln_viz.ui.layout's phone margins
+PHONE_CSS = f"""
+@media (max-width: {PHONE_WIDTH_PX}px) {{ [class*="st-key-{WIDE}"] {{display: none !important;}} }}
+@media (min-width: {PHONE_WIDTH_PX + 1}px) {{ [class*="st-key-{NARROW}"] {{display: none !important;}} }}
+"""
+
+
+def wide_or_narrow(wide: Any, narrow: Any, key: str, pick: bool = False) -> None:
+    """Draw `wide` on a screen wider than a phone's and `narrow` on a phone (the other one hidden); a
+    click on a cell of either shows its curve when `pick`."""
+    for box, fig in ((WIDE, wide), (NARROW, narrow)):
+        chart_key = key + ("" if box == WIDE else "_phone")
+        with st.container(key=box + key):
+            chart_box(fig, chart_key, box, False, pick_on_select(chart_key) if pick else "ignore")
+
+
+def selected_cells(event: Any) -> list[str]:
+    """The fingerprints of the map cells a selection event holds (a click: one)."""
+    points = (event or {}).get("selection", {}).get("points", []) if event else []
+    return [p["customdata"] for p in points if p.get("customdata")]
+
+
+def pick_on_select(key: str) -> Any:
+    """A map's on_select callback: the clicked cell becomes the one shown (`sm_cell`). It runs before the
+    page reruns, so the map is drawn with the cell already framed (issue 21 N9), and the latest click
+    wins whichever of the page's maps it was on."""
+
+    def picked() -> None:
+        cells = selected_cells(st.session_state.get(key))
+        if cells:
+            st.session_state["sm_cell"] = cells[-1]
+
+    return picked
+
+
+def chart_box(fig: Any, key: str, box: str, lecture: bool, on_select: Any = "ignore") -> Any:
     """A chart of the map page: in the lecture view in a box sized from the viewport (no modebar over the
-    map), else at the figure's own height. Returns the selection event (`on_select="rerun"`)."""
+    map), else at the figure's own height. `on_select`: "ignore", "rerun" (then it returns the selection
+    event) or a callback (`pick_on_select`)."""
     kwargs = {"on_select": on_select, "selection_mode": "points"} if on_select != "ignore" else {}
     if not lecture:
         return st.plotly_chart(fig, key=key, theme=None, **kwargs)

@@ -145,13 +145,17 @@ MAP_CELL = """() => { const el = document.querySelector('.st-key-sm_map_lr .js-p
   return {x: r.left + k * (xa._offset + xa.l2p(pts.x[0])), y: r.top + k * (ya._offset + ya.l2p(pts.y[0]))}; }"""
 
 
+# The map a screen shows: a phone gets its own, the panels stacked (issue 21 N29), the other one hidden.
+SHOWN_MAP = ".st-key-sm_map_lr .js-plotly-plot:visible, .st-key-sm_map_lr_phone .js-plotly-plot:visible"
+
+
 def open_map(pg, lecture: bool):
     """The stability map's shipped default (drawn at once, nothing trains), in English then Korean; in the
     lecture view also with a cell clicked, its curve on the same screen."""
-    pg.wait_for_selector(".st-key-sm_map_lr .js-plotly-plot", timeout=60_000)
+    pg.wait_for_selector(SHOWN_MAP, timeout=60_000)
     yield "stability-map", "en"
     switch_lang(pg, "ko", lecture)
-    pg.wait_for_selector(".st-key-sm_map_lr .js-plotly-plot", timeout=60_000)
+    pg.wait_for_selector(SHOWN_MAP, timeout=60_000)
     yield "stability-map", "ko"
     if lecture:
         cell = pg.evaluate(MAP_CELL)
@@ -306,11 +310,7 @@ def case_page(browser, request):
 # Cases that still fail on main (issue 13 stays open for them): each is reported as xfail with its
 # messages, so the suite shows them; every other case must pass. Remove a case here once it is fixed (an
 # xpass is reported, not hidden).
-KNOWN_FAILURES: dict[str, str] = {
-    # issue 21 N29 (measured on branch map): on a phone the map's cells are ~24 px wide, its two x titles
-    # and its rotated tick labels collide, its cell values overlap (it needs its panels stacked)
-    "stability-map-390x844": "issue 21 N29: the map's two x titles and rotated ticks collide on a phone",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _case_params() -> list:
