@@ -74,7 +74,8 @@ def expected(text: str) -> str:
     """What a reader should see: the text on one line; leading spaces are shown as no-break spaces, which a
     browser draws the same, because four spaces would start a code block."""
     line = one_line(text)
-    return "\u00a0" * (len(line) - len(line.lstrip(" "))) + line.lstrip(" ")
+    shown = "\u00a0" * (len(line) - len(line.lstrip(" "))) + line.lstrip(" ")
+    return shown.replace(WORD_JOINER, "")  # invisible: a joiner in the text itself is not seen either
 
 
 OPENERS = re.compile(  # what could start Markdown or a Streamlit extension if it were not escaped
