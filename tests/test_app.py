@@ -172,7 +172,7 @@ def test_korean_changes_the_labels(at):
     at.sidebar.radio(key="lang_choice").set_value("ko").run()
     assert at.button(key="start").label == "시작"
     assert at.slider(key="depth").label == "깊이 (층 수)"
-    assert at.title[0].value.startswith("ln-viz: 레이어")
+    assert at.title[0].value.startswith("ln-viz: LayerNorm 위치")
 
 
 def test_the_url_carries_the_scenario_and_a_bad_parameter_is_ignored_with_a_notice(tmp_path, monkeypatch):

@@ -125,7 +125,7 @@ def _warmup_sweep():
 def test_each_curve_has_one_label_naming_its_setting_its_sensitivity_and_its_best():
     _, rs = _warmup_sweep()
     lines = curves(rs, math.log(65))
-    for lang, words in (("en", ("warm-up", "LR sens.", "best")), ("ko", ("워밍업", "학습률 민감도", "최저"))):
+    for lang, words in (("en", ("warm-up", "LR sens.", "best")), ("ko", ("웜업", "학습률 민감도", "최저"))):
         fig = curve_charts.sensitivity_chart(lines, UNIGRAM, lang)
         curve_traces = [d for d in fig.data if d.mode == "lines+markers"]
         assert len(curve_traces) == 4 and all(d.showlegend is not False for d in curve_traces)

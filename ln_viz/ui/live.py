@@ -103,7 +103,7 @@ def status_line(view: RunView, lang: str, cap: int) -> str:
     if view.done:
         eta = "-"
     elif rate > 0:
-        eta = f"{math.ceil(remaining / rate)} s"
+        eta = t("ui.eta_seconds", lang, n=math.ceil(remaining / rate))
     else:
         eta = "..."
     return t(
