@@ -163,7 +163,8 @@ def compare_live() -> None:
 
         def notes() -> None:
             if sentence is not None:
-                compare_seeds.show_sentence(sentence)
+                report = compare_seeds.report_json(side_cfgs, views, groups, lang)
+                compare_seeds.show_sentence(sentence, report, lang)
             for view in shown_views:
                 live.run_message(view, lang)
             if views:

@@ -4,6 +4,7 @@ label, and once all have ended the CLI's sentence with the gap's 95 % interval (
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Sequence
@@ -133,10 +134,31 @@ def sentence(
 ) -> str:
     """The comparison of the ended runs in the CLI's words: "Post-LN ends 0.79 nats above Pre-LN (95 % CI
     0.71-0.87, 3 seeds)", Student's t on the per-seed paired differences; one seed says it has no interval."""
+    return takeaway(comparison(cfgs, views, datas), lang)
+
+
+def comparison(
+    cfgs: Sequence[Sequence[RunConfig]], views: Sequence[Sequence[RunView]], datas: Sequence[Sequence[RunData]]
+) -> SeedComparison:
+    """The ended runs as the CLI's comparison holds them (its sentence, its `--json`)."""
     a, b = (_side(c, v, d) for c, v, d in zip(cfgs, views, datas))
     gap = paired_t_interval(a.final_losses, b.final_losses)
     seeds = tuple(c.seed for c in cfgs[0])
-    return takeaway(SeedComparison(a, b, seeds, gap, "runner", 0.0, "done"), lang)
+    return SeedComparison(a, b, seeds, gap, "runner", 0.0, "done")
+
+
+def report_json(
+    cfgs: Sequence[Sequence[RunConfig]],
+    views: Sequence[Sequence[RunView]],
+    datas: Sequence[Sequence[RunData]],
+    lang: str,
+) -> str:
+    """The comparison to download: the object `python -m ln_viz compare --json` prints (a, b, seeds, gap
+    with its interval and method), plus the sentence the page shows (`takeaway`, in the page's language)."""
+    result = comparison(cfgs, views, datas)
+    out = result.to_dict()
+    del out["elapsed_s"]  # the page's runs queued among others: no one time of the comparison
+    return json.dumps(out | {"takeaway": takeaway(result, lang)}, ensure_ascii=False, allow_nan=False, indent=1)
 
 
 _SIDE_NAMES = ("compare.run_a", "compare.run_b")
@@ -160,7 +182,13 @@ def verdict_lines(sentence: str, views: Sequence[Sequence[RunView]], lang: str) 
     return [f"**{sentence}**", counts]
 
 
-def show_sentence(sentence: str) -> None:
-    """The sentence under the loss chart, in bold, in a box of its own (the browser tests find it by its key)."""
-    with st.container(key="seed_takeaway"):
+def show_sentence(sentence: str, report: str | None = None, lang: str = "en") -> None:
+    """The sentence under the loss chart, in bold, in a box of its own (the browser tests find it by its key),
+    and beside it the comparison's download (`report_json`)."""
+    with st.container(key="seed_takeaway", horizontal=True, vertical_alignment="center"):
         st.markdown(f"**{sentence}**")
+        if report is not None:
+            label = t("compare.download", lang)
+            st.download_button(
+                label, report, "comparison.json", "application/json", key="seed_report", on_click="ignore"
+            )
