@@ -5,6 +5,7 @@ import streamlit as st
 
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.sweep.compare import takeaway
 from ln_viz.ui import (
     compare_seeds,
     compare_view,
@@ -145,7 +146,8 @@ def compare_live() -> None:
     if n_seeds > 1 and views:
         labels = compare_seeds.median_labels(labels, side_cfgs, picks, lang, short=lecture)
     done = bool(views) and all(v.done for side in views for v in side)
-    sentence = compare_seeds.sentence(side_cfgs, views, groups, lang) if done else None
+    result = compare_seeds.comparison(side_cfgs, views, groups) if done else None
+    sentence = takeaway(result, lang) if result is not None else None
     if lecture:
         if not done:
             lines = [*lines, *live.message_lines(shown_views, lang)]
@@ -163,8 +165,7 @@ def compare_live() -> None:
 
         def notes() -> None:
             if sentence is not None:
-                report = compare_seeds.report_json(side_cfgs, views, groups, lang)
-                compare_seeds.show_sentence(sentence, report, lang)
+                compare_seeds.show_sentence(sentence, compare_seeds.report_json(result, sentence), lang)
             for view in shown_views:
                 live.run_message(view, lang)
             if views:

@@ -17,7 +17,7 @@ from ln_viz.i18n import t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData
 from ln_viz.stats import paired_t_interval
-from ln_viz.sweep.compare import SeedComparison, Side, takeaway
+from ln_viz.sweep.compare import SeedComparison, Side
 from ln_viz.urlstate import COMPARE_SEEDS, seeds_from_query
 
 SEEDS_KEY = "cseeds"
@@ -126,17 +126,6 @@ def _side(cfgs: Sequence[RunConfig], views: Sequence[RunView], datas: Sequence[R
     return Side(cfgs[0], finals, tuple(v.status for v in views), tuple(None for _ in views))
 
 
-def sentence(
-    cfgs: Sequence[Sequence[RunConfig]],
-    views: Sequence[Sequence[RunView]],
-    datas: Sequence[Sequence[RunData]],
-    lang: str,
-) -> str:
-    """The comparison of the ended runs in the CLI's words: "Post-LN ends 0.79 nats above Pre-LN (95 % CI
-    0.71-0.87, 3 seeds)", Student's t on the per-seed paired differences; one seed says it has no interval."""
-    return takeaway(comparison(cfgs, views, datas), lang)
-
-
 def comparison(
     cfgs: Sequence[Sequence[RunConfig]], views: Sequence[Sequence[RunView]], datas: Sequence[Sequence[RunData]]
 ) -> SeedComparison:
@@ -147,18 +136,12 @@ def comparison(
     return SeedComparison(a, b, seeds, gap, "runner", 0.0, "done")
 
 
-def report_json(
-    cfgs: Sequence[Sequence[RunConfig]],
-    views: Sequence[Sequence[RunView]],
-    datas: Sequence[Sequence[RunData]],
-    lang: str,
-) -> str:
+def report_json(result: SeedComparison, sentence: str) -> str:
     """The comparison to download: the object `python -m ln_viz compare --json` prints (a, b, seeds, gap
     with its interval and method), plus the sentence the page shows (`takeaway`, in the page's language)."""
-    result = comparison(cfgs, views, datas)
     out = result.to_dict()
     del out["elapsed_s"]  # the page's runs queued among others: no one time of the comparison
-    return json.dumps(out | {"takeaway": takeaway(result, lang)}, ensure_ascii=False, allow_nan=False, indent=1)
+    return json.dumps(out | {"takeaway": sentence}, ensure_ascii=False, allow_nan=False, indent=1)
 
 
 _SIDE_NAMES = ("compare.run_a", "compare.run_b")
