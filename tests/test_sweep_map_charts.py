@@ -21,8 +21,10 @@ from .test_sweep import tiny_spec
 UNIGRAM = 2.96
 
 
-def _result(norm: str, lr: float, status: str, init: float, final: float):
-    cell = next(c for c in tiny_spec(lr=(lr,), norm_position=(norm,)).cells())
+def _result(norm: str, lr: float, status: str, init: float, final: float, seed: int = 0):
+    """One cell's summary: a run at `init`, then 10 steps at `final` (NaN after them when it diverged)."""
+    spec = tiny_spec(lr=(lr,), norm_position=(norm,), **({"seeds": seed + 1} if seed else {}))
+    cell = next(c for c in spec.cells() if c.seed == seed)
     run = CellRun(cell)
     for i, x in enumerate([init] + [final] * 10, start=1):
         run.add_step(i, x, None, "running")

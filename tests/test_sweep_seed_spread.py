@@ -11,24 +11,17 @@ from pytest import approx
 
 from ln_viz.sweep import charts as sweep_charts
 from ln_viz.sweep import curve_charts
-from ln_viz.sweep.results import CellRun, curves, summarize
+from ln_viz.sweep.results import curves
 
 from .test_sweep import tiny_spec
+from .test_sweep_map_charts import _result as map_result
 
 UNIGRAM = 2.96
 INIT = math.log(65)
 
 
 def _result(norm: str, lr: float, seed: int, status: str, final: float, init: float = 4.2):
-    spec = tiny_spec(lr=(lr,), norm_position=(norm,), seeds=seed + 1)
-    cell = next(c for c in spec.cells() if c.seed == seed)
-    run = CellRun(cell)
-    for i, x in enumerate([init] + [final] * 10, start=1):
-        run.add_step(i, x, None, "running")
-    if status == "diverged":
-        run.add_step(12, math.nan, None, "running")
-    run.trainer_status = status
-    return summarize(run)
+    return map_result(norm, lr, status, init, final, seed=seed)
 
 
 def _three_seeds():
