@@ -40,7 +40,7 @@ LECTURE_TEXT_CSS = """
 # under the page's top (title, Start, status: ~240 px), the others have fixed heights.
 BOX_CSS = f"""
 [class*="st-key-{TALL}"] {{height: clamp(300px, calc(100vh - 250px), 640px); flex: 0 0 auto !important;}}
-[class*="st-key-{LOSS}"] {{height: clamp(300px, calc(100vh - 300px), 600px); flex: 0 0 auto !important;}}
+[class*="st-key-{LOSS}"] {{height: clamp(300px, calc(100vh - 380px), 600px); flex: 0 0 auto !important;}}
 [class*="st-key-{MID}"] {{height: 440px; flex: 0 0 auto !important;}}
 .st-key-run_notes {{min-height: 6.6rem;}}  /* a one-line warning, drawn when a run ends */
 .st-key-live_status {{min-height: 3.4rem;}}

@@ -246,6 +246,11 @@ def problems(reading: dict, page: str, lecture: bool) -> tuple[list[str], float 
     loss_h = geometry.plot_height(reading, LOSS_CHART[page]) if page in LOSS_CHART else None
     if lecture and page == "stability-map":  # one screen, as Live's and Compare's
         found += geometry.outside_viewport(reading)
+    if page == "compare" and not lecture and reading["innerWidth"] > 800:  # the laptop: the loss chart with its
+        # legend (which line is which run) on the first screen (issue 21 N16)
+        found += geometry.outside_viewport(
+            {**reading, "charts": [c for c in reading["charts"] if c["key"] == "compare_loss"]}
+        )
     if lecture and page in LOSS_CHART:  # the lecture view of Live and Compare
         found += geometry.outside_viewport(reading)
         third = reading["innerHeight"] / 3
