@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ln_viz import charts
 from ln_viz.charts.dist import _prepare_act
 from ln_viz.charts.grads import _prepare_heatmap, shared_zrange
 from ln_viz.charts.init_lab import _prepare_depth
@@ -147,6 +148,28 @@ def test_compared_profiles_at_one_step_share_the_title_s_step(post_run: RunData,
     info = _prepare_profile([post_run, pre_run], None, "en", 150, "ffn.w2")
     assert info.picks == [15, 15] and info.labels == ["Post-LN", "Pre-LN"] and info.suffixes == ["", ""]
     assert info.title.endswith("step 150") and info.grad_title.startswith("ffn.w2")
+
+
+def test_the_lecture_view_s_compared_profile_is_the_gradient_panel_over_the_whole_chart(
+    post_run: RunData, pre_run: RunData
+) -> None:
+    """Issue 21 N21: in the lecture view's Compare the paper's Figure 3 line gets the chart's whole height."""
+    both = charts.layer_profile([post_run, pre_run], "en", 150, True, ["Post-LN", "Pre-LN"])
+    fig = charts.layer_profile([post_run, pre_run], "en", 150, True, ["Post-LN", "Pre-LN"], std=False)
+    assert {tr.yaxis for tr in both.data} == {"y", "y2"} and {tr.yaxis for tr in fig.data} == {"y"}
+    assert [tr.y.tolist() for tr in fig.data] == [tr.y.tolist() for tr in both.data if tr.yaxis == "y"]
+    lo, hi = fig.layout.yaxis.domain or (0, 1)
+    assert (lo, hi) == (0, 1) and both.layout.yaxis.domain[0] > 0.3  # the whole plot area, not its upper 62 %
+    assert fig.layout.xaxis.title.text == "layer (1 = input side)" and list(fig.layout.xaxis.tickvals) == [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+    ]
+    assert not [a for a in fig.layout.annotations if "residual" in a.text]
+    assert fig.layout.title.text.startswith("ffn.w2 gradient norm") and "step 150" in fig.layout.title.subtitle.text
 
 
 def test_compared_profiles_at_different_steps_say_each_one_and_span_the_deepest(

@@ -43,13 +43,12 @@ def _spacing(height: int | None, lecture: bool) -> float:
     return min(max(PROFILE_SPACING, (_px(16, lecture) * 1.6 + 8) / plot_px), 0.3)
 
 
-def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | None) -> go.Figure:
+def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | None, std: bool = True) -> go.Figure:
     """Two panels stacked on one layer axis (side by side they do not fit a half-width column):
     gradient norms above (row 1: axes x, y), the residual stream's std below (row 2: x2, y2); panel
     titles left-aligned above each. The layout make_subplots(rows=2, shared_xaxes=True,
-    row_heights=[0.62, 0.38], vertical_spacing=...) makes, written out: it took 15 ms a figure."""
-    free = 1 - _spacing(height, lecture)
-    top, bottom = PROFILE_HEIGHTS[0] * free, PROFILE_HEIGHTS[1] * free
+    row_heights=[0.62, 0.38], vertical_spacing=...) makes, written out: it took 15 ms a figure.
+    Without `std`, the gradient panel alone, over the whole plot area."""
 
     def title(text: str, y: float) -> dict[str, Any]:
         return {
@@ -64,6 +63,10 @@ def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | Non
             "font": {"size": _px(16, lecture)},
         }
 
+    if not std:  # the panel's title is the chart's (`layer_profile`)
+        return go.Figure()
+    free = 1 - _spacing(height, lecture)
+    top, bottom = PROFILE_HEIGHTS[0] * free, PROFILE_HEIGHTS[1] * free
     return go.Figure(
         layout={
             "xaxis": {"anchor": "y", "domain": [0.0, 1.0], "matches": "x2", "showticklabels": False, "ticks": ""},
@@ -82,14 +85,28 @@ def _in_panel(fig: go.Figure, trace: go.Scatter, row: int) -> None:
 
 
 def _profile_axes(
-    lang: str, L: int, grad_rng: tuple[float, float], std_top: float, lecture: bool, title: str, height: int | None
+    lang: str,
+    L: int,
+    grad_rng: tuple[float, float],
+    std_top: float,
+    lecture: bool,
+    title: str,
+    height: int | None,
+    std: bool = True,
 ) -> dict[str, Any]:
     """The two panels' axes (row 1: xaxis/yaxis, row 2: xaxis2/yaxis2) and legend, for `_layout`;
     the top margin holds the chart's title and the upper panel's; the gradient axis gets as many
-    decade labels as its height holds."""
+    decade labels as its height holds. Without `std`, the gradient panel's alone, with the layer axis."""
     layers = {"range": [-0.5, L + 0.5], **_layer_ticks(L, 0)}
-    panel_px = _plot_height(height, _top_margin(title, lecture) + 30, 100) * PROFILE_HEIGHTS[0] * 0.85
+    share = PROFILE_HEIGHTS[0] * 0.85 if std else 1.0
+    panel_px = _plot_height(height, _top_margin(title, lecture) + 30, 100) * share
     max_ticks = max(3, int(panel_px / (_px(BASE_FONT, lecture) * 1.4)))
+    legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+    if not std:  # layers 1..L only; no panel title above the plot
+        layers = {"range": [0.5, L + 0.5], **_layer_ticks(L), "title": {"text": t("chart.layer_axis", lang)}}
+        margin = {"t": _top_margin(title, lecture)}
+        return {"xaxis": layers, "yaxis": _log_axis(grad_rng, max_ticks), "legend": legend, "margin": margin}
+    margin = {"t": _top_margin(title, lecture) + round(_px(16, lecture) * 1.4)}
     return {
         # shared axis: numbers once, at the bottom; no tick marks under the upper panel (the lower
         # panel's title sits there)
@@ -97,8 +114,8 @@ def _profile_axes(
         "xaxis2": {**layers, "title": {"text": t("chart.layer_axis0", lang)}},
         "yaxis": _log_axis(grad_rng, max_ticks),
         "yaxis2": {"range": [0, std_top], "nticks": max(2, int(panel_px * 0.6 / (_px(BASE_FONT, lecture) * 1.5)))},
-        "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
-        "margin": {"t": _top_margin(title, lecture) + round(_px(16, lecture) * 1.4)},
+        "legend": legend,
+        "margin": margin,
     }
 
 
@@ -298,6 +315,7 @@ def layer_profile(
     labels: Sequence[str] | None = None,
     param: str = "ffn.w2",
     height: int | None = None,
+    std: bool = True,
 ) -> go.Figure:
     """The paper's Figure 3 view at the probe step nearest `step` (each run's last when None). One run (a
     RunData): above, the gradient norm of each weight matrix per layer (log y, ffn.w2 thick and black);
@@ -305,9 +323,10 @@ def layer_profile(
     by default their norm positions): the `param` gradient norm and the std, one line per run (colour =
     norm position, dash = which run). Axis ranges cover every probe step, so moving the step keeps them;
     the gradient axis spans at most GRAD_DECADES decades (smaller gradients sit on its floor, and a note
-    says so). `height`: px, None for Plotly's default."""
+    says so). `height`: px, None for Plotly's default. `std=False` leaves out the std panel: the gradient
+    panel gets the whole height (the lecture view's Compare, where it is the paper's Figure 3 for a room)."""
     info = _prepare_profile(runs, labels, lang, step, param)
-    fig = _profile_figure(info.grad_title, lang, lecture, height)
+    fig = _profile_figure(info.grad_title, lang, lecture, height, std)
     floor = info.grad_rng[0]
     shown: list[np.ndarray] = []
     if info.labels is None:
@@ -315,7 +334,8 @@ def layer_profile(
         _param_lines(fig, d, a.grad, p, lang, lecture, floor)
         shown += [a.grad[p]] if p is not None else []
         line = {"color": NORM_COLORS.get(d.info.config.norm_position, GREY), "width": 3}
-        _profile_line(fig, 2, _std_at(d, a, p), t("chart.resid_std", lang), line, lang, lecture, showlegend=False)
+        if std:
+            _profile_line(fig, 2, _std_at(d, a, p), t("chart.resid_std", lang), line, lang, lecture, showlegend=False)
     else:
         styles = _run_styles(info.runs)
         rows = zip(info.runs, info.arrays, info.labels, info.suffixes, styles, info.picks)
@@ -325,9 +345,13 @@ def layer_profile(
             y = a.grad[p, :, j] if p is not None else np.full(d.info.config.depth, np.nan)
             _profile_line(fig, 1, y, label + at, line, lang, lecture, legendgroup=label, floor=floor)
             shown.append(y)
-            _profile_line(fig, 2, _std_at(d, a, p), label, line, lang, lecture, legendgroup=label, showlegend=False)
+            if std:
+                _profile_line(fig, 2, _std_at(d, a, p), label, line, lang, lecture, legendgroup=label, showlegend=False)
     if all(p is None for p in info.picks):
         _empty_note(fig, lang, lecture, xref="x domain", yref="y domain")
     _clip_note(fig, shown, floor, lang, lecture)
-    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, lecture, info.title, height)
-    return _layout(fig, info.title, lecture, info.key, legend_below=False, height=height, **axes)
+    title = info.title
+    if not std:  # the gradient panel's title becomes the chart's, its step (or steps) the subtitle
+        title = info.grad_title + ("".join(info.title.partition(" · ")[1:]) if " · " in info.title else "")
+    axes = _profile_axes(lang, info.depth, info.grad_rng, info.std_top, lecture, title, height, std)
+    return _layout(fig, title, lecture, info.key, legend_below=False, height=height, **axes)

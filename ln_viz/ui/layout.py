@@ -15,6 +15,7 @@ import streamlit as st
 TALL, MID, SHORT = "tall__", "mid__", "short__"  # the laptop and phone views
 LOSS = "loss__"  # Compare's losses: under its scenario row and settings, still in the first screen
 FULL, HALF = "full__", "half__"  # the lecture view: the whole chart area, half of it
+UPPER, LOWER = "upper__", "lower__"  # the lecture view's Compare, right column: 44 % / 56 % of the chart area
 
 # Every page: Korean words stay whole (they wrap at spaces, as in print); on touch screens Plotly's
 # modebar would sit for good over the chart's title, so it is not shown there; on a phone the page's side
@@ -71,11 +72,11 @@ def css(text: str) -> None:
 # Plotly's default 450 px on every update, then stretched to its box: the charts pulsed once a second
 # while a run trained (the lecture view's loss plot 632 -> 234 -> 632 px). Painted at its box's height
 # first, there is nothing to see.
-NOMINAL_PX = {TALL: 470, LOSS: 420, MID: 440, SHORT: 320, FULL: 848, HALF: 420}
+NOMINAL_PX = {TALL: 470, LOSS: 420, MID: 440, SHORT: 320, FULL: 848, HALF: 420, UPPER: 370, LOWER: 470}
 
 
 def chart(fig: Any, key: str, box: str, lecture: bool = False) -> None:
-    """Draw a Plotly figure filling a box of size class `box` (TALL, MID, SHORT, FULL, HALF)."""
+    """Draw a Plotly figure filling a box of size class `box` (TALL, MID, SHORT, LOSS, FULL, HALF, UPPER, LOWER)."""
     config = {"displayModeBar": False} if lecture else {"displaylogo": False}
     if fig.layout.height is None:
         fig.layout.height = NOMINAL_PX[box]

@@ -17,7 +17,7 @@ from ln_viz.config import OMIT_AT_DEFAULT, RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 from ln_viz.ui import language, layout, lecture_switch, loss_view, stepper
-from ln_viz.ui.layout import FULL, HALF
+from ln_viz.ui.layout import FULL, HALF, LOWER, UPPER
 
 # Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
 # 1920x1080 screen and each part (charts, header, step row, takeaway) zoomed to the screen it is on
@@ -26,7 +26,7 @@ from ln_viz.ui.layout import FULL, HALF
 # chart (header strip, buttons, status and step row, takeaway, gaps), measured in Chromium.
 SCREEN_CSS = f"""
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] {{display: none;}}
-:root {{--ln-zoom: 1; --ln-chrome: calc(232px * var(--ln-zoom));}}
+:root {{--ln-zoom: 1; --ln-chrome: calc(252px * var(--ln-zoom));}}
 @media (max-width: 1700px), (max-height: 960px) {{ :root {{--ln-zoom: 0.85;}} }}
 @media (max-width: 1500px), (max-height: 850px) {{ :root {{--ln-zoom: 0.75;}} }}
 @media (max-width: 1350px), (max-height: 760px) {{ :root {{--ln-zoom: 0.6667;}} }}
@@ -35,7 +35,12 @@ SCREEN_CSS = f"""
 [class*="st-key-{FULL}"] {{height: calc(100vh - var(--ln-chrome)); flex: 0 0 auto !important; overflow: hidden;}}
 [class*="st-key-{HALF}"] {{height: calc((100vh - var(--ln-chrome)) / 2 - 0.2rem); flex: 0 0 auto !important;
     overflow: hidden;}}
-[class*="st-key-{FULL}"] [data-testid="stFullScreenFrame"],
+[class*="st-key-{UPPER}"] {{height: calc((100vh - var(--ln-chrome)) * 0.44 - 0.2rem); flex: 0 0 auto !important;
+    overflow: hidden;}}
+[class*="st-key-{LOWER}"] {{height: calc((100vh - var(--ln-chrome)) * 0.56 - 0.2rem); flex: 0 0 auto !important;
+    overflow: hidden;}}
+[class*="st-key-{FULL}"] [data-testid="stFullScreenFrame"], [class*="st-key-{UPPER}"] [data-testid="stFullScreenFrame"],
+[class*="st-key-{LOWER}"] [data-testid="stFullScreenFrame"],
 [class*="st-key-{HALF}"] [data-testid="stFullScreenFrame"] {{zoom: var(--ln-zoom);
     width: calc(100% / var(--ln-zoom)) !important; height: calc(100% / var(--ln-zoom)) !important;}}
 .st-key-lecture_top, .st-key-lecture_buttons, .st-key-lecture_steps, .st-key-lecture_takeaway {{zoom: var(--ln-zoom);
@@ -44,10 +49,14 @@ SCREEN_CSS = f"""
 .st-key-lecture_steps .st-key-probe_step, .st-key-lecture_steps .st-key-probe_step_idle,
 .st-key-lecture_steps .st-key-compare_step, .st-key-lecture_steps .st-key-compare_step_idle {{flex: 0 0 40%;}}
 .st-key-lecture_steps .stButton {{flex: 0 0 auto;}}
-.st-key-lecture_status {{height: 50px !important; flex: 0 0 50px !important; overflow-y: auto;}}
-.st-key-lecture_status p {{font-size: 19px; line-height: 1.3; margin: 0;}}
+.st-key-lecture_status {{height: 64px !important; flex: 0 0 64px !important; overflow-y: auto;}}
+.st-key-lecture_status p {{font-size: 24px; line-height: 1.3; margin: 0;}}
 .st-key-lecture_takeaway p {{font-size: 28px; line-height: 1.25; margin: 0;}}
-.st-key-lecture_buttons p, .st-key-lecture_more input, .st-key-lecture_more span {{font-size: 1.1rem;}}
+/* the back row (issue 21 N19): Start, Stop, Play and the status 24 px; the scenario buttons 20 px (at 24 px
+   Live's seven presets and Start took two rows at 1920 px) */
+.st-key-lecture_buttons p, .st-key-lecture_more input, .st-key-lecture_more span {{font-size: 20px;}}
+.st-key-lecture_buttons [class*="st-key-start"] p, .st-key-lecture_buttons [class*="st-key-stop"] p,
+.st-key-lecture_buttons [class*="st-key-compare_st"] p, .st-key-lecture_steps .stButton p {{font-size: 24px;}}
 """
 
 # The scenarios and presets the app had before the instability lab (issue 19): one click each, as
@@ -280,13 +289,15 @@ def draw_compare(
             fig = charts.loss_chart(datas, lang, True, labels, **view)
         layout.chart(fig, "compare_loss", FULL, lecture=True)
     with right:
-        if lesson:
+        if lesson:  # above the profile, which gets the larger share (LOWER): the paper's Figure 3 for a room
             fig = _COMPARED_LESSONS[lesson](datas, lang, True, labels=labels)
-            layout.chart(fig, "compare_" + lesson, HALF, lecture=True)
+            layout.chart(fig, "compare_" + lesson, UPPER, lecture=True)
         else:
             _heatmaps(datas, labels, lang)
-        fig = charts.layer_profile(datas, lang, step, True, labels)
-        layout.chart(fig, "compare_profile", HALF, lecture=True)
+        # the gradient panel alone: the paper's Figure 3 is the half of the story a room must read (issue 21
+        # N21: with the residual std under it, it had 111 px at 1080)
+        fig = charts.layer_profile(datas, lang, step, True, labels, std=False)
+        layout.chart(fig, "compare_profile", LOWER, lecture=True)
 
 
 def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> None:
@@ -297,4 +308,4 @@ def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> Non
         if i < len(datas) - 1:
             fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
         with col:
-            layout.chart(fig, f"compare_heatmap_{i}", HALF, lecture=True)
+            layout.chart(fig, f"compare_heatmap_{i}", UPPER, lecture=True)

@@ -239,6 +239,30 @@ def read_layout(pg, timeout_s: float = 20.0) -> dict:
         time.sleep(0.4)
 
 
+# The back row at 1080 (issue 21 N19): Start/Stop, Play and the status (the verdict) at least 24 px tall
+# text, the scenario buttons at least 20 px; N21: Compare's Figure-3 panel (ffn.w2 per layer) at least a
+# quarter of the screen's height.
+BACK_ROW = """() => { const px = sel => { const el = document.querySelector(sel);
+    return el ? parseFloat(getComputedStyle(el).fontSize) : null; };
+  return {start: px('[class*="st-key-start"] button p, [class*="st-key-compare_start"] button p'),
+          play: px('.st-key-lecture_steps .stButton button p'), status: px('.st-key-lecture_status p'),
+          scenario: px('.st-key-lecture_buttons .stButton button p')}; }"""
+BACK_ROW_MIN = {"start": 24, "play": 24, "status": 24, "scenario": 20}
+
+
+def back_row_problems(pg, reading: dict, page: str) -> list[str]:
+    sizes = pg.evaluate(BACK_ROW)
+    found = [f"the {k} text is {sizes[k]} px, under {least} px" for k, least in BACK_ROW_MIN.items()
+             if sizes[k] is None or sizes[k] < least]  # fmt: skip
+    if page.startswith("compare"):
+        h, quarter = geometry.plot_height(reading, "compare_profile"), reading["innerHeight"] / 4
+        if h is None or h < quarter:
+            found.append(
+                f"the ffn.w2 profile's plot area is {h} px tall, under a quarter of the screen ({quarter:.0f} px)"
+            )
+    return found
+
+
 def problems(reading: dict, page: str, lecture: bool) -> tuple[list[str], float | None]:
     found = [p for chart in reading["charts"] for p in geometry.overlaps(chart) + geometry.cut_texts(chart)]
     if not reading["charts"]:
@@ -341,6 +365,8 @@ def test_layout(server, case_page, page, viewport):
             full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
             state_found, loss_h = problems(reading, page, lecture=lecture)
             state_found += seed_problems(case_page, lang) if page == "compare-seeds" else []
+            if lecture and page in LOSS_CHART and reading["innerHeight"] >= 1080:
+                state_found += back_row_problems(case_page, reading, page)
             found += [f"[{state}, {lang}] {p}" for p in state_found]
             figures |= {f"{state}_{lang}_loss_plot_px": loss_h, f"{state}_{lang}_charts": len(reading["charts"])}
     except Exception:
