@@ -159,7 +159,8 @@ def compare_live() -> None:
             lines, compare_view.common_steps(datas), "compare_step", lang, done, ticking
         )
         lesson = lecture_view.lesson_chart(scenario, [d.info.config for d in datas])
-        lecture_view.draw_compare(datas, labels, lang, step, lesson, (groups, loss_labels))
+        mark = lecture_view.step_mark(step, compare_view.common_steps(datas), done)
+        lecture_view.draw_compare(datas, labels, lang, step, lesson, (groups, loss_labels), mark)
     else:
         st.markdown("  \n".join(lines))
 

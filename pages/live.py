@@ -94,7 +94,8 @@ def live_view() -> None:
         if done:  # how it came out, in one line that names the run
             lines = live.verdict_lines([view], [charts.norm_label(view.config.norm_position, lang)], lang)
         step = lecture_view.status_and_steps(lines, data.probe_steps, "probe_step", lang, done, ticking)
-        lecture_view.draw_live(figure, step, lecture_view.lesson_chart(preset, [data.info.config]))
+        mark = lecture_view.step_mark(step, data.probe_steps, done)
+        lecture_view.draw_live(figure, step, lecture_view.lesson_chart(preset, [data.info.config]), mark)
     else:
         with st.container(key="live_status"):  # as tall as the info box before Start: no jump
             if view is None:

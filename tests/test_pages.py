@@ -229,6 +229,31 @@ def test_each_page_keeps_its_settings_across_page_switches(start_app, monkeypatc
         st.cache_resource.clear()
 
 
+def _step_lines(at: AppTest, key: str) -> list[float]:
+    spec = json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
+    return [sh["x0"] for sh in spec["layout"].get("shapes", []) if sh.get("type") == "line" and sh["x0"] == sh["x1"]]
+
+
+def test_the_lecture_view_marks_the_profile_s_step_on_the_loss_and_the_heatmaps(replay_runner, start_app):
+    """Issue 21 N15: when the step control leaves the last step (by hand or Play), the loss chart and both
+    heatmaps draw a line at that step, so a room sees where the profile is; at the last step, none."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["present"] = "1"
+    at.switch_page("pages/compare.py").run()
+    try:
+        at.button(key="compare_start").click().run()
+        wait_done(replay_runner.handles(), 30)
+        at.run()
+        marked = ("compare_loss", "compare_heatmap_0", "compare_heatmap_1")
+        assert [_step_lines(at, k) for k in marked] == [[], [], []]  # at the last step
+        at.select_slider(key="compare_step").set_value(100).run()
+        assert [_step_lines(at, k) for k in marked] == [[100], [100], [100]]
+        profile = json.loads(next(c for c in at.get("plotly_chart") if c.key == "compare_profile").proto.spec)
+        assert "step 100" in profile["layout"]["title"]["subtitle"]["text"]
+    finally:
+        st.cache_resource.clear()
+
+
 def test_compare_lecture_view_names_each_run_s_verdict_and_a_new_scenario_clears_the_old_runs(replay_runner, start_app):
     """Issue 21: "+ warm-up" picked after post-vs-pre had run left Post-LN vs Pre-LN on the charts under
     "Warm-up is the only difference" until Start (N1); the takeaway showed before Start (N17); the end

@@ -51,6 +51,7 @@ from ln_viz.charts.style import (
     NORM_COLORS,
     PARAM_COLORS,
     norm_label,
+    step_line,
 )
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "layer_profile",
     "loss_chart",
     "norm_label",
+    "step_line",
     "resid_growth_chart",
     "SD_FROM",
     "band_kind",

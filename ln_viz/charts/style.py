@@ -250,6 +250,16 @@ def margin(lecture: bool, top: int, bottom: int = 60, left: int = 70, right: int
     }
 
 
+def step_line(fig: go.Figure, step: int, lecture: bool = False) -> go.Figure:
+    """A copy of a chart over training steps (the loss, a gradient heatmap, a probe over steps) with a
+    vertical line at `step`: the step the step-dependent charts show (the step control's, during Play), so
+    a room sees where the profile is on the loss and the heatmaps. `fig` itself is left as it was (a
+    finished run's figures are cached and shared)."""
+    marked = go.Figure(fig)
+    marked.add_vline(x=step, line={"color": GREY, "width": _px(2, lecture), "dash": "dot"}, layer="above")
+    return marked
+
+
 def _f32(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
 

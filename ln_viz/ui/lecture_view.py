@@ -9,6 +9,7 @@ ln_viz.ui.layout), so the same page fits a 1920x1080 projector and a 1280x720 la
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -250,16 +251,27 @@ def status_and_steps(lines: Sequence[str], steps: Sequence[int], key: str, lang:
     return stepper.step_control(steps, key, lang, done, ticking, row=row)
 
 
-def draw_live(figure: Callable, step: int | None, lesson: str | None = None) -> None:
+def step_mark(step: int | None, steps: Sequence[int], done: bool) -> int | None:
+    """Where the charts over training steps mark the step the profile shows (issue 21 N15: Play a room can
+    follow): once the runs have ended and the step control is moved off the last step (by hand or by Play);
+    None while training (the step is the latest) and at the last step (the charts' right end)."""
+    return step if done and step is not None and len(steps) > 1 and step != steps[-1] else None
+
+
+def _marked(fig: Any, mark: int | None) -> Any:
+    return fig if mark is None else charts.step_line(fig, mark, lecture=True)
+
+
+def draw_live(figure: Callable, step: int | None, lesson: str | None = None, mark: int | None = None) -> None:
     """One run: the loss on the left; the gradient heatmap (or the `lesson` chart, `lesson_chart`) above
     the per-layer profile and the distribution on the right (`figure(name, step=None)` from
-    ln_viz.ui.live.figures)."""
+    ln_viz.ui.live.figures); `mark` (`step_mark`): the step line on the loss and the heatmap."""
     left, right = st.columns([1, 1.15], gap="small")
     with left:
-        layout.chart(figure("loss_chart"), "loss_chart", FULL, lecture=True)
+        layout.chart(_marked(figure("loss_chart"), mark), "loss_chart", FULL, lecture=True)
     with right:
         top = lesson or "grad_heatmap"
-        layout.chart(figure(top), top, HALF, lecture=True)
+        layout.chart(_marked(figure(top), mark), top, HALF, lecture=True)
         for col, name in zip(st.columns([1.25, 1], gap="small"), ("layer_profile", "act_dist")):
             with col:
                 layout.chart(figure(name, step), name, HALF, lecture=True)
@@ -275,11 +287,13 @@ def draw_compare(
     step: int | None,
     lesson: str | None = None,
     seeds: tuple[Sequence[Sequence[RunData]], Sequence[str]] | None = None,
+    mark: int | None = None,
 ) -> None:
     """Two runs: the overlaid losses on the left; the two gradient heatmaps side by side on one colour
     scale (one colour bar), or both runs on the `lesson` chart (`lesson_chart`), above both runs'
     per-layer ffn.w2 gradient (the paper's Figure 3 line). `seeds`: each side's runs and their names, for
-    the loss chart's means and bands (the other charts show `datas`, each side's median seed)."""
+    the loss chart's means and bands (the other charts show `datas`, each side's median seed); `mark`
+    (`step_mark`): the step line on the losses, the heatmaps or the lesson chart."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
         view = loss_view.current().kwargs()  # no room for its controls: the session's, or the link's
@@ -287,20 +301,20 @@ def draw_compare(
             fig = charts.seed_loss_chart(seeds[0], lang, True, seeds[1], **view)
         else:
             fig = charts.loss_chart(datas, lang, True, labels, **view)
-        layout.chart(fig, "compare_loss", FULL, lecture=True)
+        layout.chart(_marked(fig, mark), "compare_loss", FULL, lecture=True)
     with right:
         if lesson:  # above the profile, which gets the larger share (LOWER): the paper's Figure 3 for a room
             fig = _COMPARED_LESSONS[lesson](datas, lang, True, labels=labels)
-            layout.chart(fig, "compare_" + lesson, UPPER, lecture=True)
+            layout.chart(_marked(fig, mark), "compare_" + lesson, UPPER, lecture=True)
         else:
-            _heatmaps(datas, labels, lang)
+            _heatmaps(datas, labels, lang, mark)
         # the gradient panel alone: the paper's Figure 3 is the half of the story a room must read (issue 21
         # N21: with the residual std under it, it had 111 px at 1080)
         fig = charts.layer_profile(datas, lang, step, True, labels, std=False)
         layout.chart(fig, "compare_profile", LOWER, lecture=True)
 
 
-def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> None:
+def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str, mark: int | None) -> None:
     zrange = charts.shared_zrange(datas)
     for i, (col, data) in enumerate(zip(st.columns(len(datas), gap="small"), datas)):
         fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True)
@@ -308,4 +322,4 @@ def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> Non
         if i < len(datas) - 1:
             fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
         with col:
-            layout.chart(fig, f"compare_heatmap_{i}", UPPER, lecture=True)
+            layout.chart(_marked(fig, mark), f"compare_heatmap_{i}", UPPER, lecture=True)

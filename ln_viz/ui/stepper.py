@@ -65,7 +65,7 @@ def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking:
         row.select_slider(
             t("ui.step_select", lang),
             options=options,
-            value=options[-1],
+            value=options[-1] if len(steps) >= 2 else options[0],  # no run yet: 0, the thumb at the left
             key=key + "_idle",
             disabled=True,
             label_visibility=shown,
