@@ -124,7 +124,7 @@ def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
 def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
     """Short names of runs on one chart: the norm position, plus what else tells them apart
     ("Post-LN · warm-up 100 steps", "Pre-LN · QK-norm")."""
-    from ln_viz.ui.lecture_view import changed_settings, setting_words
+    from ln_viz.words import changed_settings, setting_words
 
     extras = changed_settings(cfgs)
     words = [setting_words(c, lang, extras) for c in cfgs]
