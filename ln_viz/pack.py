@@ -271,7 +271,8 @@ body {{margin: 0; font-family: system-ui, "Noto Sans", "Noto Sans CJK KR", "Appl
 header, footer, #controls {{padding: 0.4rem 1.2rem;}}
 h1 {{font-size: clamp(20px, 1.8vw, 34px); margin: 0.2rem 0;}}
 ul.runs {{margin: 0; padding-left: 1.2rem; font-size: clamp(14px, 1vw, 19px);}}
-#controls {{display: flex; gap: 1rem; align-items: center; font-size: 18px;}}
+#controls {{display: flex; gap: 1rem; align-items: center; font-size: 18px; position: sticky; top: 0;
+  background: #fff; z-index: 5;}}
 #controls button {{font-size: 18px; padding: 0.3rem 1rem; cursor: pointer;}}
 #controls input {{flex: 0 1 40%;}}
 main {{display: grid; gap: 0.3rem; padding: 0 0.6rem; height: calc(100vh - 13rem); min-height: 480px;}}
