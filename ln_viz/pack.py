@@ -230,35 +230,48 @@ _SCRIPT = """
   const jump = {mode: "immediate", frame: {duration: 0, redraw: true}, transition: {duration: 0}};
   const slider = document.getElementById("step"), label = document.getElementById("step-value");
   const play = document.getElementById("play");
-  let index = last, timer = null, busy = Promise.resolve();
+  // one draw at a time; a step asked for meanwhile replaces any other waiting (a dragged slider never
+  // lags behind), and Play moves on 0.25 s after every chart has drawn its step
+  let index = last, wanted = null, drawing = true, playing = false, tick = null;
   const ready = P.charts.map(function (c) {
     const gd = document.getElementById(c.id);
     return Plotly.newPlot(gd, c.fig.data, c.fig.layout, cfg).then(function () {
       return c.frames ? Plotly.addFrames(gd, c.frames) : null;
     });
   });
-  function show(i) {
-    index = i; slider.value = i; label.textContent = steps[i];
-    const s = steps[i];
-    busy = busy.then(function () {
-      return Promise.all(P.charts.map(function (c) {
-        const gd = document.getElementById(c.id);
-        if (c.frames) return Plotly.animate(gd, [String(s)], jump);
-        const u = {}; u["shapes[" + c.marker + "].x0"] = s; u["shapes[" + c.marker + "].x1"] = s;
-        return Plotly.relayout(gd, u);
-      }));
-    }).then(function () { document.body.dataset.shown = s; });
-    return busy;
+  function draw(s) {
+    return Promise.all(P.charts.map(function (c) {
+      const gd = document.getElementById(c.id);
+      if (c.frames) return Plotly.animate(gd, [String(s)], jump);
+      const u = {}; u["shapes[" + c.marker + "].x0"] = s; u["shapes[" + c.marker + "].x1"] = s;
+      return Plotly.relayout(gd, u);
+    }));
   }
-  function stop() { clearInterval(timer); timer = null; play.textContent = "\\u25B6 " + P.text.play; }
+  function pump() {
+    if (wanted === null) { drawing = false; return; }
+    drawing = true;
+    const s = wanted; wanted = null;
+    draw(s).then(function () { document.body.dataset.shown = s; next(); pump(); });
+  }
+  function show(i) {
+    index = i; slider.value = i; label.textContent = steps[i]; wanted = steps[i];
+    if (!drawing) pump();
+  }
+  function next() {
+    if (!playing || wanted !== null || tick !== null) return;
+    tick = setTimeout(function () {
+      tick = null;
+      if (playing) { if (index >= last) stop(); else show(index + 1); }
+    }, 250);
+  }
+  function stop() { playing = false; clearTimeout(tick); tick = null; play.textContent = "\\u25B6 " + P.text.play; }
   play.addEventListener("click", function () {
-    if (timer) { stop(); return; }
-    if (index >= last) show(0);
-    play.textContent = "\\u275A\\u275A " + P.text.pause;
-    timer = setInterval(function () { if (index >= last) { stop(); } else { show(index + 1); } }, 250);
+    if (playing) { stop(); return; }
+    playing = true; play.textContent = "\\u275A\\u275A " + P.text.pause;
+    show(index >= last ? 0 : index + 1);
   });
   slider.addEventListener("input", function () { stop(); show(Number(slider.value)); });
-  Promise.all(ready).then(function () { document.body.dataset.ready = "1"; });
+  Promise.all(ready).then(function () { document.body.dataset.ready = "1"; pump(); });
 })();
 """
 
@@ -275,7 +288,7 @@ ul.runs {{margin: 0; padding-left: 1.2rem; font-size: clamp(14px, 1vw, 19px);}}
   background: #fff; z-index: 5;}}
 #controls button {{font-size: 18px; padding: 0.3rem 1rem; cursor: pointer;}}
 #controls input {{flex: 0 1 40%;}}
-main {{display: grid; gap: 0.3rem; padding: 0 0.6rem; height: calc(100vh - 13rem); min-height: 480px;}}
+main {{display: grid; gap: 0.3rem; padding: 0 0.6rem; height: calc(100vh - 14rem); min-height: 480px;}}
 main.one {{grid-template-columns: 1fr 0.63fr 0.52fr; grid-template-rows: 1fr 1fr;
   grid-template-areas: "loss heatmap0 heatmap0" "loss profile dist";}}
 main.pair {{grid-template-columns: 1.1fr 0.5fr 0.5fr; grid-template-rows: 1fr 1fr;

@@ -53,18 +53,41 @@ def test_pack_opens_offline_draws_and_plays(browser, tiny_run, tmp_path):
         assert page.locator("#heatmap0 .hm image, #heatmap0 .heatmaplayer image").count() >= 1
         assert page.locator("#loss .scatterlayer path.js-line").count() >= 2  # both runs' loss lines
         before = page.evaluate(_STATE)
+        # every step drawn, read the moment it is (Play moves on 0.25 s after every chart has drawn)
+        page.evaluate(f"""() => {{ window.seen = []; new MutationObserver(() => window.seen.push(({_STATE})()))
+            .observe(document.body, {{attributes: true, attributeFilter: ["data-shown"]}}); }}""")
         page.get_by_role("button", name="재생").click()  # starts from the first step: the slider is at the last
-        # read in the page the moment every chart is drawn at step 25 (Play moves on 0.25 s later)
-        during = page.wait_for_function(f"() => document.body.dataset.shown === '25' && ({_STATE})()", timeout=20_000)
-        during = during.json_value()
-        assert during["marker"] == 25 and during["marker"] != before["marker"]
-        assert during["lines"] != before["lines"]  # the profile redrew at another step
-        page.wait_for_function("() => document.getElementById('play').textContent.includes('재생')", timeout=20_000)
-        after = page.evaluate(_STATE)
-        assert after["step"] == before["step"] and after["marker"] == before["marker"]  # it ends on the last step
+        page.wait_for_function("() => document.getElementById('play').textContent.includes('재생')", timeout=30_000)
+        seen = page.evaluate("() => window.seen")
+        assert [s["marker"] for s in seen] == [1, 5, 10, 15, 20, 25, 30]  # the tiny runs' probe steps, in turn
+        assert [s["step"] for s in seen] == [str(s["marker"]) for s in seen]
+        assert seen[0]["lines"] != before["lines"] and seen[-1]["lines"] == before["lines"]  # the profile moved
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "pack_pair_ko.png"))
     finally:
         context.close()
     assert requests == []  # nothing but the file was asked for
     assert errors == []
+
+
+def test_a_run_pack_s_slider_moves_the_distribution_to_the_chosen_step(browser, tiny_run, tmp_path):
+    path = write_pack([tiny_run], tmp_path / "run.html", lang="en")
+    requests: list[str] = []
+    errors: list[str] = []
+    context, page = _open(browser, path, requests, errors)
+    try:
+        assert page.locator(".js-plotly-plot").count() == 4  # loss, heatmap, profile, distribution
+        z = "() => JSON.stringify(document.getElementById('dist').data[0].z)"
+        last = page.evaluate(z)
+        first = tiny_run.probe_steps[0]
+        page.evaluate(
+            "() => { const s = document.getElementById('step'); s.value = 0; s.dispatchEvent(new Event('input')); }"
+        )
+        page.wait_for_selector(f"body[data-shown='{first}']", timeout=20_000)
+        assert page.evaluate(z) != last  # the distribution at the first probe step, not the last
+        assert page.locator("#step-value").text_content() == str(first)
+        title = page.evaluate("() => JSON.stringify(document.getElementById('dist').layout.title)")
+        assert f"step {first}" in title and f"step {tiny_run.probe_steps[-1]}" not in title  # its subtitle says so
+    finally:
+        context.close()
+    assert requests == [] and errors == []
