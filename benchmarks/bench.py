@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench.py                 # the full set (about 15 minutes on 2 cores)
     .venv/bin/python benchmarks/bench.py --quick         # tiny sizes, seconds (the smoke test runs this)
     .venv/bin/python benchmarks/bench.py --only steps    # one section: steps, mfu, start, payload, memory, threads,
-                                                         # compare (the time to a seed comparison's takeaway)
+                                                         # compare (the time to a seed comparison's takeaway), pack
 
 Every timing is repeated (--repeats, default 3) and reported as min / median / max. Nothing here
 asserts a target: the figures go into the issue notes, the targets are read off them.
@@ -521,7 +521,32 @@ def bench_compare(quick: bool, repeats: int) -> dict:
     return out
 
 
-SECTIONS = ("steps", "mfu", "start", "browser", "init_lab", "payload", "memory", "threads", "compare")
+def bench_pack(quick: bool, repeats: int) -> dict:
+    """The offline lecture pack (ln_viz/pack.py) of the post-vs-pre presets (300 steps, probed every 5
+    steps and every step): its size in MB and the seconds to build it, one run and the pair, en and ko."""
+    from ln_viz.config import PRESETS
+    from ln_viz.pack import frame_steps, pack_html
+    from ln_viz.train import run
+
+    out: dict = {}
+    for every in (5,) if quick else (5, 1):
+        cfgs = [PRESETS[n].config.replace(probe_every=every) for n in ("post-ln-no-warmup", "pre-ln-no-warmup")]
+        runs = [run(c.replace(steps=30, depth=2, d_model=32) if quick else c) for c in cfgs]
+        for name, datas in (("run", runs[1:]), ("pair", runs)):
+            for lang in ("en", "ko"):
+                times = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    page = pack_html(datas, lang)
+                    times.append(time.perf_counter() - t0)
+                key = f"{name}_every{every}_{lang}"
+                out[key] = {"mb": len(page.encode()) / 1e6, "build_s": stats(times), "frames": len(frame_steps(datas))}
+                print(f"  {key}: {out[key]['mb']:.2f} MB, {out[key]['frames']} frames, built in "
+                      f"{fmt(out[key]['build_s'])} s", flush=True)  # fmt: skip
+    return out
+
+
+SECTIONS = ("steps", "mfu", "start", "browser", "init_lab", "payload", "memory", "threads", "compare", "pack")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -539,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if args.sizes:
         SIZES[:] = [tuple(int(v) for v in pair.split("x")) for pair in args.sizes.split(",")]
-    slow = ("browser", "init_lab", "threads", "compare")
+    slow = ("browser", "init_lab", "threads", "compare", "pack")
     sections = args.only or [s for s in SECTIONS if not (args.quick and s in slow)]
     result: dict = {
         "machine": {"cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads()},
@@ -575,6 +600,9 @@ def main(argv: list[str] | None = None) -> int:
     if "compare" in sections:
         print("time to the takeaway, post-vs-pre (Post-LN vs Pre-LN, 300 steps), local pool:")
         result["compare"] = bench_compare(args.quick, args.repeats)
+    if "pack" in sections:
+        print("offline lecture pack, post-vs-pre presets (300 steps):")
+        result["pack"] = bench_pack(args.quick, args.repeats)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

@@ -78,7 +78,7 @@ def test_each_compare_takeaway_and_question_names_its_learning_rate_and_warm_up(
     own stability map shows Post-LN learning at lr 1e-3 without warm-up (issue 21, N17): each scenario's
     sentence names the setting it was measured at, in the words the header uses."""
     from ln_viz.config import COMPARE_PRESETS, PRESETS
-    from ln_viz.ui.lecture_view import setting_words
+    from ln_viz.words import setting_words
 
     for name, (a, b, _) in COMPARE_PRESETS.items():
         for key in (f"lecture.takeaway.{name}", f"lecture.question.{name}"):

@@ -466,3 +466,18 @@ def test_a_seed_group_downloads_as_one_zip_of_its_run_files(
     back = read_run_data(archive.read(names[1]), names[1])  # each file imports as the run it was
     assert back.label == "group 2"
     assert back.data.final_loss() == measured["post"].final_loss()
+
+
+def test_a_stored_run_and_a_compared_pair_offer_the_lecture_pack(two_runs: dict[str, int]) -> None:
+    """The Runs page offers one run's lecture pack, Compare the pair's (built on click: ln_viz/pack.py,
+    its file tested in tests/test_pack.py)."""
+    from ln_viz.i18n import t
+
+    def packs(at: AppTest) -> list[str]:
+        return [b.proto.label for b in at.get("download_button") if b.proto.label == t("pack.download", "en")]
+
+    at = select(open_page(), 0, 1)
+    assert packs(at) == [t("pack.download", "en")]  # the run shown
+    at.button(key="runs_compare").click().run()
+    assert not at.exception, at.exception
+    assert packs(at) == [t("pack.download", "en")]  # both runs in one file

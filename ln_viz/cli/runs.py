@@ -37,14 +37,19 @@ def add_runs_commands(sub: Any) -> None:
     ls.set_defaults(func=cmd_runs_list)
 
     ex = rsub.add_parser(
-        "export", help="write a run as tables (csv, parquet), chart files (png, svg, html: a folder) or one run file"
+        "export",
+        help="write a run as tables (csv, parquet), chart files (png, svg, html: a folder), one run file, or an "
+        "offline lecture pack (pack: one HTML file of the run, or of it and --vs RUN_ID, in the folder)",
     )
     ex.add_argument("run_id", type=int, metavar="RUN_ID")
-    ex.add_argument("--format", required=True, choices=("csv", "parquet", "run", "png", "svg", "html"), dest="fmt")
+    ex.add_argument(
+        "--format", required=True, choices=("csv", "parquet", "run", "png", "svg", "html", "pack"), dest="fmt"
+    )
     ex.add_argument(
         "--out", required=True, help="a folder (csv, parquet, png, svg, html) or a file; .gz compresses a run file"
     )
-    ex.add_argument("--lang", default="en", choices=("en", "ko"), help="png, svg, html: the charts' language")
+    ex.add_argument("--lang", default="en", choices=("en", "ko"), help="png, svg, html, pack: the charts' language")
+    ex.add_argument("--vs", type=int, metavar="RUN_ID", help="pack: a second run, compared in the same file")
     ex.add_argument("--probe-stride", type=int, default=1, help="run file: keep every Nth probe step")
     ex.set_defaults(func=cmd_runs_export)
 
@@ -146,8 +151,12 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     if args.probe_stride < 1:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
     _check_run_id(args.run_id)
+    if args.vs is not None and args.fmt != "pack":
+        raise UsageError("--vs is for --format pack only")
     with _open_store_to_read(args) as store:
-        if args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
+        if args.fmt == "pack":
+            paths = [_export_pack(store, args)]
+        elif args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
             from ln_viz.export import export_charts
 
             paths = export_charts(store.open_run(args.run_id), args.out, formats=(args.fmt,), lang=args.lang)
@@ -156,6 +165,29 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     return 0
+
+
+def _export_pack(store: Any, args: argparse.Namespace) -> Any:
+    """`--format pack`: ln-viz-pack-<id>[-vs-<id>].<lang>.html in the --out folder (ln_viz/pack.py)."""
+    from pathlib import Path
+
+    from ln_viz.pack import write_pack
+
+    ids = [args.run_id] if args.vs is None else [args.run_id, args.vs]
+    for run_id in ids:
+        _check_run_id(run_id)
+    datas = [store.open_run(run_id) for run_id in ids]
+    norms = [d.info.config.norm_position for d in datas]
+    labels = [f"run {i}" for i in ids] if len(ids) == 2 and norms[0] == norms[1] else None  # else their norms
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise LocalizedError("err.export_charts_not_dir", path=str(out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(out), reason=e.strerror) from e
+    name = "ln-viz-pack-" + "-vs-".join(map(str, ids)) + f".{args.lang}.html"
+    return write_pack(datas, out / name, args.lang, labels)
 
 
 def cmd_runs_import(args: argparse.Namespace) -> int:

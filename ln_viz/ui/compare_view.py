@@ -11,7 +11,7 @@ from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
 from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form, language, layout, loss_view, stepper
+from ln_viz.ui import config_form, language, layout, loss_view, run_downloads, stepper
 from ln_viz.ui.instability_view import compared_probes
 
 SIDES = ("a.", "b.")
@@ -124,7 +124,7 @@ def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
 def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
     """Short names of runs on one chart: the norm position, plus what else tells them apart
     ("Post-LN · warm-up 100 steps", "Pre-LN · QK-norm")."""
-    from ln_viz.ui.lecture_view import changed_settings, setting_words
+    from ln_viz.words import changed_settings, setting_words
 
     extras = changed_settings(cfgs)
     words = [setting_words(c, lang, extras) for c in cfgs]
@@ -182,4 +182,6 @@ def draw(
     fig = charts.layer_profile(datas, lang, step, labels=labels)
     layout.chart(fig, "compare_profile", layout.MID)
     st.caption(t("compare.profile_caption", lang))
+    if done:  # the pair as one offline HTML file, for a talk (ln_viz/pack.py)
+        run_downloads.pack_button(datas, lang, "compare_dl_pack", "ln-viz-pack-compare", labels)
     compared_probes(datas, labels, lang)

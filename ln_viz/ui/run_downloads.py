@@ -5,7 +5,7 @@ lists, opens, labels and deletes runs)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 
@@ -77,6 +77,24 @@ def group_zip(store: Store, group: str) -> tuple[int, Callable[[], bytes]]:
     return len(members), build
 
 
+def pack_button(datas: Sequence[RunData], lang: str, key: str, file_stem: str, labels: Sequence[str] | None = None):
+    """The offline lecture pack of one run or a pair (ln_viz/pack.py), one HTML file built on click;
+    nothing for runs with no probe step in common (the pack would have nothing to step through)."""
+    from ln_viz import pack
+
+    if not pack.frame_steps(datas):
+        return
+    st.download_button(
+        t("pack.download", lang),
+        data=lambda: pack.pack_html(datas, lang, labels).encode(),
+        file_name=f"{file_stem}.{lang}.html",
+        mime="text/html",
+        key=key,
+        on_click="ignore",
+        icon=":material/slideshow:",
+    )
+
+
 def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> None:
     """Tables (CSV, Parquet), the run file and the chart files. Each is built only when asked for:
     the table and run-file buttons build their bytes on click, from the whole run (read from the store
@@ -107,6 +125,8 @@ def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> No
             on_click="ignore",
             icon=":material/folder_zip:",
         )
+    with row:
+        pack_button([data], lang, "runs_dl_pack", f"ln-viz-pack-{summary.id}")
     ready = st.session_state.get("_runs_charts")
     if ready and ready[0] == (summary.id, summary.updated, lang):
         row.download_button(

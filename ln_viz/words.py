@@ -1,0 +1,74 @@
+"""A run's settings as a lecturer says them, in the page's language: `Post-LN vs Pre-LN · 6 layers · Adam
+lr 3e-3 · no warm-up`. The lecture view's header (ln_viz.ui.lecture_view) and the offline lecture pack
+(ln_viz.pack) say the same words. No streamlit here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ln_viz import charts
+from ln_viz.config import OMIT_AT_DEFAULT, RunConfig
+from ln_viz.i18n import t
+
+
+def _lr_text(lr: float) -> str:
+    """3e-3 rather than 0.003: how learning rates are said in papers and talks."""
+    if lr >= 0.1:
+        return f"{lr:g}"
+    mantissa, exponent = f"{lr:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _one_or_vs(values: Sequence[str], lang: str) -> str:
+    return values[0] if len(set(values)) == 1 else t("lecture.vs", lang).join(values)
+
+
+# issue 19's settings, said only where a run leaves the default (in this order, after the others)
+_EXTRAS = ("norm_type", "qk_norm", "ln_scaling", "weight_decay", "z_loss", "grad_clip")
+
+
+def _at_default(c: RunConfig, name: str) -> bool:
+    return getattr(c, name) == OMIT_AT_DEFAULT.get(name, "layernorm")  # norm_type's default: LayerNorm
+
+
+def changed_settings(cfgs: Sequence[RunConfig]) -> list[str]:
+    """The issue-19 fields that some run of `cfgs` has away from its default (QK-norm, DyT, ...)."""
+    return [n for n in _EXTRAS if any(not _at_default(c, n) for c in cfgs)]
+
+
+def _extra_word(c: RunConfig, name: str, lang: str) -> str:
+    """One issue-19 setting in words; at its default, the words for "without it" (said only beside a
+    run that has it)."""
+    value = getattr(c, name)
+    if name == "norm_type":
+        alpha = c.dyt_alpha != OMIT_AT_DEFAULT["dyt_alpha"] and value == "dyt"
+        return t(f"lecture.normtype.{value}", lang) + (
+            " " + t("lecture.dyt_alpha", lang, v=f"{c.dyt_alpha:g}") if alpha else ""
+        )
+    if name == "qk_norm":
+        return t(f"lecture.qknorm.{value}", lang)
+    if name == "ln_scaling":
+        return t("lecture.ln_scaling" if value else "lecture.no_ln_scaling", lang)
+    return t(f"lecture.{name}", lang, v=_lr_text(value)) if value else t(f"lecture.no_{name}", lang)
+
+
+def setting_words(c: RunConfig, lang: str, extras: Sequence[str] | None = None) -> list[str]:
+    """A run's settings as a lecturer says them: norm position, depth, optimizer and lr, warm-up, then
+    each of `extras` (issue-19 fields; by default those this run changes, `changed_settings`)."""
+    extras = changed_settings([c]) if extras is None else extras
+    return [
+        charts.norm_label(c.norm_position, lang),
+        t("lecture.layers", lang, n=c.depth),
+        t(f"lecture.opt.{c.optimizer}", lang) + " " + t("lecture.lr", lang, lr=_lr_text(c.lr)),
+        t("lecture.warmup", lang, n=c.warmup_steps) if c.warmup_steps else t("lecture.no_warmup", lang),
+        *(_extra_word(c, name, lang) for name in extras),
+    ]
+
+
+def describe(cfgs: Sequence[RunConfig], lang: str) -> str:
+    """What is running, in words and numbers: `Post-LN vs Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up`
+    (a part that differs between the runs is said for each; an issue-19 setting only where a run has it:
+    `... · no QK-norm vs QK-norm`)."""
+    extras = changed_settings(cfgs)
+    words = [setting_words(c, lang, extras) for c in cfgs]
+    return " · ".join(_one_or_vs([w[j] for w in words], lang) for j in range(len(words[0])))
