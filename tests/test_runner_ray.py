@@ -17,6 +17,7 @@ from ln_viz.i18n import t  # noqa: E402
 from ln_viz.runner import MSG_WORKER_DIED, Runner  # noqa: E402
 from ln_viz.runner.ray_worker import RayBackend  # noqa: E402
 from ln_viz.sweep.ray_exec import _Driver, disconnect  # noqa: E402
+from ln_viz.ui.training import where_line  # noqa: E402
 
 from .ray_cluster import HeadNode, alive, descendants  # noqa: E402
 
@@ -55,8 +56,8 @@ def test_a_run_on_ray_trains_in_a_named_actor_with_the_local_workers_snapshots(r
         ref = local.start(TINY)
         assert ref.wait(60)
         assert _losses(h) == _losses(ref)  # same seed, one thread: the same numbers
-    busy, total = backend.cpus()
-    assert total == 2 and busy == 0  # the ended run's actor gave its CPU back
+    # the ended run's actor gave its CPU back; the Live page's line says so
+    assert where_line(runner, "en") == "Runs train on the cluster, 0 of 2 CPUs busy."
 
 
 def test_stop_ends_a_ray_run_within_two_seconds_and_a_killed_actor_fails_its_run(ray_runner):
@@ -67,6 +68,7 @@ def test_stop_ends_a_ray_run_within_two_seconds_and_a_killed_actor_fails_its_run
     while time.monotonic() < deadline and not (a.view().steps_done > 2 and b.view().steps_done > 2 and b.pid):
         time.sleep(0.1)
     assert a.view().steps_done > 2 and b.pid, "the runs did not start training on Ray"
+    assert where_line(runner, "ko") == "실행은 클러스터에서 학습합니다: CPU 2개 중 2개 사용 중."
     t0 = time.monotonic()
     a.stop()
     assert a.wait(2.0), "Stop took over 2 s"

@@ -96,7 +96,7 @@ class Runner:
         self.on_start, self.on_snapshot, self.on_finish = on_start, on_snapshot, on_finish
         self.stop_grace_s = stop_grace_s
         self.live_probe_steps = live_probe_steps
-        self._new_worker = new_worker or spawn_worker
+        self.new_worker = new_worker or spawn_worker
         self._lock = threading.RLock()  # guards the state below and every handle's (they share it)
         self._state = _RunnerState()
         self._handles: dict[str, RunHandle] = {}
@@ -229,7 +229,7 @@ class Runner:
                 worker = self._take_idle_locked()
             if worker is None:
                 try:
-                    worker = self._new_worker(h.run_id, False)
+                    worker = self.new_worker(h.run_id, False)
                 except OSError as e:  # out of processes, memory or file descriptors
                     self._finish(h, Outcome.failed(f"could not start a worker process ({type(e).__name__}: {e})"))
                     continue
@@ -283,7 +283,7 @@ class Runner:
                     return
                 s.spawning += 1
             try:
-                w = self._new_worker(None, True)
+                w = self.new_worker(None, True)
             except OSError:  # the pool is a speed-up: runs still start (cold) without it
                 log.exception("could not start a warm worker")
                 with self._lock:
