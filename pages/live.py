@@ -102,6 +102,7 @@ def live_view() -> None:
                 st.info(status)
             else:
                 st.markdown(f"**{status}**")
+        st.caption(training.where_line(runner, lang))
 
         def notes() -> None:
             if view is not None:

@@ -77,6 +77,8 @@ def test_start_trains_and_draws_every_chart_then_completes(at):
     assert {"loss_chart", "grad_heatmap", "act_dist", "layer_profile", "update_ratio"} <= keys
     status = at.markdown[0].value
     assert "Step 30/30" in status and ("completed" in status or "stalled" in status)
+    # where it trained: the local pool by default (LN_VIZ_EXECUTOR unset)
+    assert any(c.value.startswith("Runs train on this machine, at most") for c in at.caption)
 
 
 @pytest.mark.slow

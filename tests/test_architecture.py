@@ -35,7 +35,11 @@ LAYERS: list[tuple[str, str]] = [
     ("train", "train"),
     # background execution: training runs in worker processes, and the Init Lab's measurements in a pool
     # of the runner's worker processes
-    ("runner", "runner runner.messages runner.worker runner.process runner.handle runner.queue runner.runner init_lab"),
+    (
+        "runner",
+        "runner runner.messages runner.worker runner.process runner.ray_worker runner.handle runner.queue"
+        " runner.runner init_lab",
+    ),
     # runs as files: the run file (the import gate) and the tidy tables; the store imports and exports them
     ("runfile", "runfile runfile.format runfile.document runfile.validate tables"),
     (

@@ -9,6 +9,7 @@ worker dies, so a SIGKILLed worker turns into a `failed` run instead of a hang.
 
 from __future__ import annotations
 
+import multiprocessing
 import multiprocessing.context
 import os
 import signal
@@ -158,6 +159,18 @@ class WorkerProcess:
     def exit_description(self) -> str:
         """How the process ended, in words: "killed by SIGKILL", "exit code 1"."""
         return exit_description(self.process.exitcode)
+
+
+def spawn_worker(run_id: str | None, warm: bool) -> WorkerProcess:
+    """A local worker process for a run (the Runner's default `new_worker`; the id is not needed)."""
+    return WorkerProcess(multiprocessing.get_context("spawn"), warm=warm)
+
+
+def default_threads(n_running: int, cpus: int | None = None) -> int:
+    """torch threads per worker: the cores shared evenly by the runs training now (2 cores: one run
+    gets 2, two runs get 1 each). More threads than cores only adds contention."""
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, cpus // max(1, n_running))
 
 
 def exit_description(code: int | None) -> str:

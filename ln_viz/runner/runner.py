@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import multiprocessing
 import os
 import threading
 import time
@@ -20,7 +19,7 @@ from typing import Any, Self
 from ln_viz.config import ConfigError, RunConfig
 from ln_viz.runner.handle import MSG_STOPPED, MSG_TIME_CAP, Outcome, RunHandle, RunView
 from ln_viz.runner.messages import End, Failed, Info, Job, SetThreads, Snap, Stop, WorkerMessage
-from ln_viz.runner.process import WorkerProcess
+from ln_viz.runner.process import WorkerProcess, default_threads, spawn_worker
 from ln_viz.runner.queue import FairQueue
 from ln_viz.snapshot import RunInfo, Snapshot
 
@@ -38,13 +37,7 @@ _POLL_S = 0.05  # how often a drain thread looks at deadlines when its worker is
 OnStart = Callable[[str, RunInfo, str | None], None]  # run id, header, seed group
 OnSnapshot = Callable[[str, Snapshot], None]
 OnFinish = Callable[[str, RunView], None]
-
-
-def default_threads(n_running: int, cpus: int | None = None) -> int:
-    """torch threads per worker: the cores shared evenly by the runs training now (2 cores: one run
-    gets 2, two runs get 1 each). More threads than cores only adds contention."""
-    cpus = cpus or os.cpu_count() or 1
-    return max(1, cpus // max(1, n_running))
+NewWorker = Callable[[str | None, bool], Any]  # (run id, warm) -> a WorkerProcess or one like it
 
 
 @dataclass
@@ -76,6 +69,8 @@ class Runner:
     - `live_probe_steps`: probe steps a handle's data keeps (evenly thinned, the latest always in:
       `RunData.max_probe_steps`), so the server's memory stays flat however long a run is; every
       snapshot still reaches `on_snapshot` (the store keeps them all). None keeps all.
+    - `new_worker(run_id, warm)`: where a run trains; default a local `WorkerProcess`, or a
+      `runner.ray_worker.RayBackend` (an actor per run on a Ray cluster; use warm_workers=0 with it).
     """
 
     def __init__(
@@ -91,6 +86,7 @@ class Runner:
         on_finish: OnFinish | None = None,
         stop_grace_s: float = STOP_GRACE_S,
         live_probe_steps: int | None = LIVE_PROBE_STEPS,
+        new_worker: NewWorker | None = None,
     ) -> None:
         self.max_concurrent = max(1, max_concurrent or os.cpu_count() or 1)
         self.warm_workers = max(0, warm_workers)
@@ -100,7 +96,7 @@ class Runner:
         self.on_start, self.on_snapshot, self.on_finish = on_start, on_snapshot, on_finish
         self.stop_grace_s = stop_grace_s
         self.live_probe_steps = live_probe_steps
-        self._ctx = multiprocessing.get_context("spawn")
+        self.new_worker = new_worker or spawn_worker
         self._lock = threading.RLock()  # guards the state below and every handle's (they share it)
         self._state = _RunnerState()
         self._handles: dict[str, RunHandle] = {}
@@ -233,7 +229,7 @@ class Runner:
                 worker = self._take_idle_locked()
             if worker is None:
                 try:
-                    worker = WorkerProcess(self._ctx, warm=False)
+                    worker = self.new_worker(h.run_id, False)
                 except OSError as e:  # out of processes, memory or file descriptors
                     self._finish(h, Outcome.failed(f"could not start a worker process ({type(e).__name__}: {e})"))
                     continue
@@ -287,7 +283,7 @@ class Runner:
                     return
                 s.spawning += 1
             try:
-                w = WorkerProcess(self._ctx, warm=True)
+                w = self.new_worker(None, True)
             except OSError:  # the pool is a speed-up: runs still start (cold) without it
                 log.exception("could not start a warm worker")
                 with self._lock:

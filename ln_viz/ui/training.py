@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 MAX_CONCURRENT_ENV = "LN_VIZ_MAX_CONCURRENT"
 MAX_SECONDS_ENV = "LN_VIZ_MAX_SECONDS"
 WARM_WORKERS_ENV = "LN_VIZ_WARM_WORKERS"
+EXECUTOR_ENV = "LN_VIZ_EXECUTOR"  # "ray": every Start trains as an actor on the Ray cluster
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,38 @@ def get_runner() -> Runner:
     cap = int(os.environ.get(MAX_CONCURRENT_ENV, "0")) or None
     max_seconds = float(os.environ.get(MAX_SECONDS_ENV, "600"))
     warm = int(os.environ.get(WARM_WORKERS_ENV, "1"))
-    return Runner(max_concurrent=cap, warm_workers=warm, max_seconds=max_seconds, **store_hooks())
+    backend = _ray_backend() if os.environ.get(EXECUTOR_ENV, "").strip() == "ray" else None
+    if backend is not None:  # the cluster's CPUs, still capped by LN_VIZ_MAX_CONCURRENT; no warm pool
+        cap, warm = min(cap or 10**6, max(1, backend.cpus()[1])), 0
+    return Runner(max_concurrent=cap, warm_workers=warm, max_seconds=max_seconds, new_worker=backend, **store_hooks())
+
+
+def _ray_backend():
+    """The Ray cluster of $LN_VIZ_RAY_ADDRESS (else $RAY_ADDRESS, else a private one of this server),
+    connected as the Stability map's sweeps connect: the one driver thread, the address checked first,
+    the ln_viz package sent with the job to a cluster the server did not start."""
+    from ln_viz.runner.ray_worker import RayBackend
+    from ln_viz.sweep.ray_address import configured_address, parse_address
+    from ln_viz.sweep.ray_exec import CONNECT_TIMEOUT_S, _Driver
+
+    address, error = configured_address()
+    if error is not None:
+        raise error
+    address = address or parse_address(os.environ.get("RAY_ADDRESS", "").strip() or "local", "$RAY_ADDRESS")
+    driver = _Driver.get()
+    ray = driver.call(lambda: driver.connect(address, None), timeout=CONNECT_TIMEOUT_S)
+    return RayBackend(ray)
+
+
+def where_line(runner: Runner, lang: str) -> str:
+    """Where this server's runs train: "on the cluster, 3 of 64 CPUs busy", or on this machine."""
+    from ln_viz.i18n import t
+
+    cpus = getattr(getattr(runner, "new_worker", None), "cpus", None)  # a RayBackend has its CPUs
+    if cpus is None:
+        return t("ui.where_local", lang, cap=runner.max_concurrent)
+    busy, total = cpus()
+    return t("ui.where_cluster", lang, busy=busy, total=total)
 
 
 @dataclass
