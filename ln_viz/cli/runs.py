@@ -40,11 +40,14 @@ def add_runs_commands(sub: Any) -> None:
         "export", help="write a run as tables (csv, parquet), chart files (png, svg, html: a folder) or one run file"
     )
     ex.add_argument("run_id", type=int, metavar="RUN_ID")
-    ex.add_argument("--format", required=True, choices=("csv", "parquet", "run", "png", "svg", "html"), dest="fmt")
+    ex.add_argument(
+        "--format", required=True, choices=("csv", "parquet", "run", "png", "svg", "html", "mp4", "gif"), dest="fmt"
+    )
     ex.add_argument(
         "--out", required=True, help="a folder (csv, parquet, png, svg, html) or a file; .gz compresses a run file"
     )
-    ex.add_argument("--lang", default="en", choices=("en", "ko"), help="png, svg, html: the charts' language")
+    ex.add_argument("--lang", default="en", choices=("en", "ko"), help="png, svg, html, mp4, gif: the charts' language")
+    ex.add_argument("--size", help="mp4, gif: WIDTHxHEIGHT in pixels (default 1920x1080; a gif 960x540)")
     ex.add_argument("--probe-stride", type=int, default=1, help="run file: keep every Nth probe step")
     ex.set_defaults(func=cmd_runs_export)
 
@@ -147,7 +150,12 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
     _check_run_id(args.run_id)
     with _open_store_to_read(args) as store:
-        if args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
+        if args.fmt in ("mp4", "gif"):  # the lecture view's animation (ln_viz/video.py)
+            from ln_viz.video import export_video, parse_size
+
+            size = parse_size(args.size) if args.size else None
+            paths = [export_video(store.open_run(args.run_id), args.out, args.fmt, size=size, lang=args.lang)]
+        elif args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
             from ln_viz.export import export_charts
 
             paths = export_charts(store.open_run(args.run_id), args.out, formats=(args.fmt,), lang=args.lang)
