@@ -45,7 +45,7 @@ LAYERS: list[tuple[str, str]] = [
     (
         "charts",
         "charts charts.style charts.axes charts.sample charts.dist charts.entropy charts.grads charts.init_lab "
-        "charts.instability charts.loss charts.profile charts.seeds export",
+        "charts.instability charts.loss charts.profile charts.seeds export video",
     ),
     # the stability map
     (
