@@ -142,5 +142,5 @@ def test_cli_exports_charts_and_refuses_bad_flags(tmp_path: Path, tiny_run: RunD
     (tmp_path / "afile").write_text("x")
     code, _, err = cli("runs", "export", str(run_id), "--format", "png", "--out", str(tmp_path / "afile"), *store_flag)
     assert code == 2 and "is a file; chart exports write one file per chart" in err and err.count("\n") == 1
-    code, _, err = cli("runs", "export", str(run_id), "--format", "gif", "--out", str(tmp_path), *store_flag)
+    code, _, err = cli("runs", "export", str(run_id), "--format", "webm", "--out", str(tmp_path), *store_flag)
     assert code == 2 and "invalid choice" in err

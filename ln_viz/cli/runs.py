@@ -43,13 +43,19 @@ def add_runs_commands(sub: Any) -> None:
     )
     ex.add_argument("run_id", type=int, metavar="RUN_ID")
     ex.add_argument(
-        "--format", required=True, choices=("csv", "parquet", "run", "png", "svg", "html", "pack"), dest="fmt"
+        "--format",
+        required=True,
+        choices=("csv", "parquet", "run", "png", "svg", "html", "pack", "mp4", "gif"),
+        dest="fmt",
     )
     ex.add_argument(
         "--out", required=True, help="a folder (csv, parquet, png, svg, html) or a file; .gz compresses a run file"
     )
-    ex.add_argument("--lang", default="en", choices=("en", "ko"), help="png, svg, html, pack: the charts' language")
+    ex.add_argument(
+        "--lang", default="en", choices=("en", "ko"), help="png, svg, html, pack, mp4, gif: the charts' language"
+    )
     ex.add_argument("--vs", type=int, metavar="RUN_ID", help="pack: a second run, compared in the same file")
+    ex.add_argument("--size", help="mp4, gif: WIDTHxHEIGHT in pixels (default 1920x1080; a gif 960x540)")
     ex.add_argument("--probe-stride", type=int, default=1, help="run file: keep every Nth probe step")
     ex.set_defaults(func=cmd_runs_export)
 
@@ -156,6 +162,11 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     with _open_store_to_read(args) as store:
         if args.fmt == "pack":
             paths = [_export_pack(store, args)]
+        elif args.fmt in ("mp4", "gif"):  # the lecture view's animation (ln_viz/video.py)
+            from ln_viz.video import export_video, parse_size
+
+            size = parse_size(args.size) if args.size else None
+            paths = [export_video(store.open_run(args.run_id), args.out, args.fmt, size=size, lang=args.lang)]
         elif args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
             from ln_viz.export import export_charts
 

@@ -1,0 +1,215 @@
+"""A run's animation as a video (MP4) or GIF: what the lecture view shows, one frame per probe step.
+
+    export_video(data, "out/run.mp4", size=(1920, 1080), lang="en")
+
+Each frame is the lecture view's four charts, drawn by the same builders (ln_viz/charts): the loss with
+the frame's step marked (a vertical line), the gradient heatmap filling up to that step (the steps after
+it under a white veil), the layer profile and the activation distribution at that step. A Compare pair
+(`export_video([a, b], ..., labels=...)`) puts both sides next to each other, each labelled.
+
+Frames: every chart of every probe step goes to kaleido in one batch (`plotly.io.write_images`: one
+Chromium start), at its tile's size, and the tiles are pasted into the frame (Pillow). Timing: the video
+lasts `seconds` (15 s by default) at 30 fps: each probe step's frame is held for the same number of video
+frames (repeated, not interpolated: an interpolated histogram would show values no step measured), and at
+least one frame per probe step. The GIF holds each probe step once, for `seconds / steps`, at 960x540 by
+default: it stays small for slides.
+
+The encoder is imageio with imageio-ffmpeg's own ffmpeg binary (a PyPI wheel: no system package, the same
+ffmpeg on every machine): H.264, yuv420p (what PowerPoint, Keynote and browsers play). GIFs are written
+by Pillow (imageio's pillow plugin), each frame quantised to its own 256-colour palette.
+No streamlit here: the CLI, the pages and the tests share it.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from ln_viz import charts
+from ln_viz.export import _plain_template
+from ln_viz.i18n import LocalizedError
+
+if TYPE_CHECKING:
+    from ln_viz.snapshot import RunData
+
+VIDEO_FORMATS = ("mp4", "gif")
+FPS = 30
+DEFAULT_SECONDS = 15.0
+DEFAULT_SIZE = {"mp4": (1920, 1080), "gif": (960, 540)}
+MIN_SIDE, MAX_SIDE = 320, 3840
+LAYOUT_HEIGHT = 1080  # CSS pixels the charts are laid out in, whatever the video's size (the lecture view's)
+# The lecture view's layout (ln_viz/ui/lecture_view.draw_live): the loss on the left, the heatmap above
+# the profile and the distribution on the right. Tiles as shares of the frame: (x, y, width, height).
+_TILES = {
+    "loss": (0.0, 0.0, 0.465, 1.0),
+    "grad_heatmap": (0.465, 0.0, 0.535, 0.5),
+    "layer_profile": (0.465, 0.5, 0.297, 0.5),
+    "act_dist": (0.762, 0.5, 0.238, 0.5),
+}
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'1280x720' -> (1280, 720): even sides (H.264's 4:2:0 needs them) from 320 to 3840 pixels; anything
+    else is a LocalizedError of one sentence."""
+    m = re.fullmatch(r"\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*", text)
+    if m:
+        w, h = int(m.group(1)), int(m.group(2))
+        if MIN_SIDE <= min(w, h) and max(w, h) <= MAX_SIDE and w % 2 == 0 and h % 2 == 0:
+            return w, h
+    raise LocalizedError("err.video_size", value=text, lo=MIN_SIDE, hi=MAX_SIDE)
+
+
+def frame_steps(datas: Sequence[RunData]) -> list[int]:
+    """The probe steps a video shows: every probe step of a run; of a pair, the steps both measured."""
+    steps = set(datas[0].probe_steps)
+    for d in datas[1:]:
+        steps &= set(d.probe_steps)
+    return sorted(steps)
+
+
+def _marked_loss(data: RunData, lang: str, step: int, label: str | None) -> go.Figure:
+    fig = charts.loss_chart(data, lang, True)
+    fig.add_vline(x=step, line={"color": "#222222", "width": 2})
+    if label:
+        fig.update_layout(title={"text": label})
+    return fig
+
+
+def _filling_heatmap(data: RunData, lang: str, step: int, zrange: tuple[float, float] | None) -> go.Figure:
+    fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True)
+    last = data.probe_steps[-1]
+    if step < last:  # the steps not yet reached, veiled: the heatmap fills as the video plays
+        fig.add_vrect(x0=step + 0.5, x1=last + 0.5, fillcolor="white", opacity=0.92, line_width=0, layer="above")
+    return fig
+
+
+_BUILDERS: dict[str, Callable[..., go.Figure]] = {
+    "loss": lambda d, lang, s, label, z: _marked_loss(d, lang, s, label),
+    "grad_heatmap": lambda d, lang, s, label, z: _filling_heatmap(d, lang, s, z),
+    "layer_profile": lambda d, lang, s, label, z: charts.layer_profile(d, lang, s, True),
+    "act_dist": lambda d, lang, s, label, z: charts.act_dist(d, lang, step=s, lecture=True),
+}
+
+
+def _tiles(size: tuple[int, int], sides: int) -> dict[tuple[int, str], tuple[int, int, int, int]]:
+    """Each side's charts' pixel boxes (x, y, w, h); a pair's sides each take half the width."""
+    w, h = size
+    side_w = w // sides
+    boxes = {}
+    for side in range(sides):
+        for name, (fx, fy, fw, fh) in _TILES.items():
+            x0, x1 = side * side_w + round(fx * side_w), side * side_w + round((fx + fw) * side_w)
+            y0, y1 = round(fy * h), round((fy + fh) * h)
+            boxes[(side, name)] = (x0, y0, x1 - x0, y1 - y0)
+    return boxes
+
+
+def render_frames(
+    datas: Sequence[RunData],
+    size: tuple[int, int],
+    lang: str = "en",
+    labels: Sequence[str] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> list[np.ndarray]:
+    """One RGB frame (h, w, 3 uint8) per probe step of `frame_steps(datas)`."""
+    from PIL import Image
+
+    steps = frame_steps(datas)
+    if not steps:
+        raise LocalizedError("err.video_no_probes")
+    boxes = _tiles(size, len(datas))
+    zrange = charts.shared_zrange(datas) if len(datas) > 1 else None
+    frames: list[np.ndarray] = []
+    chunk = 8  # probe steps per kaleido batch: the progress moves, and memory holds a few figures only
+    with tempfile.TemporaryDirectory(prefix="ln-viz-video-") as tmp, _plain_template():
+        for start in range(0, len(steps), chunk):
+            figs, paths, widths, heights = [], [], [], []
+            for step in steps[start : start + chunk]:
+                for (side, name), (_, _, w, h) in boxes.items():
+                    label = labels[side] if labels and len(datas) > 1 else None
+                    figs.append(_BUILDERS[name](datas[side], lang, step, label, zrange))
+                    paths.append(Path(tmp) / f"{step}_{side}_{name}.png")
+                    widths.append(w)
+                    heights.append(h)
+            _write_pngs(figs, paths, widths, heights, size[1] / LAYOUT_HEIGHT)
+            for step in steps[start : start + chunk]:
+                canvas = Image.new("RGB", size, "white")
+                for (side, name), (x, y, w, h) in boxes.items():
+                    with Image.open(Path(tmp) / f"{step}_{side}_{name}.png") as tile:
+                        if tile.size != (w, h):  # a pixel off from rounding the CSS size
+                            tile = tile.resize((w, h))
+                        canvas.paste(tile.convert("RGB"), (x, y))
+                frames.append(np.asarray(canvas))
+            if progress:
+                progress(min(1.0, (start + chunk) / len(steps)) * 0.9)
+    return frames
+
+
+def _write_pngs(figs: list[go.Figure], paths: list[Path], widths: list[int], heights: list[int], scale: float) -> None:
+    """Each figure laid out at (width / scale, height / scale) CSS pixels, drawn at `scale`: a smaller
+    video is the 1080p frame scaled down, not the charts crammed into fewer CSS pixels."""
+    try:
+        css_w = [round(w / scale) for w in widths]
+        css_h = [round(h / scale) for h in heights]
+        pio.write_images(figs, paths, format="png", width=css_w, height=css_h, scale=scale)
+    except RuntimeError as e:  # kaleido says "Kaleido requires Google Chrome..." when it finds no browser
+        if "Chrome" in str(e) or "Chromium" in str(e):
+            raise LocalizedError("err.export_browser") from e
+        raise
+
+
+def hold(n_steps: int, seconds: float = DEFAULT_SECONDS, fps: int = FPS) -> int:
+    """Video frames per probe step: the video lasts about `seconds`, and every step is shown at least once."""
+    return max(1, round(seconds * fps / max(1, n_steps)))
+
+
+def export_video(
+    datas: RunData | Sequence[RunData],
+    out: str | Path,
+    fmt: str = "mp4",
+    size: tuple[int, int] | None = None,
+    lang: str = "en",
+    labels: Sequence[str] | None = None,
+    seconds: float = DEFAULT_SECONDS,
+    progress: Callable[[float], None] | None = None,
+) -> Path:
+    """Write the animation of one run (or a Compare pair) to `out` (a file, or a folder: then
+    `out/run.<fmt>`); the path written. `progress(share)` is called as frames are drawn and written."""
+    import imageio.v2 as imageio
+
+    if fmt not in VIDEO_FORMATS:
+        raise LocalizedError("err.choice", "--format", value=fmt, choices=", ".join(VIDEO_FORMATS))
+    runs = [datas] if not isinstance(datas, Sequence) else list(datas)
+    size = size or DEFAULT_SIZE[fmt]
+    path = Path(out)
+    if path.is_dir() or not path.suffix:
+        path = path / f"run.{fmt}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(path.parent), reason=e.strerror) from e
+    frames = render_frames(runs, size, lang, labels, progress)
+    try:
+        if fmt == "gif":
+            imageio.mimsave(path, frames, format="GIF", duration=1000 * seconds / len(frames), loop=0)
+        else:
+            per_step = hold(len(frames), seconds)
+            # macro_block_size 2: 1080 is not a multiple of 16, and imageio would otherwise resize to 1088
+            with imageio.get_writer(
+                path, format="FFMPEG", fps=FPS, codec="libx264", quality=7, pixelformat="yuv420p", macro_block_size=2
+            ) as writer:
+                for frame in frames:
+                    for _ in range(per_step):
+                        writer.append_data(frame)
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(path), reason=e.strerror) from e
+    if progress:
+        progress(1.0)
+    return path
