@@ -88,3 +88,45 @@ def test_gif_has_a_frame_per_probe_step_its_size_and_its_language(
     # The same run and step in the two languages: the loss chart's title (top left) is written differently.
     title = (slice(0, 30), slice(0, 200))
     assert np.abs(en[0][title] - ko[0][title]).mean() > 5
+
+
+@pytest.mark.e2e
+def test_the_runs_page_makes_the_gif_under_a_progress_bar_then_offers_it(
+    stored: tuple[RunData, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Runs page's "Make the GIF": the frames drawn on the click, then "Download the GIF" in the button's
+    place, holding a GIF of a frame per probe step."""
+    from PIL import Image
+    from streamlit.testing.v1 import AppTest
+
+    from ln_viz.i18n import t
+    from tests.test_runs_page import APP, PAGE, select
+
+    data, args = stored
+    monkeypatch.setenv("LN_VIZ_STORE", args[-1])
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.switch_page(PAGE).run()
+    at = select(at, 0)
+    labels = [b.proto.label for b in at.button]
+    assert t("video.make_gif", "en") in labels and t("video.make_mp4", "en") in labels
+    at.button(key="runs_video_make_gif").click().run()
+    assert not at.exception, at.exception
+    assert t("video.download_gif", "en") in [b.proto.label for b in at.get("download_button")]
+    gif = Image.open(io.BytesIO(at.session_state["_video_runs_video"][1]))
+    assert gif.format == "GIF" and gif.n_frames == len(data.probe_steps)
+
+
+@pytest.mark.e2e
+def test_a_pair_is_one_gif_with_both_runs(stored: tuple[RunData, list[str]], tmp_path: Path) -> None:
+    """`--vs`: Compare's pair as one animation, both runs side by side (here the run against itself, so its
+    two halves are drawn alike)."""
+    data, args = stored
+    code, out, err = cli(
+        "runs", "export", args[0], "--vs", args[0], "--format", "gif", "--size", "640x360", "--out", str(tmp_path),
+        *args[1:],
+    )  # fmt: skip
+    assert (code, err) == (0, "") and out.split() == [str(tmp_path / f"ln-viz-{args[0]}-vs-{args[0]}.gif")]
+    frames = [np.asarray(f)[..., :3].astype(int) for f in imageio.mimread(out.strip())]
+    assert len(frames) == len(data.probe_steps) and frames[0].shape == (360, 640, 3)
+    left, right = frames[-1][:, :320], frames[-1][:, 320:]
+    assert np.abs(left - right).mean() < 2 and np.abs(frames[0] - frames[-1]).mean() > 1  # two alike sides, moving

@@ -54,7 +54,7 @@ def add_runs_commands(sub: Any) -> None:
     ex.add_argument(
         "--lang", default="en", choices=("en", "ko"), help="png, svg, html, pack, mp4, gif: the charts' language"
     )
-    ex.add_argument("--vs", type=int, metavar="RUN_ID", help="pack: a second run, compared in the same file")
+    ex.add_argument("--vs", type=int, metavar="RUN_ID", help="pack, mp4, gif: a second run, compared in the same file")
     ex.add_argument("--size", help="mp4, gif: WIDTHxHEIGHT in pixels (default 1920x1080; a gif 960x540)")
     ex.add_argument("--probe-stride", type=int, default=1, help="run file: keep every Nth probe step")
     ex.set_defaults(func=cmd_runs_export)
@@ -157,16 +157,22 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     if args.probe_stride < 1:
         raise UsageError(f"--probe-stride must be at least 1, got {args.probe_stride}")
     _check_run_id(args.run_id)
-    if args.vs is not None and args.fmt != "pack":
-        raise UsageError("--vs is for --format pack only")
+    if args.vs is not None and args.fmt not in ("pack", "mp4", "gif"):
+        raise UsageError("--vs is for --format pack, mp4 and gif only")
     with _open_store_to_read(args) as store:
         if args.fmt == "pack":
             paths = [_export_pack(store, args)]
-        elif args.fmt in ("mp4", "gif"):  # the lecture view's animation (ln_viz/video.py)
+        elif args.fmt in ("mp4", "gif"):  # the lecture view's animation (ln_viz/video.py), of a run or a pair
+            from pathlib import Path
+
             from ln_viz.video import export_video, parse_size
 
             size = parse_size(args.size) if args.size else None
-            paths = [export_video(store.open_run(args.run_id), args.out, args.fmt, size=size, lang=args.lang)]
+            datas, labels, ids = _runs_of(store, args)
+            out = Path(args.out)
+            if len(ids) == 2 and (out.is_dir() or not out.suffix):
+                out = out / f"ln-viz-{ids[0]}-vs-{ids[1]}.{args.fmt}"
+            paths = [export_video(datas, out, args.fmt, size=size, lang=args.lang, labels=labels)]
         elif args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
             from ln_viz.export import export_charts
 
@@ -178,18 +184,25 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_pack(store: Any, args: argparse.Namespace) -> Any:
-    """`--format pack`: ln-viz-pack-<id>[-vs-<id>].<lang>.html in the --out folder (ln_viz/pack.py)."""
-    from pathlib import Path
-
-    from ln_viz.pack import write_pack
-
+def _runs_of(store: Any, args: argparse.Namespace) -> tuple[list, list[str] | None, list[int]]:
+    """The run and, with --vs, the one it is compared with: their data, their labels (None: by their norm
+    positions; "run N" when both have the same one) and their ids."""
     ids = [args.run_id] if args.vs is None else [args.run_id, args.vs]
     for run_id in ids:
         _check_run_id(run_id)
     datas = [store.open_run(run_id) for run_id in ids]
     norms = [d.info.config.norm_position for d in datas]
     labels = [f"run {i}" for i in ids] if len(ids) == 2 and norms[0] == norms[1] else None  # else their norms
+    return datas, labels, ids
+
+
+def _export_pack(store: Any, args: argparse.Namespace) -> Any:
+    """`--format pack`: ln-viz-pack-<id>[-vs-<id>].<lang>.html in the --out folder (ln_viz/pack.py)."""
+    from pathlib import Path
+
+    from ln_viz.pack import write_pack
+
+    datas, labels, ids = _runs_of(store, args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise LocalizedError("err.export_charts_not_dir", path=str(out))

@@ -11,7 +11,7 @@ from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
 from ln_viz.i18n import EN, t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form, language, layout, loss_view, run_downloads, stepper
+from ln_viz.ui import config_form, language, layout, loss_view, run_downloads, stepper, video_export
 from ln_viz.ui.instability_view import compared_probes
 
 SIDES = ("a.", "b.")
@@ -184,4 +184,6 @@ def draw(
     st.caption(t("compare.profile_caption", lang))
     if done:  # the pair as one offline HTML file, for a talk (ln_viz/pack.py)
         run_downloads.pack_button(datas, lang, "compare_dl_pack", "ln-viz-pack-compare", labels)
+        token = tuple((d.info.config, len(d.probe_steps)) for d in datas)  # which pair, as far as it went
+        video_export.video_buttons(datas, lang, "compare_video", "ln-viz-compare", token, labels)
     compared_probes(datas, labels, lang)

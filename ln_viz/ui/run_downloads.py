@@ -127,6 +127,9 @@ def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> No
         )
     with row:
         pack_button([data], lang, "runs_dl_pack", f"ln-viz-pack-{summary.id}")
+    from ln_viz.ui.video_export import video_buttons
+
+    video_buttons([data], lang, "runs_video", f"ln-viz-run-{summary.id}", (summary.id, summary.updated), row=row)
     ready = st.session_state.get("_runs_charts")
     if ready and ready[0] == (summary.id, summary.updated, lang):
         row.download_button(
