@@ -192,7 +192,13 @@ class RayBackend:
         return RayWorker(self._ray, self._cls, run_id or f"pool-{time.monotonic_ns()}")
 
     def cpus(self) -> tuple[int, int]:
-        """(CPUs busy, CPUs in all) on the cluster now."""
+        """(CPUs busy, CPUs in all) on the cluster, asked of Ray at most once a second (every Live tab
+        of a class reads it on each refresh: one query a second, not one per tab)."""
+        now = time.monotonic()
+        cached = getattr(self, "_cpus_at", None)
+        if cached is not None and now - cached[0] < 1.0:
+            return cached[1]
         total = int(self._ray.cluster_resources().get("CPU", 0))
         free = int(self._ray.available_resources().get("CPU", 0))
-        return max(0, total - free), total
+        self._cpus_at = (now, (max(0, total - free), total))
+        return self._cpus_at[1]
