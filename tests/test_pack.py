@@ -109,4 +109,4 @@ def test_cli_writes_a_pack_of_a_run_or_a_pair(tmp_path: Path, tiny_run: RunData)
     code, out, _ = cli("runs", "export", str(b), "--format", "pack", *flags)
     assert code == 0 and out.split() == [str(tmp_path / "packs" / f"ln-viz-pack-{b}.en.html")]
     code, _, err = cli("runs", "export", str(b), "--format", "csv", "--vs", str(a), *flags)
-    assert code == 2 and "--vs is for --format pack only" in err
+    assert code == 2 and "--vs is for --format pack, mp4 and gif only" in err
