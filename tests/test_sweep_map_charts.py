@@ -82,6 +82,22 @@ def test_a_diverged_lr_is_a_mark_on_the_top_edge_and_does_not_stretch_the_loss_a
     assert none_line.y[-1] is None  # the line stops at the last lr that trained
 
 
+def test_a_finite_loss_far_above_the_unigram_is_a_mark_on_the_top_edge_too():
+    """The review's 18-cell sweep: a no-norm cell ended at 30.02 nats without diverging and stretched the
+    axis to 30.1 (issue 21 N7, re-checked): the axis stops at the unigram loss + 1 nat and the point is a
+    triangle on the top edge, its loss in the hover."""
+    _, rs = _no_norm_sweep()
+    rs[-1] = _result("none", 3e-2, "stalled", 29.0, 30.02)
+    fig = curve_charts.sensitivity_chart(curves(rs, math.log(65)), UNIGRAM, "en")
+    lo, hi = fig.layout.yaxis.range
+    assert hi <= UNIGRAM + 1.1 + 1e-9 and lo < 2.26
+    (marks,) = [d for d in fig.data if d.name == "above 4.1 nats (drawn on the top edge)"]
+    assert list(marks.x) == [3e-2] and list(marks.y) == [hi] and list(marks.customdata) == [30.02]
+    assert marks.marker.color[0] == NORM_COLORS["none"] and marks.marker.symbol == "triangle-up"
+    ko = curve_charts.sensitivity_chart(curves(rs, math.log(65)), UNIGRAM, "ko")
+    assert any(d.name == "4.1 nats 위 (위쪽 가장자리에 표시)" for d in ko.data)
+
+
 def test_open_in_live_keeps_the_language_and_the_lecture_view_in_the_same_tab():
     from ln_viz.ui import stability_view as view
 

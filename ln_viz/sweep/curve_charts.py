@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from ln_viz.charts.style import GREY, GRID, NORM_COLORS, _px, margin, norm_label, plain_layout
 from ln_viz.i18n import t
+from ln_viz.sweep.charts import TOP_ABOVE_UNIGRAM
 from ln_viz.sweep.labels import lr_label, variant_text
 from ln_viz.sweep.results import Curve
 from ln_viz.sweep.spec import VARIANT_AXES
@@ -58,16 +59,22 @@ def sensitivity_chart(
     )
     columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
     diverged = any(s == "diverged" for c in curves for s in c.statuses)
-    entries = len(curves) + diverged + bool(bands)
+    # the finite points, up to the map's colour top (unigram + 1 nat): a no-norm run that ended at 30 nats
+    # without diverging stretched the axis to 30 and squashed every other curve (issue 21 N7); such points
+    # are marked on the top edge, their loss in the hover
+    ys = [y for trace in lines for y in trace.y if y is not None] + [unigram]
+    top = unigram + TOP_ABOVE_UNIGRAM + 0.1
+    lo, hi = min(ys) - 0.08, min(max(ys) + 0.1, top)
+    above = [(x, y, trace) for trace in lines for x, y in zip(trace.x, trace.y) if y is not None and y > hi]
+    entries = len(curves) + diverged + bool(above) + bool(bands)
     rows = math.ceil(entries / columns) + math.ceil(len(curves) / columns)  # legend lines: two a curve
     room = margin(lecture, top=118, bottom=95 + 21 * rows)  # the title: 4 lines
     height += 0 if lecture else 21 * len(curves) + 80  # the second lines, the subtitle: the plot as tall as before
-    # the finite points: a band reaching a diverged seed's loss at init runs off the top, as it should
-    ys = [y for trace in lines for y in trace.y if y is not None] + [unigram]
-    lo, hi = min(ys) - 0.08, max(ys) + 0.1
     plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
-    if diverged:
+    if diverged:  # a band reaching a diverged seed's loss at init runs off the top, as it should
         fig.add_trace(_diverged_marks(curves, hi, lang, lecture))
+    if above:
+        fig.add_trace(_above_marks(above, hi, lang, lecture))
     lrs = sorted({lr for c in curves for lr in c.lrs}) or [1e-3]
     legend = _legend(lecture, columns, plot_px)
     yaxis = {"title": t("sweep.axis.final_loss", lang), "gridcolor": GRID, "range": [lo, hi]}
@@ -170,6 +177,28 @@ def _diverged_marks(curves: Sequence[Curve], top: float, lang: str, lecture: boo
         },
         hovertext=[_curve_name(c, lang, False) for _, c in points],
         hovertemplate="lr %{x:.0e}<br>%{hovertext}<extra>" + name + "</extra>",
+    )
+
+
+def _above_marks(points: list, top: float, lang: str, lecture: bool) -> go.Scatter:
+    """Every finite final loss above the axis as a triangle on its top edge, in its line's colour, its
+    loss in the hover: one legend entry."""
+    name = t("sweep.chart.above_top", lang, top=f"{top:.1f}")
+    return go.Scatter(
+        x=[x for x, _, _ in points],
+        y=[top] * len(points),
+        name=name,
+        mode="markers",
+        cliponaxis=False,
+        marker={
+            "symbol": "triangle-up",
+            "size": _px(13, lecture),
+            "color": [tr.line.color for _, _, tr in points],
+            "line": {"width": 1, "color": "black"},
+        },
+        customdata=[y for _, y, _ in points],
+        hovertext=[tr.name for _, _, tr in points],
+        hovertemplate="lr %{x:.0e}<br>%{hovertext}<br>%{customdata:.2f}<extra>" + name + "</extra>",
     )
 
 
