@@ -16,6 +16,7 @@ from ln_viz.export import run_file_bytes
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.store.transfer import DEMO_DIR
+from ln_viz.sweep.labels import lr_label
 from ln_viz.train import run
 from tests.runs import TINY, train_tiny
 
@@ -94,6 +95,9 @@ def test_list_filter_and_sort(two_runs: dict[str, int]) -> None:
     assert at.title[0].value == "Stored runs"
     assert shown_ids(at) == [two_runs["post"], two_runs["pre"]]  # newest first
     assert list(table(at).value["label"]) == ["tiny post", "tiny pre"]
+    # each run's learning rate and warm-up, the settings that decide a Post-LN's fate (issue 21 N20)
+    assert list(table(at).value["lr"]) == [lr_label(TINY.lr)] * 2
+    assert list(table(at).value["warmup"]) == [TINY.warmup_steps] * 2
     at.multiselect(key="runs_f_norm").set_value(["pre"]).run()
     assert shown_ids(at) == [two_runs["pre"]]
     at.multiselect(key="runs_f_norm").set_value([]).run()

@@ -20,6 +20,7 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import STATUSES
 from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
+from ln_viz.sweep.labels import lr_label
 from ln_viz.text import one_line
 from ln_viz.ui import language
 from ln_viz.ui.safe import md
@@ -157,7 +158,9 @@ def runs_frame(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | 
     return pd.DataFrame(rows, columns=_FRAME_COLUMNS)
 
 
-_FRAME_COLUMNS = ("id", "label", "group", "norm", "depth", "status", "steps", "final_loss", "created", "source")
+_FRAME_COLUMNS = (
+    "id", "label", "group", "norm", "depth", "lr", "warmup", "status", "steps", "final_loss", "created", "source"
+)  # fmt: skip
 
 
 def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
@@ -167,6 +170,8 @@ def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
         "group": group_cell(r.seed_group, sizes, lang),
         "norm": t(f"chart.norm.{r.norm_position}", lang),
         "depth": r.depth,
+        "lr": lr_label(r.lr),  # the run's two settings that decide a Post-LN's fate (issue 21 N20)
+        "warmup": r.warmup_steps,
         "status": t(f"status.{r.status}", lang),
         "steps": f"{r.steps_done}/{r.steps}",
         "final_loss": final_loss_text(r, lang),
@@ -178,7 +183,7 @@ def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
 def _damaged_row(r: RunSummary, lang: str) -> dict:
     blank = dict.fromkeys(_FRAME_COLUMNS, "")
     status = t("runs.damaged", lang)
-    return {**blank, "id": r.id, "depth": None, "final_loss": None, "created": pd.NaT, "status": status}
+    return {**blank, "id": r.id, "depth": None, "warmup": None, "final_loss": None, "created": pd.NaT, "status": status}
 
 
 def runs_table(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | None = None) -> list[int]:
@@ -198,12 +203,14 @@ def runs_table(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | 
         hide_index=True,
         width="stretch",
         height=min(38 + 35 * len(df), 38 + 35 * 8),  # up to 8 rows, then it scrolls
-        column_config={  # widths in px: the ten columns fit beside the sidebar at 1280 px
+        column_config={  # widths in px: the twelve columns fit beside the sidebar at 1280 px
             "id": col.NumberColumn(t("runs.col.id", lang), format="%d", width=50),
-            "label": col.TextColumn(t("runs.col.label", lang), width=130),
-            "group": col.TextColumn(t("runs.col.group", lang), width=110),
-            "norm": col.TextColumn(t("runs.col.norm", lang), width=80),
-            "depth": col.NumberColumn(t("runs.col.depth", lang), width=60),
+            "label": col.TextColumn(t("runs.col.label", lang), width=110),
+            "group": col.TextColumn(t("runs.col.group", lang), width=90),
+            "norm": col.TextColumn(t("runs.col.norm", lang), width=75),
+            "depth": col.NumberColumn(t("runs.col.depth", lang), width=55),
+            "lr": col.TextColumn(t("runs.col.lr", lang), width=55),
+            "warmup": col.NumberColumn(t("runs.col.warmup", lang), format="%d", width=65),
             "status": col.TextColumn(t("runs.col.status", lang), width=85),
             "steps": col.TextColumn(t("runs.col.steps", lang), width=75),
             "final_loss": col.TextColumn(t("runs.col.final_loss", lang), width=80),
