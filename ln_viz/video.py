@@ -5,7 +5,8 @@
 Each frame is the lecture view's four charts, drawn by the same builders (ln_viz/charts): the loss with
 the frame's step marked (a vertical line), the gradient heatmap filling up to that step (the steps after
 it under a white veil), the layer profile and the activation distribution at that step. A Compare pair
-(`export_video([a, b], ..., labels=...)`) puts both sides next to each other, each labelled.
+(`export_video([a, b], ..., labels=...)`) is drawn as the lecture view's Compare: both losses on one axis,
+the two heatmaps on one colour scale (each titled with its run), both runs' ffn.w2 profile.
 
 Frames: every chart of every probe step goes to kaleido in one batch (`plotly.io.write_images`: one
 Chromium start), at its tile's size, and the tiles are pasted into the frame (Pillow). Timing: the video
@@ -53,6 +54,15 @@ _TILES = {
     "layer_profile": (0.465, 0.5, 0.297, 0.5),
     "act_dist": (0.762, 0.5, 0.238, 0.5),
 }
+# A pair, as the lecture view's Compare (ui/lecture_view.draw_compare): both losses on one axis on the left,
+# the two heatmaps on one colour scale above both runs' ffn.w2 profile (the paper's Figure 3) on the right.
+# (Each run's four charts side by side at half the width cut and overlapped their titles.)
+_PAIR_TILES = {
+    "loss": (0.0, 0.0, 0.52, 1.0),
+    "heatmap_0": (0.52, 0.0, 0.23, 0.44),
+    "heatmap_1": (0.75, 0.0, 0.25, 0.44),
+    "profile": (0.52, 0.44, 0.48, 0.56),
+}
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -90,24 +100,42 @@ def _filling_heatmap(data: RunData, lang: str, step: int, zrange: tuple[float, f
     return fig
 
 
-_BUILDERS: dict[str, Callable[..., go.Figure]] = {
-    "loss": lambda d, lang, s, label, z: _marked_loss(d, lang, s, label),
-    "grad_heatmap": lambda d, lang, s, label, z: _filling_heatmap(d, lang, s, z),
-    "layer_profile": lambda d, lang, s, label, z: charts.layer_profile(d, lang, s, True),
-    "act_dist": lambda d, lang, s, label, z: charts.act_dist(d, lang, step=s, lecture=True),
-}
+def _figure(
+    name: str, datas: Sequence[RunData], lang: str, step: int, labels: Sequence[str] | None, zrange
+) -> go.Figure:
+    """One tile's chart at `step`: of one run (_TILES) or of a pair (_PAIR_TILES)."""
+    if len(datas) == 1:
+        d = datas[0]
+        if name == "loss":
+            return _marked_loss(d, lang, step, None)
+        if name == "grad_heatmap":
+            return _filling_heatmap(d, lang, step, None)
+        if name == "layer_profile":
+            return charts.layer_profile(d, lang, step, True)
+        return charts.act_dist(d, lang, step=step, lecture=True)
+    names = list(labels) if labels else [charts.norm_label(d.info.config.norm_position, lang) for d in datas]
+    if name == "loss":
+        fig = charts.loss_chart(list(datas), lang, True, names)
+        fig.add_vline(x=step, line={"color": "#222222", "width": 2})
+        return fig
+    if name.startswith("heatmap_"):
+        i = int(name[-1])
+        fig = _filling_heatmap(datas[i], lang, step, zrange)
+        fig.update_layout(title={"text": names[i]})  # which run is which
+        if i == 0:
+            fig.update_traces(showscale=False)  # one colour bar for both, on the right
+        return fig
+    return charts.layer_profile(list(datas), lang, step, True, names, std=False)
 
 
-def _tiles(size: tuple[int, int], sides: int) -> dict[tuple[int, str], tuple[int, int, int, int]]:
-    """Each side's charts' pixel boxes (x, y, w, h); a pair's sides each take half the width."""
+def _tiles(size: tuple[int, int], sides: int) -> dict[str, tuple[int, int, int, int]]:
+    """Each chart's pixel box (x, y, w, h) in the frame: one run's four, or a pair's (_PAIR_TILES)."""
     w, h = size
-    side_w = w // sides
     boxes = {}
-    for side in range(sides):
-        for name, (fx, fy, fw, fh) in _TILES.items():
-            x0, x1 = side * side_w + round(fx * side_w), side * side_w + round((fx + fw) * side_w)
-            y0, y1 = round(fy * h), round((fy + fh) * h)
-            boxes[(side, name)] = (x0, y0, x1 - x0, y1 - y0)
+    for name, (fx, fy, fw, fh) in (_TILES if sides == 1 else _PAIR_TILES).items():
+        x0, x1 = round(fx * w), round((fx + fw) * w)
+        y0, y1 = round(fy * h), round((fy + fh) * h)
+        boxes[name] = (x0, y0, x1 - x0, y1 - y0)
     return boxes
 
 
@@ -132,17 +160,16 @@ def render_frames(
         for start in range(0, len(steps), chunk):
             figs, paths, widths, heights = [], [], [], []
             for step in steps[start : start + chunk]:
-                for (side, name), (_, _, w, h) in boxes.items():
-                    label = labels[side] if labels and len(datas) > 1 else None
-                    figs.append(_BUILDERS[name](datas[side], lang, step, label, zrange))
-                    paths.append(Path(tmp) / f"{step}_{side}_{name}.png")
+                for name, (_, _, w, h) in boxes.items():
+                    figs.append(_figure(name, datas, lang, step, labels, zrange))
+                    paths.append(Path(tmp) / f"{step}_{name}.png")
                     widths.append(w)
                     heights.append(h)
             _write_pngs(figs, paths, widths, heights, size[1] / LAYOUT_HEIGHT)
             for step in steps[start : start + chunk]:
                 canvas = Image.new("RGB", size, "white")
-                for (side, name), (x, y, w, h) in boxes.items():
-                    with Image.open(Path(tmp) / f"{step}_{side}_{name}.png") as tile:
+                for name, (x, y, w, h) in boxes.items():
+                    with Image.open(Path(tmp) / f"{step}_{name}.png") as tile:
                         if tile.size != (w, h):  # a pixel off from rounding the CSS size
                             tile = tile.resize((w, h))
                         canvas.paste(tile.convert("RGB"), (x, y))
