@@ -106,6 +106,19 @@ def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:
     return formats
 
 
+def out_folder(path: str | Path) -> Path:
+    """The --out folder of an export, made if missing; a file in its place, or one that cannot be made, is a
+    LocalizedError (one sentence)."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise LocalizedError("err.export_charts_not_dir", path=str(out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(out), reason=e.strerror) from e
+    return out
+
+
 def export_charts(
     data: RunData,
     out_dir: str | Path,
@@ -116,13 +129,7 @@ def export_charts(
 
     A bad format or an unwritable folder is a LocalizedError (one sentence)."""
     formats = _check_formats(formats)
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise LocalizedError("err.export_charts_not_dir", path=str(out))
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise LocalizedError("err.write_failed", path=str(out), reason=e.strerror) from e
+    out = out_folder(out_dir)
     written: list[Path] = []
     images: list[tuple[go.Figure, Path, ChartSpec]] = []
     specs = charts_for(data)

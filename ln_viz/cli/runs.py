@@ -198,18 +198,11 @@ def _runs_of(store: Any, args: argparse.Namespace) -> tuple[list, list[str] | No
 
 def _export_pack(store: Any, args: argparse.Namespace) -> Any:
     """`--format pack`: ln-viz-pack-<id>[-vs-<id>].<lang>.html in the --out folder (ln_viz/pack.py)."""
-    from pathlib import Path
-
+    from ln_viz.export import out_folder
     from ln_viz.pack import write_pack
 
     datas, labels, ids = _runs_of(store, args)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise LocalizedError("err.export_charts_not_dir", path=str(out))
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise LocalizedError("err.write_failed", path=str(out), reason=e.strerror) from e
+    out = out_folder(args.out)
     name = "ln-viz-pack-" + "-vs-".join(map(str, ids)) + f".{args.lang}.html"
     return write_pack(datas, out / name, args.lang, labels)
 

@@ -159,46 +159,47 @@ def _seed_bands(curves: Sequence[Curve], lang: str) -> list[go.Scatter]:
     return bands
 
 
+def _edge_marks(name: str, symbol: str, xs: list, top: float, colors: list, hover: list, lecture: bool, **kw: Any):
+    """Points drawn on the y axis's top edge (outside its range), one legend entry `name`."""
+    return go.Scatter(
+        x=xs,
+        y=[top] * len(xs),
+        name=name,
+        mode="markers",
+        cliponaxis=False,
+        marker={"symbol": symbol, "size": _px(13, lecture), "color": colors, "line": {"width": 1, "color": "black"}},
+        hovertext=hover,
+        **kw,
+    )
+
+
 def _diverged_marks(curves: Sequence[Curve], top: float, lang: str, lecture: bool) -> go.Scatter:
     """Every diverged (curve, lr) as an x on the y axis's top edge, in its curve's colour: one legend entry."""
     points = [(lr, c) for c in curves for lr, s in zip(c.lrs, c.statuses) if s == "diverged"]
     name = t("sweep.chart.diverged_top", lang)
-    return go.Scatter(
-        x=[lr for lr, _ in points],
-        y=[top] * len(points),
-        name=name,
-        mode="markers",
-        cliponaxis=False,
-        marker={
-            "symbol": "x",
-            "size": _px(13, lecture),
-            "color": [NORM_COLORS.get(c.norm_position, GREY) for _, c in points],
-            "line": {"width": 1, "color": "black"},
-        },
-        hovertext=[_curve_name(c, lang, False) for _, c in points],
-        hovertemplate="lr %{x:.0e}<br>%{hovertext}<extra>" + name + "</extra>",
-    )
+    colors = [NORM_COLORS.get(c.norm_position, GREY) for _, c in points]
+    hover = [_curve_name(c, lang, False) for _, c in points]
+    template = "lr %{x:.0e}<br>%{hovertext}<extra>" + name + "</extra>"
+    return _edge_marks(name, "x", [lr for lr, _ in points], top, colors, hover, lecture, hovertemplate=template)
 
 
 def _above_marks(points: list, top: float, lang: str, lecture: bool) -> go.Scatter:
     """Every finite final loss above the axis as a triangle on its top edge, in its line's colour, its
     loss in the hover: one legend entry."""
     name = t("sweep.chart.above_top", lang, top=f"{top:.1f}")
-    return go.Scatter(
-        x=[x for x, _, _ in points],
-        y=[top] * len(points),
-        name=name,
-        mode="markers",
-        cliponaxis=False,
-        marker={
-            "symbol": "triangle-up",
-            "size": _px(13, lecture),
-            "color": [tr.line.color for _, _, tr in points],
-            "line": {"width": 1, "color": "black"},
-        },
+    colors, hover = [tr.line.color for _, _, tr in points], [tr.name for _, _, tr in points]
+    template = "lr %{x:.0e}<br>%{hovertext}<br>%{customdata:.2f}<extra>" + name + "</extra>"
+    xs = [x for x, _, _ in points]
+    return _edge_marks(
+        name,
+        "triangle-up",
+        xs,
+        top,
+        colors,
+        hover,
+        lecture,
         customdata=[y for _, y, _ in points],
-        hovertext=[tr.name for _, _, tr in points],
-        hovertemplate="lr %{x:.0e}<br>%{hovertext}<br>%{customdata:.2f}<extra>" + name + "</extra>",
+        hovertemplate=template,
     )
 
 
