@@ -69,11 +69,16 @@ def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
         "() => document.querySelector('.st-key-runs_probe_step_play button').innerText.includes('Pause')",
         timeout=30_000,
     )
-    seen = set()  # the steps shown while playing: the timer keeps moving it (once it moved one step and stopped)
-    for _ in range(12):
-        time.sleep(0.3)
+    # the steps shown while playing: the timer keeps moving it (once it moved one step and stopped). Pause as
+    # soon as it has moved twice: on a fast machine the whole replay ended within 4 s, and a click on the
+    # then "Play" button started it again (CI, session 10)
+    seen: set[str] = set()
+    deadline = time.monotonic() + 20
+    while len(seen) < 3 and time.monotonic() < deadline:
         seen.add(page.locator(".st-key-runs_probe_step [data-testid='stSliderThumbValue']").inner_text())
+        time.sleep(0.1)
     assert len(seen) >= 3, seen
+    assert "Pause" in play.inner_text(), "the replay ended before it could be paused"
     play.click()
     page.wait_for_function(
         "() => document.querySelector('.st-key-runs_probe_step_play button').innerText.includes('Play')",
