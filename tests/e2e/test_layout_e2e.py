@@ -14,13 +14,15 @@ rendered:
   (c) in the lecture view, every chart is inside the first screen and the loss plot area is at least a
       third of the viewport's height.
 Every problem found is listed in the failure message (state, language, chart, both texts).
-A full-page screenshot of each case goes to test-artifacts/layout/, and the DOM figures (the loss plot's
-height, the Start button's position) to test-artifacts/layout/figures.jsonl.
+A full-page screenshot of each state that has a problem goes to test-artifacts/layout/ (of every state with
+LN_VIZ_LAYOUT_SHOTS=1, to look at them: the stitched shots took about a fifth of the module's time), and the
+DOM figures (the loss plot's height, the Start button's position) to test-artifacts/layout/figures.jsonl.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -32,6 +34,7 @@ from tests.e2e.conftest import ARTIFACTS, wait_idle
 pytestmark = pytest.mark.e2e
 
 LAYOUT = ARTIFACTS / "layout"
+ALL_SHOTS = os.environ.get("LN_VIZ_LAYOUT_SHOTS") == "1"  # a shot of every state, not only of those with problems
 LIVE_PRESET = "post-ln-no-warmup"
 # Compare's scenario per viewport (the default elsewhere): issue 19's instability lesson, at no extra
 # cost to the lane (its runs are as long as the default's)
@@ -362,11 +365,12 @@ def test_layout(server, case_page, page, viewport):
     try:
         for state, lang in open_case(case_page, server, page, lecture, figures, viewport):
             reading = read_layout(case_page)
-            full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
             state_found, loss_h = problems(reading, page, lecture=lecture)
             state_found += seed_problems(case_page, lang) if page == "compare-seeds" else []
             if lecture and page in LOSS_CHART and reading["innerHeight"] >= 1080:
                 state_found += back_row_problems(case_page, reading, page)
+            if state_found or ALL_SHOTS:
+                full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
             found += [f"[{state}, {lang}] {p}" for p in state_found]
             figures |= {f"{state}_{lang}_loss_plot_px": loss_h, f"{state}_{lang}_charts": len(reading["charts"])}
     except Exception:
