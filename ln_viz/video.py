@@ -8,8 +8,9 @@ it under a white veil), the layer profile and the activation distribution at tha
 (`export_video([a, b], ..., labels=...)`) is drawn as the lecture view's Compare: both losses on one axis,
 the two heatmaps on one colour scale (each titled with its run), both runs' ffn.w2 profile.
 
-Frames: every chart of every probe step goes to kaleido in one batch (`plotly.io.write_images`: one
-Chromium start), at its tile's size, and the tiles are pasted into the frame (Pillow). Timing: the video
+Frames: the charts of 8 probe steps at a time go to kaleido in one batch (`plotly.io.write_images`), each at
+its tile's size, and the tiles are pasted into the frame (Pillow); the first batch starts its own Chromium,
+the rest share one (kaleido's sync server), so a video costs two Chromium starts, not one per batch. Timing: the video
 lasts `seconds` (15 s by default) at 30 fps: each probe step's frame is held for the same number of video
 frames (repeated, not interpolated: an interpolated histogram would show values no step measured), and at
 least one frame per probe step. The GIF holds each probe step once, for `seconds / steps`, at 960x540 by
@@ -25,7 +26,9 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +48,7 @@ FPS = 30
 DEFAULT_SECONDS = 15.0
 DEFAULT_SIZE = {"mp4": (1920, 1080), "gif": (960, 540)}
 MIN_SIDE, MAX_SIDE = 320, 3840
+MIN_SECONDS, MAX_SECONDS = 1.0, 600.0  # a clip for a slide, up to a run told slowly
 LAYOUT_HEIGHT = 1080  # CSS pixels the charts are laid out in, whatever the video's size (the lecture view's)
 # The lecture view's layout (ln_viz/ui/lecture_view.draw_live): the loss on the left, the heatmap above
 # the profile and the distribution on the right. Tiles as shares of the frame: (x, y, width, height).
@@ -74,6 +78,18 @@ def parse_size(text: str) -> tuple[int, int]:
         if MIN_SIDE <= min(w, h) and max(w, h) <= MAX_SIDE and w % 2 == 0 and h % 2 == 0:
             return w, h
     raise LocalizedError("err.video_size", value=text, lo=MIN_SIDE, hi=MAX_SIDE)
+
+
+def parse_seconds(text: str) -> float:
+    """'8' or '2.5' -> seconds the animation lasts, from MIN_SECONDS to MAX_SECONDS; anything else is a
+    LocalizedError of one sentence."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if MIN_SECONDS <= seconds <= MAX_SECONDS:  # False for nan and inf
+        return seconds
+    raise LocalizedError("err.video_seconds", value=text, lo=f"{MIN_SECONDS:g}", hi=f"{MAX_SECONDS:g}")
 
 
 def frame_steps(datas: Sequence[RunData]) -> list[int]:
@@ -156,8 +172,10 @@ def render_frames(
     zrange = charts.shared_zrange(datas) if len(datas) > 1 else None
     frames: list[np.ndarray] = []
     chunk = 8  # probe steps per kaleido batch: the progress moves, and memory holds a few figures only
-    with tempfile.TemporaryDirectory(prefix="ln-viz-video-") as tmp, _plain_template():
+    with tempfile.TemporaryDirectory(prefix="ln-viz-video-") as tmp, _plain_template(), ExitStack() as chromium:
         for start in range(0, len(steps), chunk):
+            if start == chunk:  # the first batch found a browser: one Chromium for the rest
+                chromium.enter_context(_one_chromium())
             figs, paths, widths, heights = [], [], [], []
             for step in steps[start : start + chunk]:
                 for name, (_, _, w, h) in boxes.items():
@@ -177,6 +195,26 @@ def render_frames(
             if progress:
                 progress(min(1.0, (start + chunk) / len(steps)) * 0.9)
     return frames
+
+
+@contextmanager
+def _one_chromium() -> Iterator[None]:
+    """kaleido's sync server for the batches inside: one Chromium start instead of one per batch (about 3 s
+    each on 2 cores; a 300-step run probed every 5 steps is 8 batches). Left alone if one runs already. Only
+    once a one-shot batch has worked: without a browser the server's thread dies and its next call waits
+    forever, where a one-shot call raises the error the user reads (err.export_browser)."""
+    import kaleido
+
+    if kaleido._global_server.is_running():  # noqa: SLF001 - kaleido has no public "is it running"
+        yield
+        return
+    kaleido.start_sync_server(silence_warnings=True)
+    try:
+        with warnings.catch_warnings():  # plotly passes its request headers, which only a one-shot call uses
+            warnings.filterwarnings("ignore", "The kopts argument is ignored", UserWarning)
+            yield
+    finally:
+        kaleido.stop_sync_server(silence_warnings=True)
 
 
 def _write_pngs(figs: list[go.Figure], paths: list[Path], widths: list[int], heights: list[int], scale: float) -> None:

@@ -18,8 +18,22 @@ from ln_viz.i18n import LocalizedError
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.train import run
-from ln_viz.video import FPS, hold, parse_size
+from ln_viz.video import FPS, hold, parse_seconds, parse_size
 from tests.runs import TINY
+
+pytestmark = pytest.mark.filterwarnings("ignore:The kopts argument is ignored:UserWarning")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_chromium():
+    """One kaleido server (one Chromium) for the module's seven exports, as a long video's later batches
+    share one (video._one_chromium); each one-shot start took 3-5 s here."""
+    import kaleido
+
+    kaleido.start_sync_server(silence_warnings=True)
+    yield
+    kaleido.stop_sync_server(silence_warnings=True)
+
 
 SMALL = TINY.replace(steps=40, probe_every=20, eval_every=20)  # probe steps 1, 20, 40: three frames
 
@@ -46,6 +60,10 @@ def test_size_is_read_and_a_bad_one_is_one_sentence() -> None:
         with pytest.raises(LocalizedError, match="--size must be WIDTHxHEIGHT"):
             parse_size(bad)
     assert hold(3) * 3 == 15 * FPS and hold(1000) == 1  # about 15 s, and every probe step at least once
+    assert parse_seconds("8") == 8.0 and parse_seconds(" 2.5 ") == 2.5
+    for bad in ("0", "0.5", "601", "nan", "inf", "-3", "ten", ""):
+        with pytest.raises(LocalizedError, match="--seconds must be a number of seconds from 1 to 600"):
+            parse_seconds(bad)
 
 
 def test_cli_refuses_a_bad_size_in_one_line(stored: tuple[RunData, list[str]], tmp_path: Path) -> None:
@@ -57,16 +75,22 @@ def test_cli_refuses_a_bad_size_in_one_line(stored: tuple[RunData, list[str]], t
 
 @pytest.mark.e2e
 def test_mp4_is_1080p_by_default_and_moves(stored: tuple[RunData, list[str]], tmp_path: Path) -> None:
+    """The default size, and `--seconds`: a 2-second clip (the default 15 s is `hold`'s, above; 450 frames of
+    1080p to encode and decode took most of this test's 28 s on CI)."""
     data, args = stored
-    code, out, err = cli("runs", "export", args[0], "--format", "mp4", "--out", str(tmp_path), *args[1:])
+    code, out, err = cli("runs", "export", args[0], "--format", "mp4", "--seconds", "2", "--out", str(tmp_path),
+                         *args[1:])  # fmt: skip
     assert (code, err) == (0, "") and out.split() == [str(tmp_path / "run.mp4")]
     with imageio.get_reader(tmp_path / "run.mp4", format="FFMPEG") as reader:
         assert reader.get_meta_data()["size"] == (1920, 1080) and reader.get_meta_data()["fps"] == FPS
         frames = [f for f in reader]
     n = len(data.probe_steps)
-    assert len(frames) >= n and len(frames) == hold(n) * n  # about 15 s at 30 fps, each probe step held
+    assert len(frames) >= n and len(frames) == hold(n, 2) * n == 2 * FPS  # 2 s at 30 fps, each probe step held
     assert frames[0].shape == (1080, 1920, 3)
     assert np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 1  # it moves
+    code, _, err = cli("runs", "export", args[0], "--format", "gif", "--seconds", "0", "--out", str(tmp_path / "x"),
+                       *args[1:])  # fmt: skip
+    assert code == 2 and "--seconds must be" in err and err.count("\n") == 1 and not (tmp_path / "x").exists()
 
 
 @pytest.mark.e2e

@@ -56,6 +56,7 @@ def add_runs_commands(sub: Any) -> None:
     )
     ex.add_argument("--vs", type=int, metavar="RUN_ID", help="pack, mp4, gif: a second run, compared in the same file")
     ex.add_argument("--size", help="mp4, gif: WIDTHxHEIGHT in pixels (default 1920x1080; a gif 960x540)")
+    ex.add_argument("--seconds", help="mp4, gif: how long the animation lasts (default 15; 1 to 600)")
     ex.add_argument("--probe-stride", type=int, default=1, help="run file: keep every Nth probe step")
     ex.set_defaults(func=cmd_runs_export)
 
@@ -165,14 +166,15 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
         elif args.fmt in ("mp4", "gif"):  # the lecture view's animation (ln_viz/video.py), of a run or a pair
             from pathlib import Path
 
-            from ln_viz.video import export_video, parse_size
+            from ln_viz.video import DEFAULT_SECONDS, export_video, parse_seconds, parse_size
 
             size = parse_size(args.size) if args.size else None
+            seconds = parse_seconds(args.seconds) if args.seconds is not None else DEFAULT_SECONDS
             datas, labels, ids = _runs_of(store, args)
             out = Path(args.out)
             if len(ids) == 2 and (out.is_dir() or not out.suffix):
                 out = out / f"ln-viz-{ids[0]}-vs-{ids[1]}.{args.fmt}"
-            paths = [export_video(datas, out, args.fmt, size=size, lang=args.lang, labels=labels)]
+            paths = [export_video(datas, out, args.fmt, size=size, lang=args.lang, labels=labels, seconds=seconds)]
         elif args.fmt in ("png", "svg", "html"):  # one file per chart of the run (ln_viz/export.py: charts_for)
             from ln_viz.export import export_charts
 
