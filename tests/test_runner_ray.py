@@ -14,7 +14,8 @@ pytest.importorskip("ray")
 
 from ln_viz.config import RunConfig  # noqa: E402
 from ln_viz.i18n import t  # noqa: E402
-from ln_viz.runner import MSG_WORKER_DIED, Runner  # noqa: E402
+from ln_viz.runner import Runner
+from ln_viz.runner.handle import MSG_WORKER_LOST  # noqa: E402
 from ln_viz.runner.ray_worker import RayBackend  # noqa: E402
 from ln_viz.sweep.ray_exec import _Driver, disconnect  # noqa: E402
 from ln_viz.ui.training import where_line  # noqa: E402
@@ -82,8 +83,9 @@ def test_stop_ends_a_ray_run_within_two_seconds_and_a_killed_actor_fails_its_run
     os.kill(pid, signal.SIGKILL)  # this run's actor process only
     assert b.wait(30), "a killed actor did not end its run"
     view = b.view()
-    assert view.status == "failed" and view.message == MSG_WORKER_DIED
+    assert view.status == "failed" and view.message == MSG_WORKER_LOST
     sentence = t(view.message, "en", **view.message_params)
-    assert "Ray worker or node was lost" in sentence and sentence.count(". ") == 0
+    assert "Ray worker or node" in sentence and "lost" in sentence and sentence.count(". ") == 0
+    assert "Ray 워커나 노드를 잃었습니다" in t(view.message, "ko", **view.message_params)
     assert view.steps_done > 2  # the steps received are kept
     print(f"stop took {time.monotonic() - t0:.2f} s")

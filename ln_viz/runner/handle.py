@@ -27,6 +27,8 @@ MSG_STOPPED = "msg.stopped"  # stopped by the user or at server shutdown
 MSG_TIME_CAP = "msg.time_cap"  # params: seconds
 MSG_WORKER_ERROR = "msg.worker_error"  # params: error (the exception's one line)
 MSG_WORKER_DIED = "msg.worker_died"  # params: how ("killed by SIGKILL", "exit code 1")
+MSG_WORKER_LOST = "msg.worker_lost"  # a run's Ray actor, or its node, gone: a sentence of its own in each language
+WORKER_LOST = "its Ray worker or node was lost"  # a RayWorker's exit_description
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,8 @@ class RunHandle:
         something else (`how`: "killed by SIGKILL", "exit code 1")."""
         if self._stop is not None:
             return self._stopped()
+        if how == WORKER_LOST:  # not "the process ... ended (its Ray worker ...)": English inside a Korean sentence
+            return Outcome.failed(f"the run ended unexpectedly ({how})", MSG_WORKER_LOST)
         return Outcome.failed(f"the worker process ended unexpectedly ({how})", MSG_WORKER_DIED, {"how": how})
 
     def _stopped(self) -> Outcome:

@@ -6,7 +6,7 @@ The actor trains in a thread of its own and keeps the messages of `messages.py` 
 Failed) until the server's drain thread collects them (`poll`, which waits briefly for one); Stop and
 SetThreads are actor calls read between two steps, as a local worker reads its pipe. A kill ends the
 actor mid-step (`ray.kill`); a lost actor or node reads as the end of the stream, so the run fails
-with msg.worker_died ("its Ray worker or node was lost").
+with msg.worker_lost ("its Ray worker or node was lost").
 
 Connecting (the one driver thread, the address rules, `runtime_env` for a foreign cluster) is the
 caller's: the server connects through the sweep's Ray driver and hands the connected `ray` module to
@@ -23,12 +23,12 @@ from collections import deque
 from typing import Any
 
 from ln_viz.config import RunConfig
+from ln_viz.runner.handle import WORKER_LOST as LOST
 from ln_viz.runner.messages import End, Failed, Info, Job, ServerMessage, SetThreads, Snap, Stop, WorkerMessage
 from ln_viz.text import error_line
 
 ACTOR_PREFIX = "ln-viz run "  # + the run id: what Ray's own tools show
 _POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answering "none yet"
-LOST = "its Ray worker or node was lost"
 
 
 class RunActor:

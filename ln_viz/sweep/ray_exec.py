@@ -51,6 +51,9 @@ _PACKAGE = Path(__file__).resolve().parents[1]  # ln_viz/
 
 def _import_ray() -> Any:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's driver arms abseil's failure handler on SIGTERM: 3 s after an operator's SIGTERM it aborts the
+    # server (exit -6) in the middle of its shutdown (stopping runs, flushing the store), ray PR 64830
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     try:
         import ray
     except ImportError:
