@@ -258,6 +258,41 @@ def test_play_moves_the_one_step_control_to_the_end_and_stops():
     assert at.markdown[0].value == "shown 10" and "Play" in at.button(key="s_play").label
 
 
+def _long_stepper_app() -> None:
+    import streamlit as st
+
+    from ln_viz.ui import stepper
+
+    timer = stepper.timer("s", None)
+
+    @st.fragment(run_every=timer)
+    def view() -> None:
+        step = stepper.step_control(list(range(0, 301, 5)), "s", "en", done=True, ticking=timer is not None)
+        st.markdown(f"shown {step}")
+
+    view()
+
+
+def test_play_replays_a_300_step_run_in_at_most_12_seconds():
+    """Issue 21 N15 (check 7): 61 probe steps at one a tick took 61 x 0.6 = 36.6 s; Play now strides."""
+    at = AppTest.from_function(_long_stepper_app, default_timeout=30).run()
+    at.button(key="s_play").click().run()  # from the end: starts over and makes its first tick
+    shown = [int(at.markdown[0].value.split()[-1])]
+    while "Pause" in at.button(key="s_play").label:
+        at.run()
+        shown.append(int(at.markdown[0].value.split()[-1]))
+    ticks = len(set(shown))  # each step shown is one tick of the Play timer (the last is shown again as it stops)
+    assert shown[-1] == 300 and shown == sorted(shown)  # it ends at the run's last step, moving forward
+    assert ticks * stepper_tick() <= 12.0 + 1e-9, (ticks, shown)
+    assert max(b - a for a, b in zip(shown, shown[1:], strict=False)) <= 20  # no jump over 4 probe steps
+
+
+def stepper_tick() -> float:
+    from ln_viz.ui.stepper import PLAY_S
+
+    return PLAY_S
+
+
 def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
     from ln_viz.ui import compare_view
 
