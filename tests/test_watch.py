@@ -98,6 +98,20 @@ def test_a_watcher_of_a_stored_run_sees_its_charts_and_no_start(stored_id: int) 
 
 
 @pytest.mark.usefixtures("start_app")
+def test_the_language_switch_and_the_lecture_toggle_keep_watching(stored_id: int) -> None:
+    app = watcher(str(stored_id))
+    app.toggle(key="lecture_toggle").set_value(True).run()
+    assert not app.exception and app.query_params["watch"] == str(stored_id) and app.query_params["present"] == "1"
+    assert LECTURE_CHARTS <= chart_keys(app) and not {"start", "stop"} & buttons(app)
+    app.button(key="lecture_lang").click().run()  # the lecture view's own language button
+    assert not app.exception and app.query_params["watch"] == str(stored_id)
+    assert f"실행 {stored_id}" in " ".join(m.value for m in app.markdown) and LECTURE_CHARTS <= chart_keys(app)
+    app.button(key="lecture_exit").click().run()
+    assert not app.exception and app.query_params["watch"] == str(stored_id) and "present" not in app.query_params
+    assert CHARTS <= chart_keys(app) and "보는 중" in " ".join(m.value for m in app.markdown)
+
+
+@pytest.mark.usefixtures("start_app")
 def test_a_watcher_in_the_lecture_view_and_in_korean(stored_id: int) -> None:
     app = watcher(str(stored_id), "ko", present=True)
     assert LECTURE_CHARTS <= chart_keys(app) and not {"start", "stop"} & buttons(app)
