@@ -52,7 +52,7 @@ class Watched:
     status_text: str
     message: str | None = None
     message_params: dict[str, Any] = field(default_factory=dict)
-    handle: RunHandle | None = None  # the Runner's, while this server trains it (or has it in memory)
+    view: Any = None  # the Runner's RunView (shared by the watchers), while this server has the run in memory
 
     @property
     def done(self) -> bool:
@@ -112,7 +112,7 @@ def _from_runner(store_id: int, label: str | None, handle: RunHandle, lang: str,
     data = live.complete_data(handle, view) or live.preview_data(view.config)
     key = live.finished_key(handle, view, data) or f"{handle.run_id}@{view.version}/{data.steps_done}"
     return Watched(store_id, label, view.config, view.status, data, key, live.status_line(view, lang, cap),
-                   view.message, dict(view.message_params), handle)  # fmt: skip
+                   view.message, dict(view.message_params), view)  # fmt: skip
 
 
 def _from_store(store: Store, summary, lang: str) -> Watched:
@@ -121,12 +121,19 @@ def _from_store(store: Store, summary, lang: str) -> Watched:
     key = f"{store.path}#{store.generation}:{summary.id}@{summary.updated}/{data.probe_stride}"
     status = t("watch.stored_status", lang, status=t(f"status.{summary.status}", lang),
                done=summary.steps_done, steps=summary.steps)  # fmt: skip
-    message = summary.message
+    return Watched(summary.id, summary.label, data.info.config, summary.status, data, key, status,
+                   _sayable(summary.message, lang))  # fmt: skip
+
+
+def _sayable(message: str | None, lang: str) -> str | None:
+    """A stored run's message key, if the catalog can say it without parameters (the row keeps none)."""
+    if not message:
+        return None
     try:
-        t(message, lang) if message else None
+        t(message, lang)
     except (KeyError, IndexError):  # a key from another version, or one that needs its parameters
-        message = None
-    return Watched(summary.id, summary.label, data.info.config, summary.status, data, key, status, message)
+        return None
+    return message
 
 
 def heading(watched: Watched, lang: str) -> str:
@@ -191,8 +198,8 @@ def _draw_page(watched: Watched, lang: str, ticking: bool) -> None:
         st.markdown(f"**{watched.status_text}**")
 
     def notes() -> None:
-        if watched.handle is not None:
-            live.run_message(watched.handle.view(), lang)
+        if watched.view is not None:
+            live.run_message(watched.view, lang)
         elif watched.message:
             st.caption(t(watched.message, lang))
 
