@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/load_test.py [--sessions 10] [--cap 2] [--clients ws|browser]
     .venv/bin/python benchmarks/load_test.py --seed-session [--sessions 4] [--cap 2] [--steps 1000]
+    .venv/bin/python benchmarks/load_test.py --watchers 10 [--watch-seconds 20] [--json]
 
 Clients: `ws` (default) are websocket clients speaking Streamlit's protocol as a browser tab does
 (the page's script runs, its live fragment re-runs every second, a click is a widget change) but
@@ -17,12 +18,19 @@ the other sessions each press Start; prints each one's wait from its Start to it
 checks that none waited behind the whole seed group (the runner's fair queue, ln_viz.runner.queue).
 The runs go through a Runner in this process, not a server: the Compare page's seeds control that
 would queue them from a tab is not part of this version yet.
+
+`--watchers N`: one session trains a run and N sessions watch it through its watch link (benchmarks/
+watch_load.py): each watcher refresh's time, the health check, the bytes a watcher receives, runs trained.
+`--json` prints one JSON object (`refresh_p95_s`, `health_max_s`, `runs_trained`, ...) on stdout, the
+rest on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import re
 import statistics
 import sys
@@ -75,11 +83,40 @@ def main(argv: list[str] | None = None) -> int:
         "--smoke", action="store_true", help="check what happened, print the times without judging them"
     )
     parser.add_argument("--seed-session", action="store_true", help="one session queues 2 x 3 seed runs first")
+    parser.add_argument("--watchers", type=int, default=0, help="sessions watching one live run (watch_load.py)")
+    parser.add_argument("--watch-seconds", type=float, default=20, help="how long the watchers follow the run")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout, the report on stderr")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 50:
         parser.error("--sessions must be between 1 and 50")
+    if not 0 <= args.watchers <= 100:
+        parser.error("--watchers must be between 0 and 100")
     if args.seed_session:
         return seed_session(args.sessions, args.cap, args.steps, args.time_limit)
+    result: dict = {}
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        code = watchers(args, result) if args.watchers else sessions(args, result)
+    if args.json:
+        print(json.dumps(result))
+    return code
+
+
+def watchers(args: argparse.Namespace, result: dict) -> int:
+    """`--watchers N` (benchmarks/watch_load.py); fills `result` with its figures."""
+    from benchmarks import watch_load
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result |= watch_load.run_watchers(Path(tmp), args.watchers, args.cap, args.watch_seconds, 10_000)
+    print(watch_load.report(result))
+    found = [] if args.smoke else watch_load.failures(result)
+    for f in found:
+        print("FAILED:", f)
+    return 1 if found else 0
+
+
+def sessions(args: argparse.Namespace, result: dict) -> int:
+    """N sessions press Start at once (the module's docstring); fills `result` with its figures."""
+    from ln_viz.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)})
@@ -118,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stop.set()
             server.stop()
+        with Store(server.store, readonly=True) as store:
+            trained = len(store.list_runs())
 
     # The warm pool keeps `baseline_children` workers; every run adds one while it trains.
     trained_at_once = seen.max_children - baseline_children
@@ -168,6 +207,17 @@ def main(argv: list[str] | None = None) -> int:
         failures.append("the server kept more than 150 MB")
     for f in failures:
         print("FAILED:", f)
+    click_s = sorted(ms / 1000 for ms in seen.click_ms)
+    result |= {
+        "mode": "sessions",
+        "sessions": args.sessions,
+        "refresh_p95_s": None,  # not timed here: the sessions' own runs refresh their pages (--watchers times it)
+        "click_p95_s": click_s[int(0.95 * (len(click_s) - 1))] if click_s else None,
+        "health_max_s": max(health_ms) / 1000,
+        "runs_trained": trained,
+        "all_done_s": seen.all_done_s if seen.all_done_s == seen.all_done_s else None,  # NaN is no JSON
+        "failures": failures,
+    }
     return 1 if failures else 0
 
 

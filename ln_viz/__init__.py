@@ -18,6 +18,7 @@ import circle or an import of a higher layer; the README's "The code" names ever
     charts, words, export,        pure Plotly builders; settings in words; chart files; the lecture
     pack, video                   pack; MP4 and GIF animations
     sweep                         the stability map: spec, executors, driver, results, storage, charts
-    cli, urlstate                 where a configuration enters: command-line flags, a page's link
+    cli, urlstate, watchlink      where a configuration enters: command-line flags, a page's link, a
+                                  run's watch link
     ui                            the only streamlit-aware code: widgets, session state, page views
 """

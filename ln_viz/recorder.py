@@ -96,6 +96,13 @@ class Recorder:
             store_id, generation = self._store_ids.get(run_id, (None, -1))
         return store_id if generation == self.store.generation else None
 
+    def run_of(self, store_id: int) -> str | None:
+        """The runner's id of the run recorded as `store_id` in the store's file now (a watch link names
+        the stored run; while it trains, its live copy is the runner's), else None."""
+        with self._lock:
+            found = [run for run, ids in self._store_ids.items() if ids == (store_id, self.store.generation)]
+        return found[-1] if found else None
+
     def complete_data(
         self,
         run_id: str,

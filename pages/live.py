@@ -17,11 +17,18 @@ from ln_viz.ui import (
     page_state,
     stepper,
     training,
+    watch,
+    watch_share,
 )
 from ln_viz.ui.safe import md
 
 lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
+if watch.requested():  # a watch link: that run, read-only (no form, no Start)
+    for notice in links.link_notices(lang):
+        st.warning(md(notice))
+    watch.page(lang, lecture)
+    st.stop()
 runner = training.get_runner()
 runs = training.session_runs()
 
@@ -35,6 +42,11 @@ config_form.config_form(lang)  # in the sidebar (hidden in the lecture view, whi
 preset = st.session_state.get("preset")
 preset = preset if preset in PRESETS else None
 running = runs.running(("live",))
+# The charts show the run of the settings the form (and the lecture view's header) names, else the empty
+# charts Start would fill: a preset picked after a run no longer leaves that run under the new name.
+run_id = runs.shown("live", live.form_config())
+handle = runner.get(run_id) if run_id else None
+shared_id = watch_share.store_id_of(handle)  # its watch link: beside Start, or in the lecture view's header
 if lecture:
     start, stop = lecture_view.header(
         [config_form.read_config()],
@@ -43,11 +55,14 @@ if lecture:
         (("start", t("ui.start", lang)), ("stop", t("ui.stop", lang))),
         ("pages/compare.py", "nav.compare"),
         running,
+        watch_share.popover_for(shared_id, lang, lecture=True),
     )
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("ui.app_title", lang))
-    start, stop = live.start_stop(lang, ("start", t("ui.start", lang)), ("stop", t("ui.stop", lang)), running=running)
+    row = st.container(horizontal=True, key="run_buttons")
+    start, stop = live.start_stop(lang, ("start", t("ui.start", lang)), ("stop", t("ui.stop", lang)), row, running)
+    watch_share.popover_for(shared_id, lang, lecture=False)(row)
 config_form.write_query(prefix="")
 
 if start:
@@ -62,10 +77,6 @@ if stop:
     runs.stop("live")
     st.rerun()
 
-# The charts show the run of the settings the form (and the lecture view's header) names, else the empty
-# charts Start would fill: a preset picked after a run no longer leaves that run under the new name.
-run_id = runs.shown("live", live.form_config())
-handle = runner.get(run_id) if run_id else None
 timer = stepper.timer("probe_step", live.REFRESH_S if running else None)
 
 
@@ -112,6 +123,8 @@ def live_view() -> None:
         live.draw_charts(data, lang, done=done, cache_key=key, ticking=ticking, notes=notes)
     if running and not runs.running(("live",)):  # it ended while this fragment ticked: a full rerun
         st.rerun(scope="app")  # stops the timer, disables Stop, reveals the takeaway
+    if shared_id is None and watch_share.store_id_of(handle) is not None:  # stored now: show its watch link
+        st.rerun(scope="app")
 
 
 live_view()

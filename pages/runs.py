@@ -6,7 +6,7 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
-from ln_viz.ui import language, layout, links, live, loss_view, run_downloads, runs_view, stepper
+from ln_viz.ui import language, layout, links, live, loss_view, run_downloads, runs_view, stepper, watch_share
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
 
@@ -66,6 +66,7 @@ else:
         data = runs_view.open_or_report(store, summary, lang)  # None: damaged, said so, delete offered
         if data is not None:
             runs_view.run_heading(summary, lang, groups.get(summary.seed_group or "", 0))
+            watch_share.draw(st.container(horizontal=True), summary.id, lang, lecture=False)  # watch it elsewhere
             layout.scroll_into_view("runs_opened", shown)  # the table is above: show that the run opened
             run_downloads.thinned_note(data, lang)
             with st.expander(t("runs.manage", lang), icon=":material/settings:"):

@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, str]] = [
         "sweep.curve_charts sweep.cli",
     ),
     # where a configuration enters: the command line's flags and a page's link
-    ("entry", "cli cli.parser cli.train cli.runs cli.compare __main__ urlstate"),
+    ("entry", "cli cli.parser cli.train cli.runs cli.compare __main__ urlstate watchlink"),
     ("ui", "ui.*"),  # the only streamlit-aware code: ln_viz/ui/ and everything in it
 ]
 # Everything outside ln_viz/ui/ is the engine: the app's pages and the CLI share it, so it never needs a

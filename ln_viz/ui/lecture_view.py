@@ -99,10 +99,12 @@ def _switch_lang(lang: str) -> None:
     st.session_state["lang"] = lang
 
 
-def _top_row(text: str, lang: str, other_page: tuple[str, str]) -> None:
+def _top_row(text: str, lang: str, other_page: tuple[str, str], extra: Callable[[Any], None] | None = None) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_top")
     with row.container(key="lecture_title", width="stretch"):
         st.markdown(text)
+    if extra is not None:  # the run's watch link (ln_viz.ui.watch_share), before the page's own buttons
+        extra(row)
     page, label_key = other_page
     row.page_link(page, label=t(label_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
@@ -117,14 +119,15 @@ def header(
     buttons: tuple[tuple[str, str], tuple[str, str]],
     other_page: tuple[str, str],
     running: bool = True,
+    extra: Callable[[Any], None] | None = None,
 ) -> tuple[bool, bool]:
     """The header strip and the button row; returns (Start clicked, Stop clicked). `choices`: the
     scenario names, the current one (None: the user's own settings), the catalog prefix of their
     names and what a pick does; `buttons`: (key, label) of Start and of Stop; `other_page`: (page
     file, label key) of the other page with a lecture view; `running`: a run of the page trains (Stop
-    is enabled only then)."""
+    is enabled only then); `extra(row)` draws more into the top row (the run's watch link)."""
     layout.css(SCREEN_CSS)
-    _top_row(describe(cfgs, lang), lang, other_page)
+    _top_row(describe(cfgs, lang), lang, other_page, extra)
     names, current, prefix, apply = choices
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_buttons")
     _choice_widgets(row, [n for n in names if n in CLASSIC], [n for n in names if n not in CLASSIC], current,
@@ -157,11 +160,12 @@ def _choice_widgets(row, buttons: list[str], more: list[str], current: str | Non
             )
 
 
-def page_header(text: str, lang: str, other_page: tuple[str, str]) -> None:
-    """The header strip alone (a page without scenario buttons: the stability map): `text` in large type,
-    the link to `other_page`, the language and leave buttons; the screen's rules (SCREEN_CSS) with it."""
+def page_header(text: str, lang: str, other_page: tuple[str, str], extra: Callable[[Any], None] | None = None) -> None:
+    """The header strip alone (a page without scenario buttons: the stability map, a watched run): `text` in
+    large type, the link to `other_page`, the language and leave buttons (`extra(row)` draws more into that
+    row); the screen's rules (SCREEN_CSS) with it."""
     layout.css(SCREEN_CSS)
-    _top_row(text, lang, other_page)
+    _top_row(text, lang, other_page, extra)
 
 
 def takeaway(name: str | None, lang: str, ended: bool, question: str | None = None) -> None:

@@ -230,14 +230,34 @@ def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
     return f"{handle.run_id}@{view.version}/{data.probe_stride}/{len(data.probe_steps)}/{data.steps_done}"
 
 
-def figures(data: RunData, lang: str, done: bool, lecture: bool, cache_key: str | None, view: LossView = RAW):
-    """`figure(name, step=None)`: the page's figures of `data`, from the cache once the run has ended;
-    `view`: how the loss chart is drawn (the other figures do not depend on it, nor their cache entries)."""
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _watched_figure(
+    cache_key: str, name: str, lang: str, lecture: bool, step: int | None, view: LossView, _data: RunData
+):
+    """A figure of a run some tabs watch while it trains (ln_viz.ui.watch): one build per state of its data
+    (`cache_key`) for all of them. Apart from `_finished_figure`, whose entries it would push out."""
+    return _build(name, _data, step, lang, lecture, view)
+
+
+def figures(
+    data: RunData,
+    lang: str,
+    done: bool,
+    lecture: bool,
+    cache_key: str | None,
+    view: LossView = RAW,
+    shared: bool = False,
+):
+    """`figure(name, step=None)`: the page's figures of `data`, from the cache once the run has ended (or,
+    `shared`, while it trains too: a watcher's `cache_key` names the state of its data); `view`: how the
+    loss chart is drawn (the other figures do not depend on it, nor their cache entries)."""
 
     def figure(name: str, step: int | None = None):
         shown = view if name == "loss_chart" else RAW
         if done and cache_key is not None:
             return _finished_figure(cache_key, name, lang, lecture, step, shown, data)
+        if shared and cache_key is not None:
+            return _watched_figure(cache_key, name, lang, lecture, step, shown, data)
         return _build(name, data, step, lang, lecture, shown)
 
     return figure
@@ -251,6 +271,7 @@ def draw_charts(
     cache_key: str | None = None,
     ticking: bool = False,
     notes: Callable[[], None] | None = None,
+    shared: bool = False,
 ) -> None:
     """Place the six charts with their captions: the loss and the gradient heatmap side by side in the
     first screen, then the step control, the distribution and the per-layer profile at that step, and
@@ -258,8 +279,8 @@ def draw_charts(
     (ln_viz.ui.instability_view). With `cache_key` (a finished run's `finished_key`)
     the figures are built once and shared; `ticking`: the page's fragment runs on the Play timer
     (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that
-    keeps its height from the start. The loss chart is drawn as ln_viz.ui.loss_view is set."""
-    figure = figures(data, lang, done, False, cache_key, loss_view.current())
+    keeps its height from the start; `shared`: see `figures`. The loss chart is drawn as ln_viz.ui.loss_view is set."""
+    figure = figures(data, lang, done, False, cache_key, loss_view.current(), shared)
     for col, name, caption in zip(st.columns(2), ("loss_chart", "grad_heatmap"), ("loss", "grad_heatmap")):
         with col:
             layout.chart(figure(name), key_prefix + name, layout.TALL)

@@ -3,7 +3,8 @@ websocket sessions press Start at once on a server with a cap of one. It checks 
 trained at a time, that the others showed their place in the queue and started in turn, that every
 run ended, that no page showed an exception and the health check never failed, and that no worker
 was left once the sessions closed. Its times are printed here; the full runs (10 and 30 sessions)
-judge them and their figures are in the README."""
+judge them and their figures are in the README. Then two sessions watch one run through its watch link
+(`--watchers 2 --json`): one run trained, both see it move, the JSON has the figures."""
 
 import pytest
 
@@ -18,3 +19,15 @@ def test_three_sessions_queue_behind_a_cap_of_one_and_leave_nothing(capsys):
     print(out)
     assert code == 0, out
     assert "at most: 1;" in out and "queue places seen: ['1', '2']" in out
+
+
+def test_two_watchers_follow_one_run_and_the_json_has_the_figures(capsys):
+    import json
+
+    code = load_test.main(["--watchers", "2", "--watch-seconds", "6", "--smoke", "--json"])
+    captured = capsys.readouterr()
+    print(captured.err)
+    assert code == 0, captured.err
+    result = json.loads(captured.out)  # one JSON object on stdout, the report on stderr
+    assert result["runs_trained"] == 1 and result["watchers_moved"] == 2 and result["exceptions"] == 0
+    assert result["refresh_p95_s"] > 0 and result["health_max_s"] > 0 and result["watcher_bytes_per_s"] > 0

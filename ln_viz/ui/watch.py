@@ -1,0 +1,219 @@
+"""Watching a run: `?watch=<run id>` on Live opens the stored run of that number read-only, in any browser.
+
+A run this server trains now is read from its Runner (the watcher trains nothing: a hundred watchers cost
+one run's training), through one view per run shared by every watcher for half a second, and its figures
+are built once per view for all of them (ln_viz.ui.live.figures, `shared`). Any other run opens from the
+store, through the server's shared run cache (ln_viz.ui.storage.stored_run), as on the Runs page. The page
+has the same charts as Live (the lecture view's with `&present=1`), its own step control, and no Start, Stop
+or settings form; an id that is no run says so in one sentence.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from ln_viz import charts
+from ln_viz.config import RunConfig
+from ln_viz.i18n import LocalizedError, t
+from ln_viz.runner import RunHandle
+from ln_viz.snapshot import RunData
+from ln_viz.store import LIVE_STATUSES, Store, StoreError
+from ln_viz.text import shown
+from ln_viz.ui import layout, lecture_view, live, loss_view, stepper, training, watch_share
+from ln_viz.ui.safe import md
+from ln_viz.ui.storage import get_recorder, get_store, stored_run
+from ln_viz.watchlink import WATCH_PARAM, WatchLinkError, parse_watch_id
+from ln_viz.words import describe
+
+VIEW_TTL_S = 0.5  # a running run's view, shared by its watchers: at most two new ones a second per run
+STEP_KEY = "probe_step"  # Live's: the lecture view's CSS sizes it; a watcher's tab draws no Live
+
+
+def requested() -> bool:
+    """Whether this visit opened a watch link (`?watch=...`)."""
+    return WATCH_PARAM in st.query_params
+
+
+@dataclass(frozen=True)
+class Watched:
+    """The watched run as the page draws it now (duck-typed as a RunView for live.verdict_lines)."""
+
+    store_id: int
+    label: str | None
+    config: RunConfig
+    status: str
+    data: RunData
+    cache_key: str  # names this state of the run's data: its figures are shared by every watcher
+    status_text: str
+    message: str | None = None
+    message_params: dict[str, Any] = field(default_factory=dict)
+    view: Any = None  # the Runner's RunView (shared by the watchers), while this server has the run in memory
+
+    @property
+    def done(self) -> bool:
+        return self.status not in LIVE_STATUSES
+
+
+class _SharedViews:
+    """The latest RunView of each watched run, taken at most every VIEW_TTL_S for all its watchers."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, handle: RunHandle):
+        now = time.monotonic()
+        with self._lock:
+            hit = self._latest.get(handle.run_id)
+            if hit is not None and now - hit[0] < VIEW_TTL_S:
+                return hit[1]
+        view = handle.view()
+        with self._lock:
+            self._latest = {k: v for k, v in self._latest.items() if now - v[0] < 60}  # runs no one watches go
+            self._latest[handle.run_id] = (now, view)
+        return view
+
+
+@st.cache_resource(show_spinner=False)
+def _shared_views() -> _SharedViews:
+    return _SharedViews()
+
+
+def resolve(raw: str | list[str] | None, lang: str) -> Watched:
+    """The run a watch link names, as the page draws it now; LocalizedError (one sentence) for a value that
+    is no run number, a run this server's store does not have, or a row no chart can draw."""
+    store_id = parse_watch_id(raw)
+    store = get_store()
+    if store is None:
+        raise WatchLinkError("watch.no_store")
+    try:
+        summary = store.summary(store_id)
+    except StoreError:
+        raise WatchLinkError("watch.unknown", id=store_id) from None
+    damage = summary.damage()
+    if damage is not None:
+        raise damage
+    recorder = get_recorder()
+    run_id = recorder.run_of(store_id) if recorder is not None else None
+    runner = training.get_runner()
+    handle = runner.get(run_id) if run_id is not None else None
+    if handle is not None:
+        return _from_runner(store_id, summary.label, handle, lang, runner.max_concurrent)
+    return _from_store(store, summary, lang)
+
+
+def _from_runner(store_id: int, label: str | None, handle: RunHandle, lang: str, cap: int) -> Watched:
+    view = _shared_views().get(handle)
+    data = live.complete_data(handle, view) or live.preview_data(view.config)
+    key = live.finished_key(handle, view, data) or f"{handle.run_id}@{view.version}/{data.steps_done}"
+    return Watched(store_id, label, view.config, view.status, data, key, live.status_line(view, lang, cap),
+                   view.message, dict(view.message_params), view)  # fmt: skip
+
+
+def _from_store(store: Store, summary, lang: str) -> Watched:
+    live_row = summary.status in LIVE_STATUSES  # trained by another process: its row changes as it goes
+    data = stored_run(store, summary.id, summary.updated if live_row else None)
+    key = f"{store.path}#{store.generation}:{summary.id}@{summary.updated}/{data.probe_stride}"
+    status = t("watch.stored_status", lang, status=t(f"status.{summary.status}", lang),
+               done=summary.steps_done, steps=summary.steps)  # fmt: skip
+    return Watched(summary.id, summary.label, data.info.config, summary.status, data, key, status,
+                   _sayable(summary.message, lang))  # fmt: skip
+
+
+def _sayable(message: str | None, lang: str) -> str | None:
+    """A stored run's message key, if the catalog can say it without parameters (the row keeps none)."""
+    if not message:
+        return None
+    try:
+        t(message, lang)
+    except (KeyError, IndexError):  # a key from another version, or one that needs its parameters
+        return None
+    return message
+
+
+def heading(watched: Watched, lang: str) -> str:
+    """`Watching run 12 (tiny pre): Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up`, as plain text."""
+    words = describe([watched.config], lang)
+    if watched.label:
+        label = shown(watched.label, 60)  # a label is text from outside: one line, cut short
+        return t("watch.heading_label", lang, id=watched.store_id, label=label, words=words)
+    return t("watch.heading", lang, id=watched.store_id, words=words)
+
+
+def page(lang: str, lecture: bool) -> None:
+    """The watch page: the header, then the run's charts, redrawn every second while it trains."""
+    raw = st.query_params.get_all(WATCH_PARAM)
+    try:
+        watched = resolve(raw, lang)
+    except LocalizedError as e:
+        if not lecture:
+            layout.css(layout.PAGE_CSS)
+            st.title(t("ui.app_title", lang))
+        st.error(md(e.message(lang)), icon=":material/visibility_off:")  # it quotes the link
+        return
+    share = watch_share.popover_for(watched.store_id, lang, lecture)
+    if lecture:
+        lecture_view.page_header(md(heading(watched, lang)), lang, ("pages/compare.py", "nav.compare"), share)
+    else:
+        layout.css(layout.PAGE_CSS)
+        st.title(t("ui.app_title", lang))
+        row = st.container(horizontal=True, vertical_alignment="center", key="watch_top")
+        with row.container(key="watch_heading", width="stretch"):
+            st.markdown(f"**{md(heading(watched, lang))}**")
+            st.caption(t("watch.read_only", lang))
+        share(row)
+        loss_view.controls(lang, row)
+    _charts(raw, watched, lang, lecture)
+
+
+def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
+    timer = stepper.timer(STEP_KEY, None if first.done else live.REFRESH_S)
+
+    @st.fragment(run_every=timer)
+    def view() -> None:
+        try:
+            watched = resolve(raw, lang)
+        except LocalizedError as e:  # deleted while watched
+            st.error(md(e.message(lang)))
+            return
+        if watched.status == "queued":
+            st.markdown(f"**{watched.status_text}**")
+        elif lecture:
+            _draw_lecture(watched, lang, ticking=first.done and timer is not None)
+        else:
+            _draw_page(watched, lang, ticking=first.done and timer is not None)
+        if not first.done and watched.done:  # it ended while watched: a full rerun stops the timer
+            st.rerun(scope="app")
+
+    view()
+
+
+def _draw_page(watched: Watched, lang: str, ticking: bool) -> None:
+    with st.container(key="live_status"):
+        st.markdown(f"**{watched.status_text}**")
+
+    def notes() -> None:
+        if watched.view is not None:
+            live.run_message(watched.view, lang)
+        elif watched.message:
+            st.caption(t(watched.message, lang))
+
+    live.draw_charts(watched.data, lang, done=watched.done, cache_key=watched.cache_key, ticking=ticking,
+                     notes=notes, shared=True)  # fmt: skip
+
+
+def _draw_lecture(watched: Watched, lang: str, ticking: bool) -> None:
+    data, done = watched.data, watched.done
+    figure = live.figures(data, lang, done, True, watched.cache_key, loss_view.current(), shared=True)
+    lines = [f"**{watched.status_text}**", *live.message_lines([watched], lang)]
+    if done:
+        lines = live.verdict_lines([watched], [charts.norm_label(watched.config.norm_position, lang)], lang)
+    step = lecture_view.status_and_steps(lines, data.probe_steps, STEP_KEY, lang, done, ticking)
+    mark = lecture_view.step_mark(step, data.probe_steps, done)
+    lecture_view.draw_live(figure, step, lecture_view.lesson_chart(None, [watched.config]), mark)
+    lecture_view.sentence(None, lang)

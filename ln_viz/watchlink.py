@@ -1,0 +1,68 @@
+"""A run's watch link: `?watch=<run id>` on the Live page opens that run read-only, live, in any browser.
+
+The id is the store's run number (the one the Runs page and `runs list` show), for a run training now as
+for one finished long ago: the recorder stores a run from its first step. `parse_watch_id` reads the
+link's value (one sentence for anything that is not a run number), `watch_url` builds the link from the
+address the visitor's browser shows, and `qr_png` draws it as a QR code for the projector (segno, pure
+Python).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from ln_viz.i18n import LocalizedError
+
+WATCH_PARAM = "watch"
+MAX_ID_DIGITS = 12  # SQLite's ids fit; a longer "number" is a typo or a probe, refused before any query
+
+
+class WatchLinkError(LocalizedError):
+    """A watch link's value that is no run number, or names no run this server has (one sentence)."""
+
+
+def parse_watch_id(raw: str | list[str] | None) -> int:
+    """The run number of `?watch=12` (a repeated parameter counts by its last value). Anything else (empty,
+    not digits, 0, too long) raises WatchLinkError, whose sentence quotes the value cut short."""
+    value = (raw[-1] if raw else "") if isinstance(raw, list) else (raw or "")
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > MAX_ID_DIGITS or int(text) < 1:
+        raise WatchLinkError("watch.bad_id", value=value)
+    return int(text)
+
+
+def watch_url(app_url: str | None, run_id: int, lang: str, page_paths: Iterable[str] = ()) -> str:
+    """The watch link of run `run_id` on the Live page (the app's default page), from `app_url`, the
+    address the visitor's browser shows (Streamlit's `st.context.url`: scheme, host, port, path, no query):
+    its path keeps the server's base path but loses a page's own (`page_paths`, e.g. "runs"), so a link
+    copied on the Runs page also opens Live. `lang` is kept, so a Korean class gets Korean. Without an
+    address (a test, an old browser) the link is relative: `/?watch=12&lang=en`."""
+    query = urlencode({WATCH_PARAM: str(run_id), "lang": lang})
+    if not app_url:
+        return f"/?{query}"
+    parts = urlsplit(app_url)
+    segments = [s for s in parts.path.split("/") if s]
+    if segments and segments[-1] in set(page_paths):
+        segments.pop()
+    path = "/" + "".join(s + "/" for s in segments)
+    return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
+
+
+def short_text(url: str) -> str:
+    """The link as it is read aloud or typed from the projector: without `http://` or `https://`."""
+    for scheme in ("https://", "http://"):
+        if url.startswith(scheme):
+            return url[len(scheme) :]
+    return url
+
+
+def qr_png(url: str, scale: int = 8) -> bytes:
+    """`url` as a QR code, a PNG of `scale` pixels per module with the standard quiet zone (error
+    correction M: readable from the back of a room off a projector)."""
+    import segno  # only where a link is drawn: the CLI never needs it
+
+    out = io.BytesIO()
+    segno.make(url, error="m", micro=False).save(out, kind="png", scale=scale, border=4)
+    return out.getvalue()

@@ -1,0 +1,58 @@
+"""Watching a run in headless Chromium: one browser session starts a short run on Live and copies its watch
+link from the "Watch link" popover (the address the browser shows, from st.context.url); a second session
+opens that link, sees the step count move with no Start button, and the server has trained one run."""
+
+import time
+
+import pytest
+
+from ln_viz.store import Store
+from tests.e2e.conftest import wait_idle
+from tests.e2e.test_live_e2e import open_app, status_step
+
+pytestmark = pytest.mark.e2e
+
+
+def wait_step(page, above: int, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            step = status_step(page)
+        except Exception:  # noqa: BLE001 - the status line is being redrawn
+            step = 0
+        if step > above:
+            return step
+        time.sleep(0.2)
+    raise AssertionError(f"the status line never passed step {above}")
+
+
+def test_a_second_browser_watches_the_run_read_only_and_nothing_more_is_trained(server, page, browser):
+    open_app(page, server.url + "/?depth=2&steps=3000")  # long enough to be still training while watched
+    page.locator(".st-key-start button").click()
+    wait_step(page, 0)
+    page.locator(".st-key-watch_share button").first.click()  # the popover beside Start
+    link = page.locator("[data-testid='stCode'] code").first
+    link.wait_for(timeout=30_000)
+    url = link.inner_text().strip()
+    assert url == f"{server.url}/?watch=1&lang=en", url  # the browser's own address, Live, the run's number
+    assert page.locator("[data-testid='stImage'] img").count() == 1  # the QR code
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
+    try:
+        watcher = context.new_page()
+        errors: list[str] = []
+        watcher.on("pageerror", lambda e: errors.append(str(e)))
+        watcher.goto(url)
+        wait_idle(watcher)
+        watcher.get_by_text("Watching run 1").first.wait_for(timeout=30_000)
+        first = wait_step(watcher, 0)
+        moved = wait_step(watcher, first)  # it moves for the watcher, refreshed by the server
+        assert moved > first
+        assert watcher.locator(".st-key-start").count() == 0 and watcher.locator(".st-key-stop").count() == 0
+        assert watcher.locator(".st-key-loss_chart .js-plotly-plot").count() == 1
+        assert errors == [], errors
+    finally:
+        context.close()
+    page.keyboard.press("Escape")  # close the popover
+    page.locator(".st-key-stop button").click()
+    with Store(server.store, readonly=True) as store:
+        assert len(store.list_runs()) == 1  # the watcher trained nothing
