@@ -1,6 +1,6 @@
 """A classroom on one server: N sessions press Start at once (loopback only, bounded in count and time).
 
-    .venv/bin/python benchmarks/load_test.py [--sessions 10] [--cap 2] [--clients ws|browser]
+    .venv/bin/python benchmarks/load_test.py [--sessions 10] [--cap 2] [--clients ws|browser] [--ray CPUS]
     .venv/bin/python benchmarks/load_test.py --seed-session [--sessions 4] [--cap 2] [--steps 1000]
     .venv/bin/python benchmarks/load_test.py --watchers 10 [--watch-seconds 20] [--json]
 
@@ -86,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--watchers", type=int, default=0, help="sessions watching one live run (watch_load.py)")
     parser.add_argument("--watch-seconds", type=float, default=20, help="how long the watchers follow the run")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout, the report on stderr")
+    parser.add_argument(
+        "--ray", type=int, default=0, metavar="CPUS",
+        help="the server trains on a Ray head of CPUS CPUs this test starts on 127.0.0.1 (LN_VIZ_EXECUTOR=ray)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 50:
         parser.error("--sessions must be between 1 and 50")
@@ -99,6 +103,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     return code
+
+
+@contextlib.contextmanager
+def ray_head(cpus: int):
+    """With `cpus`: a Ray head on 127.0.0.1 (tests/ray_cluster.py, ended by its process group) and the
+    server's environment that trains every Start on it; without: nothing, the local pool."""
+    if not cpus:
+        yield {}
+        return
+    from tests.ray_cluster import HeadNode
+
+    head = HeadNode(cpus=cpus).start()
+    try:
+        yield {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": head.address, "RAY_AUTH_MODE": "disabled"}
+    finally:
+        head.stop()
 
 
 def watchers(args: argparse.Namespace, result: dict) -> int:
@@ -118,8 +138,8 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
     """N sessions press Start at once (the module's docstring); fills `result` with its figures."""
     from ln_viz.store import Store
 
-    with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)})
+    with tempfile.TemporaryDirectory() as tmp, ray_head(args.ray) as ray_env:
+        server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)} | ray_env)
         health_ms: list[float] = []
         health_errors: list[str] = []
         rss_samples: list[float] = []
@@ -161,8 +181,10 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
     # The warm pool keeps `baseline_children` workers; every run adds one while it trains.
     trained_at_once = seen.max_children - baseline_children
     slow = sum(ms > 1000 for ms in health_ms)
+    where = f" on a {args.ray}-CPU Ray head" if args.ray else " on the local pool"
     print(
-        f"{args.clients} clients: {args.sessions} sessions, cap {args.cap}: all runs ended in {seen.all_done_s:.0f} s"
+        f"{args.clients} clients: {args.sessions} sessions, cap {args.cap}{where}: all runs ended in "
+        f"{seen.all_done_s:.0f} s"
     )
     print(
         f"health: median {statistics.median(health_ms):.0f} ms, max {max(health_ms):.0f} ms over {len(health_ms)} polls"
@@ -210,6 +232,7 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
     click_s = sorted(ms / 1000 for ms in seen.click_ms)
     result |= {
         "mode": "sessions",
+        "executor": "ray" if args.ray else "local",
         "sessions": args.sessions,
         "refresh_p95_s": None,  # not timed here: the sessions' own runs refresh their pages (--watchers times it)
         "click_p95_s": click_s[int(0.95 * (len(click_s) - 1))] if click_s else None,
