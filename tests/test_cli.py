@@ -309,3 +309,29 @@ def test_runs_list_shows_a_label_s_control_characters_as_escapes(tmp_path):
 def test_a_huge_bad_flag_value_is_echoed_short():
     code, out, err = cli("train", "--depth", "x" * 100_000)
     assert code == 2 and err.count("\n") == 1 and len(err) < 1100 and "characters)" in err
+
+
+def _commands(parser, prefix=()):
+    """Every command line that ends in a parser: (), ("train",), ("runs", "export"), ..."""
+    import argparse
+
+    yield prefix
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*prefix, name))
+
+
+def test_every_help_prints_its_usage_and_exits_0():
+    """`python -m ln_viz --help` once died with a TypeError: the compare command's help said "95 % interval",
+    which argparse reads as a format (found by the hostile re-check of issue 21)."""
+    from ln_viz.cli import build_parser
+
+    commands = list(_commands(build_parser()))
+    assert ("runs", "export") in commands and ("compare",) in commands
+    for cmd in commands:
+        out = io.StringIO()
+        with redirect_stdout(out), pytest.raises(SystemExit) as exit_:
+            main([*cmd, "--help"])
+        assert exit_.value.code == 0, cmd
+        assert out.getvalue().startswith("usage: "), (cmd, out.getvalue()[:200])

@@ -75,6 +75,7 @@ def test_cells_and_estimate():
     assert (c.config.probe_every, c.config.eval_every, c.config.steps) == (0, 300, 300)  # no probes, eval at the end
     work = estimate(spec, workers=2)
     assert work.text().startswith("32 runs x 300 steps, about ") and work.text().endswith(" on 2 cores")
+    assert estimate(spec, workers=1).text().endswith(" on 1 core")  # not "1 cores" (hostile re-check)
     assert estimate(spec, workers=2, skip=32).seconds == 0
 
 

@@ -28,7 +28,7 @@ def add_compare_command(sub: Any) -> None:
     from ln_viz.sweep.chooser import EXECUTORS
     from ln_viz.sweep.spec import MAX_SEEDS
 
-    p = sub.add_parser("compare", help="two configurations over N paired seeds: the gap and its 95 % interval")
+    p = sub.add_parser("compare", help="two configurations over N paired seeds: the gap and its 95 %% interval")
     add_field_flags(p, train=True)
     p.add_argument("--a", dest="side_a", help=_SIDE_HELP.format(x="A"))
     p.add_argument("--b", dest="side_b", help=_SIDE_HELP.format(x="B"))

@@ -209,7 +209,8 @@ class WorkEstimate:
 
     def text(self) -> str:
         """The CLI's line, e.g. "32 runs x 300 steps, about 2 min on 2 cores" (the page translates it)."""
-        return f"{self.runs} runs x {self.steps} steps, about {duration_text(self.seconds)} on {self.workers} cores"
+        cores = "1 core" if self.workers == 1 else f"{self.workers} cores"  # not "on 1 cores"
+        return f"{self.runs} runs x {self.steps} steps, about {duration_text(self.seconds)} on {cores}"
 
 
 def step_seconds(cfg: RunConfig) -> float:

@@ -34,9 +34,11 @@ def cluster(tmp_path_factory):
         server = Server(tmp_path_factory.mktemp("rayapp"), env=env)
         yield server, head
     finally:
-        if server is not None:
-            stop_and_check(server)
-        head.stop()
+        try:
+            if server is not None:
+                stop_and_check(server)
+        finally:  # the head goes even when the server's stop check fails
+            head.stop()
         assert not head.left, f"Ray processes left: {head.left}"
 
 
