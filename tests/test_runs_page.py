@@ -404,6 +404,51 @@ def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_p
     print(f"\n{len(long_run.probe_steps)} probe steps stored and downloaded, {len(shown)} drawn")
 
 
+def test_whole_run_downloads_are_built_one_at_a_time_on_the_server(store_path: Path, long_run: RunData, monkeypatch):
+    """Issue 21 X5 (left after the re-check): each download button decodes the whole run on click, about
+    1.6 GB for the largest run a visitor may train; three clicks at once held three copies. Now the server
+    builds one at a time: the store's whole-run reads never overlap, and every file is still whole."""
+    import threading
+    import time
+
+    from ln_viz.ui import run_downloads, runs_view
+
+    with Store(store_path) as store:
+        run_id = store.add_run(long_run, label="long", source="train")
+    inside, most = [0], [0]
+    lock = threading.Lock()
+    real_open = Store.open_run
+
+    def counting_open(self, *args, **kwargs):
+        whole = kwargs.get("max_probe_steps") is None and len(args) < 2
+        if whole:
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.3)  # long enough for the other clicks to arrive meanwhile
+        try:
+            return real_open(self, *args, **kwargs)
+        finally:
+            if whole:
+                with lock:
+                    inside[0] -= 1
+
+    with Store(store_path) as store:
+        summary = store.summary(run_id)
+        data = runs_view.open_run(store, summary)
+        assert data.probe_stride > 1  # the charts' copy is thinned: each download reads the whole run
+        monkeypatch.setattr(Store, "open_run", counting_open)
+        builds = [build for _, _, build, _ in run_downloads.lazy_downloads(store, data, summary)]
+        out: list[bytes] = []
+        clicks = [threading.Thread(target=lambda b=b: out.append(b())) for b in builds]
+        for c in clicks:
+            c.start()
+        for c in clicks:
+            c.join(60)
+    assert len(out) == 3 and all(len(b) > 1000 for b in out)
+    assert most[0] == 1, f"{most[0]} whole runs decoded at once"
+
+
 # --- seed groups ----------------------------------------------------------------------------------------
 @pytest.fixture
 def group_of_three(store_path: Path, measured: dict[str, RunData]) -> dict[str, list[int]]:

@@ -5,6 +5,7 @@ lists, opens, labels and deletes runs)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import streamlit as st
@@ -13,6 +14,21 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.snapshot import RunData
 from ln_viz.store import RunFilter, RunSummary, Store
 from ln_viz.ui.safe import md
+
+# A whole-run download decodes every probe step of the run: about 1.6 GB for a 10,000-step depth-48 run
+# probed every step (issue 21 X5). The server builds one such download at a time, whoever asks and however
+# often they click, so what downloads make it hold is one run's, not one per click.
+_WHOLE_RUN_BUILD = threading.Lock()
+
+
+def one_at_a_time(build: Callable[[], bytes]) -> Callable[[], bytes]:
+    """`build`, run while no other whole-run download is being built on this server."""
+
+    def guarded() -> bytes:
+        with _WHOLE_RUN_BUILD:
+            return build()
+
+    return guarded
 
 
 def _safe_name(text: str) -> str:
@@ -45,12 +61,17 @@ def lazy_downloads(store: Store, data: RunData, summary: RunSummary) -> list[tup
 
     header = {"run_id": summary.id, "label": summary.label, "status": data.status, "message": data.message}
     return [
-        ("runs.dl_csv", "csv.zip", lambda: export.tables_zip(whole(), "csv", header), "application/zip"),
-        ("runs.dl_parquet", "parquet.zip", lambda: export.tables_zip(whole(), "parquet", header), "application/zip"),
+        ("runs.dl_csv", "csv.zip", one_at_a_time(lambda: export.tables_zip(whole(), "csv", header)), "application/zip"),
+        (
+            "runs.dl_parquet",
+            "parquet.zip",
+            one_at_a_time(lambda: export.tables_zip(whole(), "parquet", header)),
+            "application/zip",
+        ),
         (
             "runs.dl_run",
             "json.gz",
-            lambda: export.run_file_bytes(whole(), summary.label, summary.created),
+            one_at_a_time(lambda: export.run_file_bytes(whole(), summary.label, summary.created)),
             "application/gzip",
         ),  # fmt: skip
     ]
@@ -74,7 +95,7 @@ def group_zip(store: Store, group: str) -> tuple[int, Callable[[], bytes]]:
         manifest = {"seed_group": group, "runs": [r.to_dict() for r in members]}
         return export.named_zip([*files, ("group.json", json.dumps(manifest, indent=1).encode())])
 
-    return len(members), build
+    return len(members), one_at_a_time(build)
 
 
 def pack_button(datas: Sequence[RunData], lang: str, key: str, file_stem: str, labels: Sequence[str] | None = None):
