@@ -204,8 +204,9 @@ def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool,
     page's one step control moves it and the profile together (ln_viz.ui.stepper)."""
     if name == "loss_chart":
         return charts.loss_chart(data, lang=lang, lecture=lecture, **view.kwargs())
-    if name == "act_dist":
-        return charts.act_dist(data, step=step, animate=False, lang=lang, lecture=lecture)
+    if name == "act_dist":  # in the lecture view at its box's height: its colour bar keeps as many labels as fit
+        height = layout.NOMINAL_PX[layout.HALF] if lecture else None
+        return charts.act_dist(data, step=step, animate=False, lang=lang, lecture=lecture, height=height)
     if name == "layer_profile":
         return charts.layer_profile(data, step=step, lang=lang, lecture=lecture)
     if name in _STEP_CHARTS:  # the instability expander's charts at the page's step
