@@ -161,9 +161,10 @@ def verdict(view: RunView, label: str, lang: str) -> str:
         return t(key, lang, run=label, status=t(f"status.{view.status}", lang), step=at)
     unigram = data.info.unigram_entropy
     learned = view.status == "completed" and not data.stalled_since and final < unigram
-    key = "verdict.learned" if learned else "verdict.stalled"
+    # not learned: how far from the unigram loss, in words that agree with both numbers (issue 21 N10)
+    key = "verdict.learned" if learned else "verdict.stalled_" + ("above" if final > unigram else "below")
     words = {"status": t(f"status.{view.status}", lang), "final": f"{final:.2f}", "unigram": f"{unigram:.2f}"}
-    return t(key, lang, run=label, **words)
+    return t(key, lang, run=label, pct=f"{abs(final - unigram) / unigram * 100:.1f}", **words)
 
 
 def verdict_lines(views: list[RunView], labels: list[str], lang: str) -> list[str]:
