@@ -205,7 +205,7 @@ def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, lecture: 
         y=std["y"],
         customdata=std["customdata"],
         mode="lines+markers",
-        name=t("chart.std_pm", lang),
+        name=t("chart.std_pm_lecture" if lecture else "chart.std_pm", lang),  # at 24 px the long one met the subtitle
         line={"color": "#D55E00", "width": 2},  # thin: at 24 layers thick lines merged into solid bars
         marker={"size": _px(5, lecture), "symbol": std["marker"]["symbol"]},
         hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{customdata:.3g}")),

@@ -55,10 +55,10 @@ SCREEN_CSS = f"""
 .st-key-lecture_status p {{font-size: 24px; line-height: 1.3; margin: 0;}}
 .st-key-lecture_takeaway p {{font-size: 28px; line-height: 1.25; margin: 0;}}
 /* the back row (issue 21 N19): Start, Stop, Play, the status and the scenario buttons 24 px; the scenario
-   buttons' side padding halved, so that Live's seven presets, the box of the later ones and Start keep one
-   row at 1920 px */
+   buttons' side padding a third of Streamlit's and the box of the later ones 240 px wide, so that Live's
+   seven presets (in English the widest), the box, Start and Stop keep one row at 1920 px */
 .st-key-lecture_buttons p, .st-key-lecture_more input, .st-key-lecture_more span {{font-size: 24px;}}
-.st-key-lecture_choice button {{padding-left: 0.45rem; padding-right: 0.45rem;}}
+.st-key-lecture_choice button {{padding-left: 0.3rem; padding-right: 0.3rem;}}
 .st-key-lecture_buttons [class*="st-key-start"] p, .st-key-lecture_buttons [class*="st-key-stop"] p,
 .st-key-lecture_buttons [class*="st-key-compare_st"] p, .st-key-lecture_steps .stButton p {{font-size: 24px;}}
 """
@@ -155,7 +155,7 @@ def _choice_widgets(row, buttons: list[str], more: list[str], current: str | Non
                 args=("lecture_more", apply),
                 placeholder=t("lecture.more", lang),
                 **shared,
-                width=270,  # a long name is cut short in the box; its list shows it whole
+                width=240,  # a long name is cut short in the box; its list shows it whole
             )
 
 

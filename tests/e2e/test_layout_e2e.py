@@ -251,6 +251,9 @@ BACK_ROW = """() => { const px = sel => { const el = document.querySelector(sel)
   return {start: px('[class*="st-key-start"] button p, [class*="st-key-compare_start"] button p'),
           play: px('.st-key-lecture_steps .stButton button p'), status: px('.st-key-lecture_status p'),
           scenario: px('.st-key-lecture_choice button p'), more: px('.st-key-lecture_more input')}; }"""
+# The button row's parts (scenario buttons, the box of the later ones, Start, Stop): their tops, in px.
+ROW_TOPS = """() => [...document.querySelectorAll('.st-key-lecture_buttons > div')].filter(el => el.offsetWidth > 0)
+  .map(el => Math.round(el.getBoundingClientRect().top))"""
 BACK_ROW_MIN = {"start": 24, "play": 24, "status": 24, "scenario": 24, "more": 24}
 CHART_TEXT_MIN = 24
 # The smallest tick label, legend entry and colour-bar label of each chart, in screen px.
@@ -269,6 +272,9 @@ def back_row_problems(pg, reading: dict, page: str) -> list[str]:
     sizes = pg.evaluate(BACK_ROW)
     found = [f"the {k} text is {sizes[k]} px, under {least} px" for k, least in BACK_ROW_MIN.items()
              if sizes[k] is None or sizes[k] < least]  # fmt: skip
+    tops = pg.evaluate(ROW_TOPS)
+    if max(tops) - min(tops) > 12:  # one row: at 24 px Stop went to a second row in English, the takeaway off screen
+        found.append(f"the scenario buttons, Start and Stop take more than one row (their tops: {tops})")
     found += [f"chart {c['key']}: its smallest {kind} text is {c[kind]:.1f} px, under {CHART_TEXT_MIN} px"
               for c in pg.evaluate(CHART_TEXT) for kind in ("tick", "legend", "colourbar")
               if c[kind] is not None and c[kind] < CHART_TEXT_MIN - 0.01]  # fmt: skip
