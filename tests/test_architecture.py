@@ -48,7 +48,8 @@ LAYERS: list[tuple[str, str]] = [
     ),
     (
         "charts",
-        "charts charts.style charts.axes charts.sample charts.dist charts.entropy charts.grads charts.init_lab "
+        "charts charts.style charts.axes charts.sample charts.lr_axis charts.dist charts.entropy charts.grads "
+        "charts.init_lab "
         "charts.instability charts.loss charts.profile charts.seeds words export pack video",
     ),
     # the stability map

@@ -656,3 +656,26 @@ def test_the_instability_charts_are_labelled_in_korean() -> None:
             assert not english_left(text), (text, english_left(text))
     assert [a.text for a in figs[-1].layout.annotations][-1] == KO["chart.not_dyt"]
     assert not figs[-1].layout.showlegend  # no norm legend over an empty chart
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_compares_loss_chart_draws_each_runs_planned_learning_rate(lecture, seeds):
+    """Issue 21 N28: in "+ warm-up" the ramp that explains the drop is on Compare's loss chart, as on
+    Live's: one dotted line per run on the right axis (the warm-up run's rising from near 0 to the peak over
+    its warm-up, the other's flat at the peak), named in its hover; runs with one schedule share one line."""
+    warm, cold = demo("post-ln-warmup"), demo("post-ln-no-warmup")
+    if seeds == 1:
+        fig = charts.loss_chart([warm, cold], "en", lecture, ["warm-up 100", "no warm-up"])
+    else:
+        fig = charts.seed_loss_chart([[warm, warm], [cold, cold]], "en", lecture, ["warm-up 100", "no warm-up"])
+    lines = [tr for tr in fig.data if tr.yaxis == "y2"]
+    assert [tr.name.split(" · ")[-1] for tr in lines] == ["warm-up 100", "no warm-up"]
+    peak, ramp = warm.info.config.lr, warm.info.config.warmup_steps
+    ys = [np.asarray(tr.y, dtype=float) for tr in lines]
+    xs = [np.asarray(tr.x) for tr in lines]
+    assert ys[0][0] < peak / 10 and ys[0][xs[0] >= ramp].min() == pytest.approx(peak, rel=1e-3)
+    assert np.allclose(ys[1], cold.info.config.lr)
+    assert fig.layout.yaxis2.side == "right" and fig.layout.yaxis2.range[1] >= peak
+    shared = charts.loss_chart([cold, demo("pre-ln-no-warmup")], "en", lecture)  # the same schedule
+    assert len([tr for tr in shared.data if tr.yaxis == "y2"]) == 1

@@ -279,8 +279,13 @@ def test_compare_lecture_view_names_each_run_s_verdict_and_a_new_scenario_clears
         texts = [m.value for m in at.main.markdown]
         assert "Post-LN · 6 layers · Adam lr 3e-3 · no warm-up vs warm-up 100 steps" in texts
         loss = json.loads(next(c for c in at.get("plotly_chart") if c.key == "compare_loss").proto.spec)
-        lines = {tr["name"]: len(plotly_array(tr.get("x", []))) for tr in loss["data"] if "unigram" not in tr["name"]}
+        lines = {tr["name"]: len(plotly_array(tr.get("x", []))) for tr in loss["data"]
+                 if "unigram" not in tr["name"] and tr.get("yaxis") != "y2"}  # fmt: skip
         assert lines == {"Post-LN · no warm-up": 0, "Post-LN · warm-up 100 steps": 0}  # the new runs, empty
+        planned = [tr["name"] for tr in loss["data"] if tr.get("yaxis") == "y2"]  # their learning rates, planned
+        assert planned == [
+            f"{t('chart.lr', 'en')} · {n}" for n in ("Post-LN · no warm-up", "Post-LN · warm-up 100 steps")
+        ]
         assert t("lecture.question.warmup-vs-none", "en") in texts and t("ui.not_started", "en") in " ".join(texts)
         assert at.button(key="compare_stop").disabled
     finally:

@@ -71,6 +71,31 @@ def test_cli_sweep_trains_through_a_write_lock_held_elsewhere_and_stores_every_c
     assert stored_cells(path) == 4  # every cell, once the lock was released
 
 
+def test_cli_sweep_whose_store_stays_locked_says_each_sentence_once(tmp_path: Path, monkeypatch) -> None:
+    """The store refuses the whole sweep: the trouble is said once as it starts, the report has every cell,
+    and how many were not stored is said once, last (it was printed twice: a warning, then the error)."""
+    from ln_viz.sweep.saver import CellSaver
+
+    init = CellSaver.__init__
+    monkeypatch.setattr(CellSaver, "__init__", lambda self, store, lock_wait_s=0, on_problem=None: init(
+        self, store, 1.0, on_problem))  # fmt: skip
+    path = tmp_path / "runs.sqlite"
+    SweepStore(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        code, out, err = cli("sweep", *FLAGS, "--steps", "5", "--store", str(path), "--json")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 1 and "Traceback" not in err
+    assert err.count("Another process holds the write lock") == 1, err
+    assert err.count("Only 0 of the 4 cells this sweep trained were stored") == 1, err
+    assert err.strip().splitlines()[-1].startswith("error: Only 0 of the 4 cells")
+    assert len(json.loads(out)["cells"]) == 4  # every cell in the report
+    assert stored_cells(path) == 0
+
+
 @pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_a_lock_outlasting_the_wait_says_how_many_cells_were_not_stored(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
@@ -143,6 +168,7 @@ def test_cli_sweep_on_a_full_disk_prints_its_report_and_says_what_was_not_stored
     assert proc.returncode == 1, err
     assert "Traceback" not in err
     assert err.count("warning: This sweep's cells cannot be stored in") == 1, err
+    assert err.count("Only ") == 1, err  # how many cells were stored: said once, last
     assert "database or disk is full" in err
     assert err.strip().splitlines()[-1].startswith("error: Only ")
     report = json.loads(out)  # the report, every cell in it

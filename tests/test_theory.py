@@ -123,3 +123,28 @@ def test_korean_page_has_no_english_paragraph(pages):
         assert HANGUL.search(text), text[:80]
     for section in theory.page("ko").sections:
         assert HANGUL.search(section.title), section.anchor
+
+
+# How to read the stability map, the LR-sensitivity chart and the attention-entropy chart (issue 21 N26):
+# a paragraph each in "How to read each chart", in both languages, with the numbers the charts use
+READ_CHARTS = {"en": ("**Stability map.**", "**LR sensitivity.**", "**Attention entropy.**"),
+               "ko": ("**안정성 지도.**", "**학습률 민감도.**", "**어텐션 엔트로피.**")}  # fmt: skip
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_how_to_read_covers_the_map_the_lr_sensitivity_and_the_attention_entropy(lang):
+    from ln_viz.charts.entropy import uniform_entropy
+    from ln_viz.config import PRESETS
+    from ln_viz.snapshot import FINAL_LOSS_WINDOW
+    from ln_viz.sweep.charts import TOP_ABOVE_UNIGRAM
+    from ln_viz.train import STALL_MARGIN
+
+    section = next(s for s in theory.page(lang).sections if s.anchor == "charts")
+    paragraphs = {head: next((p for p in section.texts if p.startswith(head)), "") for head in READ_CHARTS[lang]}
+    the_map, sens, entropy = paragraphs.values()
+    assert all(paragraphs.values()), [h for h, p in paragraphs.items() if not p]
+    assert f"{FINAL_LOSS_WINDOW}" in the_map and f"{STALL_MARGIN:.0%}".replace("%", " %") in the_map
+    assert f"+ {TOP_ABOVE_UNIGRAM:g} nat" in the_map and f"+ {TOP_ABOVE_UNIGRAM:g} nat" in sens
+    assert "Wortsman" in sens and "2023" in sens
+    seq = PRESETS["post-ln-no-warmup"].config.seq_len
+    assert f"{uniform_entropy(seq):.2f}" in entropy and f"{seq}" in entropy and "8" in entropy

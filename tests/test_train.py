@@ -7,7 +7,8 @@ from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.corpus import markov
 from ln_viz.schedule import lr_at, lr_schedule
 from ln_viz.schema import PROBE_NAMES, PROBES
-from ln_viz.train import STALL_MIN_STEPS, Trainer, run
+from ln_viz.snapshot import RunData
+from ln_viz.train import STALL_MARGIN, STALL_MIN_STEPS, Trainer, run
 
 TINY = RunConfig(
     depth=2,
@@ -94,6 +95,35 @@ def test_a_run_stuck_at_the_unigram_loss_is_flagged_stalled():
     data = run(cfg)
     assert data.status == "stalled" and data.stalled_since == STALL_MIN_STEPS
     assert data.message == "msg.stalled"
+
+
+def _scripted_run(monkeypatch, tail: list[float]) -> RunData:
+    """A TINY run on the English text whose losses are `tail` at the end, the unigram loss before it."""
+    trainer = Trainer(TINY.replace(steps=STALL_MIN_STEPS + 40, probe_every=0, eval_every=0))
+    unigram = trainer.info.unigram_entropy
+    losses = iter([unigram] * (trainer.cfg.steps - len(tail)) + [unigram * x for x in tail])
+    monkeypatch.setattr(trainer, "_forward_backward", lambda x, y, probe: (next(losses), 1.0, None))
+    data = RunData(trainer.info)
+    for snap in trainer:
+        data.append(snap)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("tail", "status"),
+    [
+        ([0.99] * 10 + [0.93] * 10, "completed"),  # the shown final loss 7 % below unigram (a 20-step mean 4 %)
+        ([0.90] * 10 + [0.96] * 10, "stalled"),  # 4 % below (a 20-step mean 7 % below)
+        ([1.17] * 20, "stalled"),  # above unigram
+    ],
+)
+def test_the_stall_verdict_agrees_with_the_final_loss_shown_beside_it(monkeypatch, tail, status):
+    # issue 21 N10: the verdict came from a 20-step mean, the final loss shown from 10 steps; the no-norm
+    # demo was "stalled" at a final loss 5.6 % below the unigram loss
+    data = _scripted_run(monkeypatch, tail)
+    unigram, final = data.info.unigram_entropy, data.final_loss()
+    assert data.status == status
+    assert (final >= unigram * (1 - STALL_MARGIN)) == (status == "stalled")
 
 
 def test_markov_run_reports_the_floor():

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ln_viz.charts.style import _plot_height, _px, _scale, _wrap
+from ln_viz.charts.style import _plot_height, _px, _scale, _text_px, _wrap
 
 _NICE = (1.0, 2.0, 5.0)
 _FINE = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)  # ticks within one decade (a loss spans 1-5 nats)
@@ -153,7 +153,7 @@ def _colorbar(
     the plot, more where a step slider sits there)."""
     if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
         tickvals, ticktext = tickvals[:-1], ticktext[:-1]
-    font = _px(14, lecture)
+    font = _text_px(14, lecture)
     wrapped = _wrap(title)
     bar_px = 0.9 * _plot_height(height, round(70 * _scale(lecture)), bottom) - font * 1.3 * (wrapped.count("<br>") + 1)
     every = max(1, math.ceil(1.6 * font * len(tickvals) / max(bar_px, font)))

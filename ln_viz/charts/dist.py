@@ -205,7 +205,7 @@ def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, lecture: 
         y=std["y"],
         customdata=std["customdata"],
         mode="lines+markers",
-        name=t("chart.std_pm_short" if lecture else "chart.std_pm", lang),  # the lecture tile is narrow
+        name=t("chart.std_pm_lecture" if lecture else "chart.std_pm", lang),  # at 24 px the long one met the subtitle
         line={"color": "#D55E00", "width": 2},  # thin: at 24 layers thick lines merged into solid bars
         marker={"size": _px(5, lecture), "symbol": std["marker"]["symbol"]},
         hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{customdata:.3g}")),
@@ -238,7 +238,8 @@ def _value_axis(fig: go.Figure, grid: _ActGrid, lang: str, lecture: bool) -> dic
         for x in (-uw, uw):
             fig.add_vline(x=x, line={"color": "white", "width": 3})
     return {
-        "title": {"text": t("chart.value_axis", lang)},
+        # the lecture view's 24-px text: the shorter title, whole in a quarter of a 1920-px screen
+        "title": {"text": t("chart.value_axis_lecture" if lecture else "chart.value_axis", lang)},
         "range": [float(grid.x_edges[0]), float(grid.x_edges[-1])],
         "tickmode": "array",
         "tickvals": pos,

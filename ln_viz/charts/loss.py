@@ -13,9 +13,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _log_annotations, _log_axis_up_to, _short_number
+from ln_viz.charts.lr_axis import compare_schedules, compared_schedules, lr_axis, schedule
 from ln_viz.charts.sample import (
     MAX_LOSS_POINTS,
-    MAX_LR_POINTS,
     _run_key,
     _run_styles,
     _runs_key,
@@ -53,8 +53,9 @@ class _LossInfo(NamedTuple):
     unigrams: list[float]  # nats: one dashed reference line each
     over: int  # loss values beyond `top` (clipped, and a note says so)
     # One run's planned learning rate per step 1..steps; None for a comparison of runs, which draws no
-    # held-out loss, schedule or stall.
+    # held-out loss or stall.
     schedule: np.ndarray | None
+    compared: list[np.ndarray]  # a comparison's planned learning rates (one when shared): the right axis
 
 
 def _loss_top(datas: Sequence[RunData]) -> float:
@@ -81,6 +82,7 @@ def _prepare_loss(runs: RunData | Sequence[RunData], labels: Sequence[str] | Non
         color = NORM_COLORS.get(runs.info.config.norm_position, GREY)
         lines: list[tuple[str, str, str, float]] = [(t("chart.train_loss", lang), color, "solid", 2.5)]
         colors, unigrams, schedule = [color], [runs.info.unigram_entropy], lr_schedule(runs.info.config)
+        compared = []
     else:
         if labels is None:
             labels = [norm_label(d.info.config.norm_position, lang) for d in datas]
@@ -88,8 +90,9 @@ def _prepare_loss(runs: RunData | Sequence[RunData], labels: Sequence[str] | Non
         lines = [(label, color, dash, 3) for label, (color, dash) in zip(labels, styles)]
         colors, schedule = [color for color, _ in styles], None
         unigrams = sorted({round(d.info.unigram_entropy, 4) for d in datas})
+        compared = compared_schedules(datas) if datas else []
     over = sum(_count_over(d, top) for d in datas)
-    return _LossInfo(datas, lines, colors, top, max_steps, unigrams, over, schedule)
+    return _LossInfo(datas, lines, colors, top, max_steps, unigrams, over, schedule, compared)
 
 
 def _loss_line(
@@ -202,39 +205,6 @@ def _reference_line(
         )
 
 
-def _schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, lecture: bool) -> None:
-    """The whole planned learning rate on the right axis (so the warm-up ramp is visible before the run
-    gets there), and a dot at the latest step's rate."""
-    lr_steps = np.arange(1, data.info.config.steps + 1)
-    idx = downsample_index(sched, MAX_LR_POINTS)
-    hover = _hover(lang, ("chart.step", "%{x}"), ("chart.lr", "%{y:.2e}"))
-    fig.add_trace(
-        go.Scatter(
-            x=lr_steps[idx].astype(np.int32),
-            y=_f32(sched[idx]),
-            yaxis="y2",
-            mode="lines",
-            name=t("chart.lr", lang),
-            showlegend=False,  # named by its axis, on the right
-            line={"color": "#888888", "dash": "dot", "width": 2},
-            opacity=0.8,
-            hovertemplate=hover,
-        )
-    )
-    if data.scalars["step"]:
-        fig.add_trace(
-            go.Scatter(
-                x=[int(data.scalars["step"][-1])],
-                y=[float(data.scalars["lr"][-1])],
-                yaxis="y2",
-                mode="markers",
-                showlegend=False,
-                marker={"color": "#888888", "size": _px(9, lecture)},
-                hovertemplate=hover,
-            )
-        )
-
-
 def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, lecture: bool) -> None:
     """A shaded band from the step the loss stalled at the unigram loss, with a label."""
     if data.stalled_since is None:
@@ -303,23 +273,6 @@ def _loss_title(cfg: Any, lang: str) -> str:
     return " · ".join([*parts, warm])
 
 
-def _lr_axis(sched: np.ndarray, lr: float, lang: str) -> dict[str, Any]:
-    """The right axis of the learning rate: three ticks, zero, half and the peak the run is set to."""
-    lr_peak = float(np.nanmax(sched)) if sched.size else lr
-    lr_ticks = [0.0, lr_peak / 2, lr_peak]
-    return {
-        "title": {"text": t("chart.lr_axis", lang), "font": {"color": "#666666"}, "standoff": 12},
-        "overlaying": "y",
-        "side": "right",
-        "range": [0, lr_peak * 1.1],
-        "showgrid": False,
-        "tickfont": {"color": "#666666"},
-        "tickmode": "array",
-        "tickvals": lr_ticks,
-        "ticktext": [_short_number(v, exponent=0 < v < 0.01) for v in lr_ticks],
-    }
-
-
 def _loss_log_axis(info: _LossInfo) -> dict[str, Any]:
     """The loss on a log axis from under its lowest value and reference line up to the linear axis's top."""
     values = [np.asarray(d.scalars[k], dtype=np.float64) for d in info.runs for k in ("loss", "eval_loss")]
@@ -335,10 +288,12 @@ def _loss_layout(info: _LossInfo, lang: str, log_y: bool) -> tuple[str, str, dic
     yaxis = _loss_log_axis(info) if log_y else {"range": [0, info.top]}
     axes: dict[str, Any] = {"xaxis": xaxis, "yaxis": {"title": {"text": t("chart.loss_axis", lang)}, **yaxis}}
     if info.schedule is None:
+        if info.compared:  # the compared runs' learning rates (issue 21 N28)
+            axes["yaxis2"] = lr_axis(np.concatenate(info.compared), info.runs[0].info.config.lr, lang)
         return t("chart.compare_loss_title", lang), _runs_key("cmp-loss-", info.runs), axes
     cfg = info.runs[0].info.config
     xaxis["showgrid"] = True
-    axes["yaxis2"] = _lr_axis(info.schedule, cfg.lr, lang)
+    axes["yaxis2"] = lr_axis(info.schedule, cfg.lr, lang)
     title = _loss_title(cfg, lang)
     return title, "loss-" + _run_key(info.runs[0]), axes
 
@@ -375,8 +330,10 @@ def loss_chart(
         if data.info.floor is not None:
             floor_style = ("#009E73", "dashdot")
             _reference_line(fig, info.max_steps, data.info.floor, "chart.floor", floor_style, lang, lecture, True)
-        _schedule(fig, data, info.schedule, lang, lecture)
+        schedule(fig, data, info.schedule, lang, lecture)
         _stalled_band(fig, data, info.top, lang, lecture)
+    elif info.compared:
+        compare_schedules(fig, info.compared, [name for name, *_ in info.lines], info.colors, lang)
     for d, color in zip(info.runs, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
     if info.over:

@@ -15,6 +15,7 @@ from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range, _short_
 from ln_viz.charts.sample import _probe_index, _run_key, _run_styles, _runs_key
 from ln_viz.charts.style import (
     BASE_FONT,
+    DEFAULT_HEIGHT,
     GREY,
     NORM_COLORS,
     PARAM_COLORS,
@@ -102,6 +103,8 @@ def _profile_axes(
     panel_px = _plot_height(height, _top_margin(title, lecture) + 30, 100) * share
     max_ticks = max(3, int(panel_px / (_px(BASE_FONT, lecture) * 1.4)))
     legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+    if lecture:  # the six matrices at 24 px are taller than the plot: down the figure's side, not in a scroll box
+        legend["maxheight"] = height or DEFAULT_HEIGHT
     if not std:  # layers 1..L only; no panel title above the plot
         layers = {"range": [0.5, L + 0.5], **_layer_ticks(L), "title": {"text": t("chart.layer_axis", lang)}}
         margin = {"t": _top_margin(title, lecture)}

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from ln_viz.charts.init_lab import _band
 from ln_viz.charts.loss import _divergence_marker, _loss_layout, _prepare_loss, _reference_line, loss_chart
+from ln_viz.charts.lr_axis import compare_schedules
 from ln_viz.charts.sample import MAX_LOSS_POINTS, downsample_index
 from ln_viz.charts.style import GREY, _corner_note, _empty_note, _f32, _hover, _layout
 from ln_viz.i18n import t
@@ -143,6 +144,8 @@ def seed_loss_chart(
         _band_traces(fig, band, seed_line_name(label, band.n, lang), (color, dash), info.top, lang)
     for u in info.unigrams:
         _reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, u == info.unigrams[-1])
+    if info.compared:  # the sides' learning rates on the right axis, as loss_chart draws them
+        compare_schedules(fig, info.compared, [name for name, *_ in info.lines], info.colors, lang)
     for d, color in zip(medians, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
     over = sum(int(np.sum(np.isfinite(b.mean) & (b.mean > info.top))) for b in bands)

@@ -64,6 +64,15 @@ def _px(size: float, lecture: bool) -> int:
     return round(size * _scale(lecture))
 
 
+LECTURE_MIN_TEXT = 24  # px: the back row's least (issue 21 N19: 2.2 % of a 1080-px screen's height)
+
+
+def _text_px(size: float, lecture: bool) -> int:
+    """A font size that must read from the back of a room: `_px`, and in the lecture view at least
+    LECTURE_MIN_TEXT (tick labels, legend entries, colour-bar labels)."""
+    return max(_px(size, lecture), LECTURE_MIN_TEXT) if lecture else _px(size, lecture)
+
+
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """`base` updated by `extra` as update_layout would: nested dicts merge, anything else replaces."""
     out = dict(base)
@@ -173,7 +182,7 @@ def _fit_y_titles(layout: dict[str, Any], plot_px: float, lecture: bool) -> None
 def _legend_px(fig: go.Figure, lecture: bool) -> float:
     """About how tall a legend under the plot is: two entries a row (Plotly aligns them in columns)."""
     n = sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
-    return math.ceil(max(n, 1) / 2) * _px(14, lecture) * 1.9 + 10
+    return math.ceil(max(n, 1) / 2) * _text_px(14, lecture) * 1.9 + 10
 
 
 def _layout(
@@ -195,7 +204,7 @@ def _layout(
     None: Plotly's default, 450) is what the page gives the chart."""
     top = _top_margin(title, lecture)
     layout: dict[str, Any] = {
-        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, lecture), "color": "#222222"},
+        "font": {"family": FONT_FAMILY, "size": _text_px(BASE_FONT, lecture), "color": "#222222"},
         "title": _title(title, lecture),
         "margin": {**_MARGIN, "t": top},
         "hoverlabel": {"font": {"size": _px(15, lecture), "family": FONT_FAMILY}},
@@ -212,7 +221,7 @@ def _layout(
             "y": 0,
             "yref": "container",
             "yanchor": "bottom",
-            "font": {"size": _px(14, lecture)},
+            "font": {"size": _text_px(14, lecture)},
         }
     current = fig.layout.to_plotly_json()  # axes of subplots, shapes and annotations added so far
     current.pop("template", None)  # plotly's default, replaced by ours
@@ -228,7 +237,7 @@ def plain_layout(fig: go.Figure, title: str, lecture: bool, height: int, **extra
     one-line title, margins that grow in the lecture view like the text; `extra` as update_layout takes
     it, replacing any key it names."""
     layout: dict[str, Any] = {
-        "font": {"family": FONT_FAMILY, "size": _px(BASE_FONT, lecture), "color": "#222222"},
+        "font": {"family": FONT_FAMILY, "size": _text_px(BASE_FONT, lecture), "color": "#222222"},
         "title": {"text": title, "font": {"size": _px(19, lecture)}, "x": 0.01, "xanchor": "left"},
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",

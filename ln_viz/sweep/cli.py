@@ -158,9 +158,14 @@ def check_executor_flags(args: argparse.Namespace) -> None:
         raise SweepError("sweep.err.address_local", "address")
 
 
+# The saver's last word on a trouble (how many cells were not stored): `run` says it once, after the report
+_SAID_LAST = ("sweep.err.store_incomplete", "sweep.err.store_incomplete_locked")
+
+
 def _warn(problem: Any) -> None:
-    """A store trouble starting (one line, as `train` says it); its end is no news."""
-    if problem is not None:
+    """A store trouble starting (one line, as `train` says it); its end is no news, and how it ended is
+    said by `run`, last (on a full disk that sentence was printed twice: a warning, then the error)."""
+    if problem is not None and getattr(problem, "key", None) not in _SAID_LAST:
         sys.stderr.write(f"\nwarning: {problem}\n")
 
 

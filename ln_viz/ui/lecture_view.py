@@ -54,9 +54,11 @@ SCREEN_CSS = f"""
 .st-key-lecture_status {{height: 64px !important; flex: 0 0 64px !important; overflow-y: auto;}}
 .st-key-lecture_status p {{font-size: 24px; line-height: 1.3; margin: 0;}}
 .st-key-lecture_takeaway p {{font-size: 28px; line-height: 1.25; margin: 0;}}
-/* the back row (issue 21 N19): Start, Stop, Play and the status 24 px; the scenario buttons 20 px (at 24 px
-   Live's seven presets and Start took two rows at 1920 px) */
-.st-key-lecture_buttons p, .st-key-lecture_more input, .st-key-lecture_more span {{font-size: 20px;}}
+/* the back row (issue 21 N19): Start, Stop, Play, the status and the scenario buttons 24 px; the scenario
+   buttons' side padding a third of Streamlit's and the box of the later ones 240 px wide, so that Live's
+   seven presets (in English the widest), the box, Start and Stop keep one row at 1920 px */
+.st-key-lecture_buttons p, .st-key-lecture_more input, .st-key-lecture_more span {{font-size: 24px;}}
+.st-key-lecture_choice button {{padding-left: 0.3rem; padding-right: 0.3rem;}}
 .st-key-lecture_buttons [class*="st-key-start"] p, .st-key-lecture_buttons [class*="st-key-stop"] p,
 .st-key-lecture_buttons [class*="st-key-compare_st"] p, .st-key-lecture_steps .stButton p {{font-size: 24px;}}
 """
@@ -156,7 +158,7 @@ def _choice_widgets(row, buttons: list[str], more: list[str], current: str | Non
                 args=("lecture_more", apply),
                 placeholder=t("lecture.more", lang),
                 **shared,
-                width=270,  # a long name is cut short in the box; its list shows it whole
+                width=240,  # a long name is cut short in the box; its list shows it whole
             )
 
 
@@ -259,7 +261,8 @@ def draw_compare(
 def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str, mark: int | None) -> None:
     zrange = charts.shared_zrange(datas)
     for i, (col, data) in enumerate(zip(st.columns(len(datas), gap="small"), datas)):
-        fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True)
+        # at its box's height: its colour bar keeps as many labels as fit (at 24 px, two touched)
+        fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True, height=layout.NOMINAL_PX[UPPER])
         fig.update_layout(title={"text": labels[i]})  # which run is which, where the eye looks
         if i < len(datas) - 1:
             fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right

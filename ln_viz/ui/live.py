@@ -161,9 +161,10 @@ def verdict(view: RunView, label: str, lang: str) -> str:
         return t(key, lang, run=label, status=t(f"status.{view.status}", lang), step=at)
     unigram = data.info.unigram_entropy
     learned = view.status == "completed" and not data.stalled_since and final < unigram
-    key = "verdict.learned" if learned else "verdict.stalled"
+    # not learned: how far from the unigram loss, in words that agree with both numbers (issue 21 N10)
+    key = "verdict.learned" if learned else "verdict.stalled_" + ("above" if final > unigram else "below")
     words = {"status": t(f"status.{view.status}", lang), "final": f"{final:.2f}", "unigram": f"{unigram:.2f}"}
-    return t(key, lang, run=label, **words)
+    return t(key, lang, run=label, pct=f"{abs(final - unigram) / unigram * 100:.1f}", **words)
 
 
 def verdict_lines(views: list[RunView], labels: list[str], lang: str) -> list[str]:
@@ -204,8 +205,9 @@ def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool,
     page's one step control moves it and the profile together (ln_viz.ui.stepper)."""
     if name == "loss_chart":
         return charts.loss_chart(data, lang=lang, lecture=lecture, **view.kwargs())
-    if name == "act_dist":
-        return charts.act_dist(data, step=step, animate=False, lang=lang, lecture=lecture)
+    if name == "act_dist":  # in the lecture view at its box's height: its colour bar keeps as many labels as fit
+        height = layout.NOMINAL_PX[layout.HALF] if lecture else None
+        return charts.act_dist(data, step=step, animate=False, lang=lang, lecture=lecture, height=height)
     if name == "layer_profile":
         return charts.layer_profile(data, step=step, lang=lang, lecture=lecture)
     if name in _STEP_CHARTS:  # the instability expander's charts at the page's step

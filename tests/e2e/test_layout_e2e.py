@@ -242,21 +242,42 @@ def read_layout(pg, timeout_s: float = 20.0) -> dict:
         time.sleep(0.4)
 
 
-# The back row at 1080 (issue 21 N19): Start/Stop, Play and the status (the verdict) at least 24 px tall
-# text, the scenario buttons at least 20 px; N21: Compare's Figure-3 panel (ffn.w2 per layer) at least a
-# quarter of the screen's height.
+# The back row at 1080 (issue 21 N19, the review's check 8): Start/Stop, Play, the status (the verdict) and
+# the scenario buttons at least 24 px tall text, and so are every chart's tick labels, legend entries and
+# colour-bar labels (their font size times the chart's zoom); N21: Compare's Figure-3 panel (ffn.w2 per
+# layer) at least a quarter of the screen's height.
 BACK_ROW = """() => { const px = sel => { const el = document.querySelector(sel);
     return el ? parseFloat(getComputedStyle(el).fontSize) : null; };
   return {start: px('[class*="st-key-start"] button p, [class*="st-key-compare_start"] button p'),
           play: px('.st-key-lecture_steps .stButton button p'), status: px('.st-key-lecture_status p'),
-          scenario: px('.st-key-lecture_buttons .stButton button p')}; }"""
-BACK_ROW_MIN = {"start": 24, "play": 24, "status": 24, "scenario": 20}
+          scenario: px('.st-key-lecture_choice button p'), more: px('.st-key-lecture_more input')}; }"""
+# The button row's parts (scenario buttons, the box of the later ones, Start, Stop): their tops, in px.
+ROW_TOPS = """() => [...document.querySelectorAll('.st-key-lecture_buttons > div')].filter(el => el.offsetWidth > 0)
+  .map(el => Math.round(el.getBoundingClientRect().top))"""
+BACK_ROW_MIN = {"start": 24, "play": 24, "status": 24, "scenario": 24, "more": 24}
+CHART_TEXT_MIN = 24
+# The smallest tick label, legend entry and colour-bar label of each chart, in screen px.
+CHART_TEXT = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(gd => gd.offsetWidth > 0).map(gd => {
+  const keyed = gd.closest('[class*="st-key-"]');
+  const key = keyed ? [...keyed.classList].find(c => c.startsWith('st-key-')).slice(7) : '';
+  const zoom = gd.getBoundingClientRect().width / gd._fullLayout.width;
+  const least = sel => { const px = [...gd.querySelectorAll(sel)].filter(el => el.textContent.trim())
+      .map(el => parseFloat(getComputedStyle(el).fontSize) * zoom);
+    return px.length ? Math.min(...px) : null; };
+  return {key, tick: least('.cartesianlayer .xtick text, .cartesianlayer .ytick text'),
+          legend: least('.legend .legendtext'), colourbar: least('.colorbar text')}; })"""
 
 
 def back_row_problems(pg, reading: dict, page: str) -> list[str]:
     sizes = pg.evaluate(BACK_ROW)
     found = [f"the {k} text is {sizes[k]} px, under {least} px" for k, least in BACK_ROW_MIN.items()
              if sizes[k] is None or sizes[k] < least]  # fmt: skip
+    tops = pg.evaluate(ROW_TOPS)
+    if max(tops) - min(tops) > 12:  # one row: at 24 px Stop went to a second row in English, the takeaway off screen
+        found.append(f"the scenario buttons, Start and Stop take more than one row (their tops: {tops})")
+    found += [f"chart {c['key']}: its smallest {kind} text is {c[kind]:.1f} px, under {CHART_TEXT_MIN} px"
+              for c in pg.evaluate(CHART_TEXT) for kind in ("tick", "legend", "colourbar")
+              if c[kind] is not None and c[kind] < CHART_TEXT_MIN - 0.01]  # fmt: skip
     if page.startswith("compare"):
         h, quarter = geometry.plot_height(reading, "compare_profile"), reading["innerHeight"] / 4
         if h is None or h < quarter:
