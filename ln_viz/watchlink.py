@@ -66,3 +66,41 @@ def qr_png(url: str, scale: int = 8) -> bytes:
     out = io.BytesIO()
     segno.make(url, error="m", micro=False).save(out, kind="png", scale=scale, border=4)
     return out.getvalue()
+
+
+# A watcher's page re-runs its charts on the server at every refresh (a script run, six figures serialised and
+# sent: ~30-40 ms of the server's one Python thread at a time). Measured with benchmarks/load_test.py
+# --watchers on the 2-core machine, refreshing every second: 40 watchers got 32 refreshes/s and a health check
+# at 1.0 s; 60 got 8/s (each page moved every 7 s) and the health check took 3.5 s. So the watchers of the
+# server share a budget of refreshes: up to WATCH_BUDGET_PER_S watchers refresh every second, more every
+# ceil(n / budget) seconds (60: 3 s), never slower than WATCH_MAX_PERIOD_S.
+WATCH_BUDGET_PER_S = 20
+WATCH_MAX_PERIOD_S = 5
+WATCHER_TTL_S = 15.0  # a watcher not seen for this long has closed its tab
+
+
+class Watchers:
+    """The server's watcher tabs (session ids, last seen), and the refresh period they share."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def seen(self, session: str, now: float) -> int:
+        """Record `session` as watching at `now` (s, monotonic); how many watch now."""
+        with self._lock:
+            self._seen[session] = now
+            for s in [s for s, t in self._seen.items() if now - t > WATCHER_TTL_S]:
+                del self._seen[s]
+            return len(self._seen)
+
+    def leave(self, session: str) -> None:
+        with self._lock:
+            self._seen.pop(session, None)
+
+
+def watch_period(watchers: int) -> int:
+    """Seconds between a watcher's refreshes when `watchers` tabs watch: 1 up to the budget, then longer."""
+    return max(1, min(WATCH_MAX_PERIOD_S, -(-watchers // WATCH_BUDGET_PER_S)))

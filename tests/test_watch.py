@@ -206,3 +206,25 @@ def test_a_watcher_can_pass_the_link_on_and_the_runs_page_offers_it(stored_id: i
     runs.run()
     (pop,) = _shares(runs)
     assert [c.value for c in _inside(pop, "code")] == [f"/?watch={stored_id}&lang=en"]
+
+
+def test_many_watchers_share_the_server_s_refreshes():
+    """60 watchers refreshing every second left each page moving every 7 s and the health check at 3.5 s
+    (load_test.py --watchers 60 on 2 cores): past the budget the period grows, and a closed tab stops counting."""
+    from ln_viz.watchlink import WATCH_BUDGET_PER_S, WATCHER_TTL_S, Watchers, watch_period
+
+    assert [watch_period(n) for n in (1, WATCH_BUDGET_PER_S, WATCH_BUDGET_PER_S + 1, 60, 100, 10_000)] == [
+        1,
+        1,
+        2,
+        3,
+        5,
+        5,
+    ]
+    tabs = Watchers()
+    counts = [tabs.seen(f"tab{i}", now=100.0 + i * 0.01) for i in range(60)]
+    assert counts[-1] == 60 and watch_period(counts[-1]) * WATCH_BUDGET_PER_S >= 60  # <= the budget a second
+    assert tabs.seen("tab0", now=100.5) == 60  # the same tab again is still one
+    tabs.leave("tab1")
+    assert tabs.seen("tab0", now=101.0) == 59
+    assert tabs.seen("tab0", now=101.0 + WATCHER_TTL_S + 1) == 1  # the others closed their tabs long ago
