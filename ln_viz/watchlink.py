@@ -33,21 +33,34 @@ def parse_watch_id(raw: str | list[str] | None) -> int:
     return int(text)
 
 
-def watch_url(app_url: str | None, run_id: int, lang: str, page_paths: Iterable[str] = ()) -> str:
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0")
+
+
+def is_loopback(host: str | None) -> bool:
+    return bool(host) and (host.lower() in LOOPBACK_HOSTS or host.startswith("127."))
+
+
+def watch_url(
+    app_url: str | None, run_id: int, lang: str, page_paths: Iterable[str] = (), network_host: str | None = None
+) -> str:
     """The watch link of run `run_id` on the Live page (the app's default page), from `app_url`, the
     address the visitor's browser shows (Streamlit's `st.context.url`: scheme, host, port, path, no query):
     its path keeps the server's base path but loses a page's own (`page_paths`, e.g. "runs"), so a link
     copied on the Runs page also opens Live. `lang` is kept, so a Korean class gets Korean. Without an
-    address (a test, an old browser) the link is relative: `/?watch=12&lang=en`."""
+    address (a test, an old browser) the link is relative: `/?watch=12&lang=en`. `network_host`: the address
+    the server is reached at from the network, put in place of a loopback host (localhost, 127.x)."""
     query = urlencode({WATCH_PARAM: str(run_id), "lang": lang})
     if not app_url:
         return f"/?{query}"
     parts = urlsplit(app_url)
+    netloc = parts.netloc
+    if network_host and is_loopback(parts.hostname):  # the presenter's own browser opened localhost:8501, which
+        netloc = network_host + (f":{parts.port}" if parts.port else "")  # no student's phone can open
     segments = [s for s in parts.path.split("/") if s]
     if segments and segments[-1] in set(page_paths):
         segments.pop()
     path = "/" + "".join(s + "/" for s in segments)
-    return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
+    return urlunsplit((parts.scheme, netloc, path, query, ""))
 
 
 def short_text(url: str) -> str:

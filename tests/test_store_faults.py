@@ -160,7 +160,7 @@ def test_a_lock_outlasting_the_bound_ends_the_run_with_that_cause_not_crashed_or
 def test_a_cli_run_waits_out_a_write_lock_held_elsewhere_and_stores_every_step(tmp_path: Path) -> None:
     """Before: after ~10 s of lock the CLI run aborted, lost its later steps and ended `interrupted`."""
     path = tmp_path / "runs.sqlite"
-    steps = 1500
+    steps = 4000  # long enough to be mid-run when the lock is taken: 1500 ended first once (an idle machine, CI lane 1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ln_viz", "train", *TRAIN_FLAGS, "--steps", str(steps), "--store", str(path), "--json"],
         cwd=ROOT,
@@ -175,7 +175,7 @@ def test_a_cli_run_waits_out_a_write_lock_held_elsewhere_and_stores_every_step(t
             with contextlib.suppress(StoreError, sqlite3.Error):
                 with Store(path, readonly=True) as reader:
                     runs = reader.list_runs()
-                    if runs and 0 < runs[0].steps_done < steps - 200:  # mid-run
+                    if runs and 0 < runs[0].steps_done < steps // 2:  # mid-run, with half of it still to write
                         break
         holder = sqlite3.connect(path, isolation_level=None, timeout=10)
         holder.execute("BEGIN IMMEDIATE")

@@ -45,6 +45,29 @@ def test_the_watch_link_is_the_visitor_s_address_on_live_with_the_language() -> 
     assert watch_url("https://host/lnviz/runs", 3, "en", pages) == "https://host/lnviz/?watch=3&lang=en"
     assert watch_url(None, 5, "en", pages) == "/?watch=5&lang=en"
     assert short_text("http://10.0.0.5:8501/?watch=12&lang=ko") == "10.0.0.5:8501/?watch=12&lang=ko"
+    # the presenter's browser on localhost, the server on the network (--server.address 0.0.0.0): the students'
+    # link names the server's network address (review: the QR code encoded localhost, which no phone opens)
+    for seen in ("http://localhost:8501/", "http://127.0.0.1:8501/runs"):
+        assert watch_url(seen, 4, "en", pages, "10.0.0.5") == "http://10.0.0.5:8501/?watch=4&lang=en"
+    assert watch_url("http://10.0.0.9:8501/", 4, "en", pages, "10.0.0.5") == "http://10.0.0.9:8501/?watch=4&lang=en"
+    assert watch_url("http://localhost:8501/", 4, "en", pages, None) == "http://localhost:8501/?watch=4&lang=en"
+
+
+def test_the_network_host_follows_where_the_server_listens(monkeypatch) -> None:
+    from streamlit import config, net_util
+
+    from ln_viz.ui.watch_share import network_host
+
+    options = {"server.address": "127.0.0.1", "browser.serverAddress": "localhost"}
+    monkeypatch.setattr(config, "get_option", lambda name: options.get(name))
+    monkeypatch.setattr(net_util, "get_internal_ip", lambda: "192.168.1.20")
+    assert network_host() is None  # bound to loopback (the default): only this machine, localhost is right
+    options["server.address"] = "0.0.0.0"
+    assert network_host() == "192.168.1.20"  # the README's classroom command
+    options["browser.serverAddress"] = "lnviz.school.example"
+    assert network_host() == "lnviz.school.example"  # the operator's name for it
+    options.update({"server.address": "10.0.0.5", "browser.serverAddress": ""})
+    assert network_host() == "10.0.0.5"
 
 
 def test_the_qr_code_is_a_png_whose_size_follows_its_scale() -> None:

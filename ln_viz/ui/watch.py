@@ -108,7 +108,9 @@ def resolve(raw: str | list[str] | None, lang: str) -> Watched:
         raise WatchLinkError("watch.no_store")
     try:
         summary = store.summary(store_id)
-    except StoreError:
+    except StoreError as e:
+        if e.key != "err.run_not_found":
+            raise  # a damaged or unreadable store says so itself, in one sentence: not "there is no run 12"
         raise WatchLinkError("watch.unknown", id=store_id) from None
     damage = summary.damage()
     if damage is not None:
@@ -196,6 +198,8 @@ def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
             watched = resolve(raw, lang)
         except LocalizedError as e:  # deleted while watched
             st.error(md(e.message(lang)))
+            if timer is not None:  # the full run shows the sentence with no fragment, so no timer keeps asking
+                st.rerun(scope="app")
             return
         if watched.status == "queued":
             st.markdown(f"**{watched.status_text}**")

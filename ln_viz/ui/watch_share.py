@@ -26,7 +26,27 @@ def link(store_id: int, lang: str) -> str:
         app_url = st.context.url
     except Exception:  # noqa: BLE001 -- no browser context (a bare script run): a relative link
         app_url = None
-    return watch_url(app_url, store_id, lang, PAGE_PATHS)
+    return watch_url(app_url, store_id, lang, PAGE_PATHS, network_host())
+
+
+def network_host() -> str | None:
+    """Where students reach this server when it listens beyond this machine (`--server.address 0.0.0.0` or
+    an address of its own): `browser.serverAddress` if the operator set one, else the listening address, else
+    this machine's network address. None for a server bound to loopback (the default): only this machine
+    reaches it, so its localhost link is the right one."""
+    from streamlit import config, net_util
+
+    from ln_viz.watchlink import is_loopback
+
+    bound = (config.get_option("server.address") or "").strip()
+    if is_loopback(bound) and bound != "0.0.0.0":
+        return None
+    named = (config.get_option("browser.serverAddress") or "").strip()
+    if named and not is_loopback(named):
+        return named
+    if bound and bound not in ("0.0.0.0", "::"):
+        return bound
+    return net_util.get_internal_ip()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
