@@ -147,7 +147,9 @@ def test_a_created_time_no_page_can_show_is_refused(tmp_path: Path, base_doc: di
         ("scalars.lr", "all 1e300", "scalars.lr must be between 0 and 10"),
         ("scalars.loss", "all 1e308", "scalars.loss must be between 0 and 3.4e+38"),
         ("scalars.grad_norm", "all -1", "scalars.grad_norm must be between 0 and"),
-        ("message", "msg.no_such_key", "message is missing or is not of type msg.* key"),
+        ("message", "msg.no_such_key", "message is 'msg.no_such_key', which is not one of ln-viz's status messages"),
+        ("message", "hello", "message is 'hello', which is not one of"),  # there: not "missing" (hostile re-check)
+        ("message", 7, "message is missing or is not of type msg.* key"),
         ("scalars.accuracy", "all 1", "scalars holds 'accuracy', which is not one of ln-viz's measurements"),
         ("probes.resid_histogram", {}, "probes holds 'resid_histogram', which is not one of"),
     ],

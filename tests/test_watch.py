@@ -251,3 +251,17 @@ def test_many_watchers_share_the_server_s_refreshes():
     tabs.leave("tab1")
     assert tabs.seen("tab0", now=101.0) == 59
     assert tabs.seen("tab0", now=101.0 + WATCHER_TTL_S + 1) == 1  # the others closed their tabs long ago
+
+
+def test_a_watcher_s_lecture_view_shows_the_preset_s_lesson_chart():
+    """Review: a watcher's lecture view drew the gradient heatmap where the presenter's, on a lesson preset,
+    draws its lesson (the attention logits at lr 1e-1). The run's settings name the preset, as Live names it."""
+    from ln_viz.config import PRESETS
+    from ln_viz.ui.lecture_view import lesson_chart
+    from ln_viz.ui.watch import preset_of
+
+    cfg = PRESETS["very-high-lr"].config
+    assert preset_of(cfg) == "very-high-lr" and lesson_chart(preset_of(cfg), [cfg]) == "attn_logit"
+    assert all(preset_of(p.config) == name for name, p in PRESETS.items())  # every preset is found by its settings
+    changed = cfg.replace(steps=cfg.steps + 1)
+    assert preset_of(changed) is None and lesson_chart(preset_of(changed), [changed]) is None  # as Live: own settings

@@ -127,8 +127,10 @@ class Validator:
         """The run's last status message: a key of the catalog's `msg.*` sentences, or null."""
         if value is None:
             return None
-        if not isinstance(value, str) or not value.startswith("msg.") or value not in EN:
+        if not isinstance(value, str):
             raise self.fail("err.runfile_field", where="message", expected="msg.* key")
+        if not value.startswith("msg.") or value not in EN:  # it is there: not "missing or not of type"
+            raise self.fail("err.runfile_message", value=value)
         return value
 
     def known(self, d: dict, names: tuple[str, ...], where: str) -> None:

@@ -153,6 +153,15 @@ def _sayable(message: str | None, lang: str) -> str | None:
     return message
 
 
+def preset_of(cfg: RunConfig) -> str | None:
+    """The preset whose settings the run has exactly, as Live names it when the presenter picked it (and
+    forgets it once a setting is changed): the lecture view then shows that preset's lesson chart to the
+    watchers too (the attention logits at lr 1e-1), not the default heatmap."""
+    from ln_viz.config import PRESETS
+
+    return next((name for name, p in PRESETS.items() if p.config == cfg), None)
+
+
 def heading(watched: Watched, lang: str) -> str:
     """`Watching run 12 (tiny pre): Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up`, as plain text."""
     words = describe([watched.config], lang)
@@ -242,5 +251,6 @@ def _draw_lecture(watched: Watched, lang: str, ticking: bool) -> None:
         lines = live.verdict_lines([watched], [charts.norm_label(watched.config.norm_position, lang)], lang)
     step = lecture_view.status_and_steps(lines, data.probe_steps, STEP_KEY, lang, done, ticking)
     mark = lecture_view.step_mark(step, data.probe_steps, done)
-    lecture_view.draw_live(figure, step, lecture_view.lesson_chart(None, [watched.config]), mark)
+    lesson = lecture_view.lesson_chart(preset_of(watched.config), [watched.config])  # the presenter's chart
+    lecture_view.draw_live(figure, step, lesson, mark)
     lecture_view.sentence(None, lang)
