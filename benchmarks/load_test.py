@@ -404,15 +404,9 @@ class Tab:
                     # The browser keeps its own value unless the server sets one (set_value).
                     if state is not None and (widget_id not in self.widget_states or getattr(body, "set_value", False)):
                         self.widget_states[widget_id] = state
-                if element.WhichOneof("type") == "markdown":
-                    self.texts = [*self.texts[-20:], element.markdown.body]
-                elif element.WhichOneof("type") == "exception":
-                    self.exceptions += 1
-            elif kind == "auto_rerun":
-                self._every(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
-            elif kind == "stop_auto_rerun":
-                for fragment_id in msg.stop_auto_rerun.fragment_ids:
-                    self._stop_timer(fragment_id)
+                self._seen_element(element)
+            elif self._timer_message(msg, kind):
+                pass
             elif kind == "script_finished":
                 full = not msg.metadata.run.fragment_ids
                 ours = self._run_id is not None and msg.metadata.run.script_run_id == self._run_id
@@ -428,6 +422,25 @@ class Tab:
                     self._awaiting = False
                     self.folded += 1
                     self.finished.set()
+
+    def _seen_element(self, element) -> None:
+        """What a tab keeps of a new element: the latest markdown texts, and a count of exceptions shown."""
+        if element.WhichOneof("type") == "markdown":
+            self.texts = [*self.texts[-20:], element.markdown.body]
+        elif element.WhichOneof("type") == "exception":
+            self.exceptions += 1
+
+    def _timer_message(self, msg, kind: str) -> bool:
+        """A fragment timer's start or stop (auto_rerun, stop_auto_rerun), handled as a browser does; False
+        for any other message."""
+        if kind == "auto_rerun":
+            self._every(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+        elif kind == "stop_auto_rerun":
+            for fragment_id in msg.stop_auto_rerun.fragment_ids:
+                self._stop_timer(fragment_id)
+        else:
+            return False
+        return True
 
     def _every(self, fragment_id: str, interval: float) -> None:
         """Re-run a fragment every `interval` seconds until told otherwise (as the browser does: a

@@ -48,16 +48,9 @@ class WatchTab(Tab):
             if kind == "new_session":
                 self.page_hash = msg.new_session.page_script_hash
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                element = msg.delta.new_element
-                if element.WhichOneof("type") == "markdown":
-                    self.texts = [*self.texts[-20:], element.markdown.body]
-                elif element.WhichOneof("type") == "exception":
-                    self.exceptions += 1
-            elif kind == "auto_rerun":
-                self._every(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
-            elif kind == "stop_auto_rerun":
-                for fragment_id in msg.stop_auto_rerun.fragment_ids:
-                    self._stop_timer(fragment_id)
+                self._seen_element(msg.delta.new_element)
+            elif self._timer_message(msg, kind):
+                pass
             elif kind == "script_finished":
                 self._finished(list(msg.metadata.run.fragment_ids))
 
