@@ -198,7 +198,7 @@ def page(lang: str, lecture: bool) -> None:
 
 
 def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
-    period = _period()  # 1 s, or longer when many tabs watch: the server's refreshes are shared
+    period = 1 if first.done else _period()  # 1 s, or longer when many tabs refresh (a finished run: none)
     timer = stepper.timer(STEP_KEY, None if first.done else float(period))
 
     @st.fragment(run_every=timer)
