@@ -287,14 +287,46 @@ def test_stalled_band(post_run: RunData) -> None:
     assert any(s.type == "rect" and s.x0 == 5 and s.x1 == 10 for s in fig.layout.shapes)
 
 
-def test_huge_losses_are_clipped_and_said(post_run: RunData) -> None:
+def test_a_late_stall_s_label_ends_inside_the_plot(post_run: RunData) -> None:
+    """A stall that starts in the run's second half: its label, anchored at the band's start, ran off the
+    right edge ("stalled since step [cut]", issue 21 N14); it now ends at the plot's right edge. An
+    early stall's label still starts where its band does."""
+    label = EN["chart.stalled_since"].split(":")[0].format(step=8)
+    for start, late in ((8, True), (3, False)):
+        data = RunData(RunInfo.preview(post_run.info.config.replace(steps=10)))
+        for k in range(10):
+            data.append(Snapshot(k + 1, 3.0, 1e-3, 1.0, 0.1, 10.0, stalled=k + 1 >= start))
+        fig = charts.loss_chart(data, lecture=late)
+        note = next(a for a in fig.layout.annotations if "stalled since" in a.text)
+        if late:
+            assert label in note.text and (note.x, note.xref, note.xanchor) == (1, "x domain", "right")
+        else:
+            assert (note.x, note.xref, note.xanchor) == (start, "x", "left")
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_huge_losses_are_clipped_and_said(post_run: RunData, lecture: bool) -> None:
+    """The clipped values' note is a line of the title's subtitle, stacked under the settings: at the
+    plot's top right corner it printed over a long subtitle at half width (issue 21 N13); the plot
+    makes room for that line."""
     data = RunData(post_run.info)
     for k, loss in enumerate([4.0, 1e6, 3.0]):
         data.append(Snapshot(k + 1, loss, 1e-3, 1.0, 0.1, 10.0))
-    fig = charts.loss_chart(data)
+    fig = charts.loss_chart(data, lecture=lecture, height=400)
     top = fig.layout.yaxis.range[1]
     assert max(fig.data[0].y) <= top * 1.05
-    assert any("1)" in a.text and f"{top:g}" in a.text for a in fig.layout.annotations)
+    note = EN["chart.clipped"].format(limit=f"{top:g}", count=1)
+    settings, last = fig.layout.title.subtitle.text.split("<br>")
+    assert last == note and "lr" in settings  # under the run's settings, on its own line
+    assert not any("runs off" in (a.text or "") for a in fig.layout.annotations)
+    calm = RunData(post_run.info)
+    for k, loss in enumerate([4.0, 3.5, 3.0]):
+        calm.append(Snapshot(k + 1, loss, 1e-3, 1.0, 0.1, 10.0))
+    plain = charts.loss_chart(calm, lecture=lecture, height=400)
+    assert "<br>" not in plain.layout.title.subtitle.text
+    assert fig.layout.margin.t > plain.layout.margin.t + 15  # the room for the note's line
+    seeds = charts.seed_loss_chart([[data, data], [calm, calm]], "en", lecture, ["a", "b"], height=400)
+    assert "runs off" in seeds.layout.title.subtitle.text  # no subtitle of its own: the note is the subtitle
 
 
 # --- payload, lecture view, language --------------------------------------------------------------
@@ -635,6 +667,23 @@ def test_short_distribution_chart_leaves_play_to_the_page(pre_run: RunData) -> N
     assert small.layout.margin.b < 100
     tall = charts.act_dist(pre_run, animate=True, lecture=True, height=700)
     assert tall.layout.sliders and tall.layout.updatemenus
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_lecture_view_distribution_has_five_value_labels_and_a_one_line_layer_title(pre_run, lang) -> None:
+    """Review check 9 (issue 21 N12): in the lecture view's quarter-screen panel the 24-px value labels
+    crowded (−1, 0 and 1 over each other, turned on their side) and the layer title wrapped to three lines;
+    now 0, ±the edge and one value between, and the title is the one word. The Live page keeps them all."""
+    lecture = charts.act_dist(pre_run, lang, lecture=True, height=420)
+    labels = list(lecture.layout.xaxis.ticktext)
+    assert len(labels) == 5 and labels[2] == "0" and labels[1] == "−" + labels[3], labels
+    assert lecture.layout.yaxis.title.text == {"en": "layer", "ko": "층"}[lang]
+    assert lecture.layout.xaxis.tickangle == 0  # level, not turned on their side
+    assert list(lecture.data[0].colorbar.ticktext) == ["0.001%", "10%"]  # its ends: three labels met
+    page = charts.act_dist(pre_run, lang, height=420)
+    assert len(page.layout.xaxis.ticktext) > 5 and "1 =" in page.layout.yaxis.title.text
+    profile = charts.layer_profile(pre_run, lang, lecture=True, height=420)
+    assert profile.layout.xaxis2.title.text == {"en": "layer (0 = embeddings)", "ko": "층 (0 = 임베딩)"}[lang]
 
 
 def test_the_instability_charts_are_labelled_in_korean() -> None:

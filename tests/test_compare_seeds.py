@@ -198,3 +198,14 @@ def test_the_lecture_view_with_three_seeds_says_the_interval_in_its_verdict_box(
     status = [m.value for m in at.markdown if "95 % CI" in m.value]
     assert len(status) == 1 and status[0].startswith("**Post-LN ends ") and "3 seeds)**" in status[0]
     assert "Run A: 3 seeds, 3 done, 3 of 3 stalled · Run B: 3 seeds, 3 done" in status[0]  # the demo Post-LN stalls
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_the_seeds_loss_chart_is_on_a_linear_axis_in_both_views(lecture):
+    """The bands are drawn raw on a linear loss axis; the lecture view's flag once went where the log-axis
+    flag goes, so the lecture view drew the seeds' loss on a log axis (a different chart from the one
+    the room saw a moment before with one seed)."""
+    sides = [[_run([3.0, 2.0, 1.0]), _run([3.2, 2.1, 1.1])], [_run([3.1, 3.0, 2.9]), _run([3.3, 3.1, 3.0])]]
+    fig = charts.seed_loss_chart(sides, "en", lecture, ["A", "B"])
+    assert fig.layout.yaxis.type in (None, "linear")
+    assert fig.layout.yaxis.range[0] == 0

@@ -145,17 +145,20 @@ def _colorbar(
     top: float | None = None,
     height: int | None = None,
     bottom: int = 60,
+    top_px: int | None = None,
 ) -> dict[str, Any]:
     """A vertical colorbar with its title on top, wrapped (on the right side the title is drawn over long
     tick labels and cut by the figure's edge). A tick at the very top (`top`) is left out: its label,
     centred on the bar's end, would run into the title. On a short chart (`height`, px, of the figure)
     only every 2nd, 3rd... label is kept, so labels never sit on top of each other (`bottom`: px under
-    the plot, more where a step slider sits there)."""
+    the plot, more where a step slider sits there; `top_px`: px over it, the title's, when the chart
+    knows it: a lecture-view chart's 24-px title and subtitle take more than the 70 px assumed)."""
     if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
         tickvals, ticktext = tickvals[:-1], ticktext[:-1]
     font = _text_px(14, lecture)
     wrapped = _wrap(title)
-    bar_px = 0.9 * _plot_height(height, round(70 * _scale(lecture)), bottom) - font * 1.3 * (wrapped.count("<br>") + 1)
+    above = round(70 * _scale(lecture)) if top_px is None else top_px
+    bar_px = 0.9 * _plot_height(height, above, bottom) - font * 1.3 * (wrapped.count("<br>") + 1)
     every = max(1, math.ceil(1.6 * font * len(tickvals) / max(bar_px, font)))
     keep = list(range(len(tickvals) - 1, -1, -every))[::-1]  # always the largest, the one readers look for
     return {

@@ -18,7 +18,7 @@ from plotly.colors import sample_colorscale
 
 from ln_viz.charts.axes import _colorbar, _layer_ticks
 from ln_viz.charts.sample import _probe_index, _run_key
-from ln_viz.charts.style import _empty_note, _f32, _hover, _layout, _px, _scale, _title_text
+from ln_viz.charts.style import _empty_note, _f32, _hover, _layout, _px, _scale, _title_text, _top_margin
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
@@ -158,12 +158,21 @@ def _controls_fit(height: int | None, lecture: bool) -> bool:
 
 
 def _act_heatmap(
-    info: _ActInfo, L: int, lang: str, lecture: bool, animate: bool, height: int | None, controls: bool
+    info: _ActInfo,
+    L: int,
+    lang: str,
+    lecture: bool,
+    animate: bool,
+    height: int | None,
+    controls: bool,
+    top_px: int | None = None,
 ) -> go.Heatmap:
     """The layer x value cells, coloured by code; the hover names the cell's value (real units); the
     share only when not animated (in every frame it would double the animation's size). `controls`:
     Play and the slider take the room under the plot."""
     tick_vals, tick_text = _act_code_ticks()
+    if lecture:  # the scale's ends only: at 24 px three labels met on the lecture view's short colour bar
+        tick_vals, tick_text = [tick_vals[0], tick_vals[-2]], [tick_text[0], tick_text[-2]]
     values = np.broadcast_to(_f32(info.grid.values), info.shares.shape)
     heat: dict[str, Any] = {
         "x": _f32(info.grid.x_edges),
@@ -180,6 +189,7 @@ def _act_heatmap(
             ACT_CODES + 1,
             height,
             _bottom(controls, lecture),
+            top_px,
         ),
         "showlegend": False,
         "name": "",
@@ -213,11 +223,16 @@ def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, lecture: 
 
 
 def _value_ticks(width: float, lecture: bool) -> list[float]:
-    """Real values to label on the symmetric-log axis: 0, ±1 and powers of 4 up to `width` (of 16 in
-    the lecture view, whose larger labels would not fit side by side)."""
+    """Real values to label on the symmetric-log axis: 0, ±1 and powers of 4 up to `width`. In the lecture
+    view, whose 24-px labels in a quarter of the screen crowded and were turned on their side (−1, 0 and 1
+    printed over each other), five: 0, ±`width` and the ± value nearest a third of the way out (the
+    outer labels are the widest: ±4 of ±256, where ±16 sat too close to ±256 to stay level)."""
+    if lecture:
+        inner = [v for v in ((1.0, 2.0) if width <= 8 else (1.0, 4.0, 16.0, 64.0, 256.0)) if v < width * 0.9]
+        third = 0.35 * float(_u(width))
+        pos = [min(inner, key=lambda v: abs(float(_u(v)) - third)), width] if inner else [width]
+        return [-v for v in pos[::-1]] + [0.0] + pos
     steps = [v for v in (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0) if v < width * 0.9]
-    if lecture and width > 16:
-        steps = [v for v in steps if v in (1.0, 16.0, 256.0)]
     if width <= 8:
         steps = [v for v in (1.0, 2.0) if v < width * 0.9]
     pos = [*steps, width]
@@ -245,6 +260,7 @@ def _value_axis(fig: go.Figure, grid: _ActGrid, lang: str, lecture: bool) -> dic
         "tickvals": pos,
         "ticktext": labels,
         "showgrid": False,
+        **({"tickangle": 0} if lecture else {}),  # level: its five labels are spaced to fit (a test measures it)
     }
 
 
@@ -266,12 +282,12 @@ def act_dist(
     L = data.info.config.depth
     info = _prepare_act(data, step)
     controls = animate and len(data.probe_steps) > 1 and _controls_fit(height, lecture)
-    fig = go.Figure(_act_heatmap(info, L, lang, lecture, animate, height, controls))
+    title_of = lambda s: t("chart.act_title", lang, step=s)  # noqa: E731
+    title = title_of(data.probe_steps[info.p]) if info.p is not None else t("chart.act_title_empty", lang)
+    fig = go.Figure(_act_heatmap(info, L, lang, lecture, animate, height, controls, _top_margin(title, lecture)))
     fig.add_trace(_std_scatter(info, data.info.stat_names, lang, lecture))
     if info.p is None:
         _empty_note(fig, lang, lecture)
-    title_of = lambda s: t("chart.act_title", lang, step=s)  # noqa: E731
-    title = title_of(data.probe_steps[info.p]) if info.p is not None else t("chart.act_title_empty", lang)
     _layout(
         fig,
         title,
@@ -282,7 +298,9 @@ def act_dist(
         margin={"b": _bottom(controls, lecture)},
         xaxis=_value_axis(fig, info.grid, lang, lecture),
         yaxis={
-            "title": {"text": t("chart.layer_axis", lang)},
+            # the lecture view: one word in one line (its 24-px "(1 = input side)" wrapped to three lines in a
+            # 190-px plot); layer 1 is at the bottom, and the profile beside it names layer 0 the embeddings
+            "title": {"text": t("chart.layer_axis_lecture" if lecture else "chart.layer_axis", lang)},
             "range": [0.5, L + 0.5],
             "showgrid": False,
             **_layer_ticks(L),

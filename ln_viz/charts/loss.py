@@ -25,7 +25,6 @@ from ln_viz.charts.sample import (
 from ln_viz.charts.style import (
     GREY,
     NORM_COLORS,
-    _corner_note,
     _empty_note,
     _f32,
     _hover,
@@ -211,10 +210,12 @@ def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, lecture:
         return
     x1 = max(data.steps_done, data.stalled_since)
     fig.add_vrect(x0=data.stalled_since, x1=x1, fillcolor="#E69F00", opacity=0.15, line_width=0, layer="below")
+    late = data.stalled_since > step_range(data) / 2  # from the band's start the label would run off the right edge
     fig.add_annotation(
-        x=data.stalled_since,
+        x=1 if late else data.stalled_since,
+        xref="x domain" if late else "x",
         y=top * 0.97,
-        xanchor="left",
+        xanchor="right" if late else "left",
         yanchor="top",
         showarrow=False,
         text=two_lines(t("chart.stalled_since", lang, step=data.stalled_since)),
@@ -336,12 +337,11 @@ def loss_chart(
         compare_schedules(fig, info.compared, [name for name, *_ in info.lines], info.colors, lang)
     for d, color in zip(info.runs, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
-    if info.over:
-        _corner_note(fig, t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}"), lecture)
+    note = t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}") if info.over else None
     if not any(d.scalars["step"] for d in info.runs):
         _empty_note(fig, lang, lecture)
     if log_y:
         _log_annotations(fig)
     title, key, axes = _loss_layout(info, lang, log_y)
     key += "-log" if log_y else ""  # a new axis type, not the zoom kept from the linear one
-    return _layout(fig, title, lecture, key, height=height, **axes)
+    return _layout(fig, title, lecture, key, height=height, note=note, **axes)

@@ -110,11 +110,13 @@ def _profile_axes(
         margin = {"t": _top_margin(title, lecture)}
         return {"xaxis": layers, "yaxis": _log_axis(grad_rng, max_ticks), "legend": legend, "margin": margin}
     margin = {"t": _top_margin(title, lecture) + round(_px(16, lecture) * 1.4)}
+    # the lecture view's shorter title: at 24 px the whole one was cut at a 1280-px screen's profile
+    bottom_title = t("chart.layer_axis0_lecture" if lecture else "chart.layer_axis0", lang)
     return {
         # shared axis: numbers once, at the bottom; no tick marks under the upper panel (the lower
         # panel's title sits there)
         "xaxis": {**layers, "showticklabels": False, "ticks": ""},
-        "xaxis2": {**layers, "title": {"text": t("chart.layer_axis0", lang)}},
+        "xaxis2": {**layers, "title": {"text": bottom_title}},
         "yaxis": _log_axis(grad_rng, max_ticks),
         "yaxis2": {"range": [0, std_top], "nticks": max(2, int(panel_px * 0.6 / (_px(BASE_FONT, lecture) * 1.5)))},
         "legend": legend,

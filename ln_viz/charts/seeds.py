@@ -19,7 +19,7 @@ from ln_viz.charts.init_lab import _band
 from ln_viz.charts.loss import _divergence_marker, _loss_layout, _prepare_loss, _reference_line, loss_chart
 from ln_viz.charts.lr_axis import compare_schedules
 from ln_viz.charts.sample import MAX_LOSS_POINTS, downsample_index
-from ln_viz.charts.style import GREY, _corner_note, _empty_note, _f32, _hover, _layout
+from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
@@ -149,9 +149,8 @@ def seed_loss_chart(
     for d, color in zip(medians, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
     over = sum(int(np.sum(np.isfinite(b.mean) & (b.mean > info.top))) for b in bands)
-    if over:
-        _corner_note(fig, t("chart.clipped", lang, count=over, limit=f"{info.top:g}"), lecture)
+    note = t("chart.clipped", lang, count=over, limit=f"{info.top:g}") if over else None
     if not any(b.steps.size for b in bands):
         _empty_note(fig, lang, lecture)
-    title, key, axes = _loss_layout(info, lang, lecture)
-    return _layout(fig, title, lecture, "seeds-" + key, height=height, **axes)
+    title, key, axes = _loss_layout(info, lang, log_y=False)  # the bands are drawn raw, on a linear axis
+    return _layout(fig, title, lecture, "seeds-" + key, height=height, note=note, **axes)

@@ -91,10 +91,15 @@ def _title_text(text: str) -> dict[str, Any]:
     return {"text": head, "subtitle": {"text": tail}}
 
 
-def _title(text: str, lecture: bool) -> dict[str, Any]:
+def _title(text: str, lecture: bool, note: str | None = None) -> dict[str, Any]:
     """The chart title, split at its first " · ": the head large, the rest (step, settings) below it
-    as a subtitle, so a half-width chart shows two short lines instead of cutting one long one."""
+    as a subtitle, so a half-width chart shows two short lines instead of cutting one long one. `note`
+    (what the axes leave out: clipped values) is the subtitle's last line: stacked under the title, it
+    cannot print over it at any width (a note at the plot's top right corner did, at half width)."""
     parts = _title_text(text)
+    if note:
+        tail = parts["subtitle"]["text"]
+        parts["subtitle"]["text"] = f"{tail}<br>{note}" if tail else note
     title: dict[str, Any] = {
         "text": parts["text"],
         "font": {"size": _px(20, lecture)},
@@ -111,9 +116,15 @@ def _title(text: str, lecture: bool) -> dict[str, Any]:
     return title
 
 
-def _top_margin(text: str, lecture: bool) -> int:
-    """Room above the plot for the title (and its subtitle): from the font sizes, not a scaled constant."""
-    lines = _px(20, lecture) * 1.4 + (_px(15, lecture) * 1.7 if " · " in text else 0)
+def _top_margin(text: str, lecture: bool, note: bool = False) -> int:
+    """Room above the plot for the title (and its subtitle, with a note's line): from the font sizes,
+    not a scaled constant."""
+    sub_lines = (" · " in text) + bool(note)
+    lines = (
+        _px(20, lecture) * 1.4
+        + _px(15, lecture) * (1.7 if sub_lines else 0)
+        + _px(15, lecture) * 1.3 * max(sub_lines - 1, 0)
+    )
     return round(lines + _px(BASE_FONT, lecture) * 0.6 + 14)  # + half a tick label above the plot
 
 
@@ -192,6 +203,7 @@ def _layout(
     uirevision: str,
     legend_below: bool = True,
     height: int | None = None,
+    note: str | None = None,
     **extra: Any,
 ) -> go.Figure:
     """Fonts, margins, legend and template shared by every chart, merged with the chart's own layout
@@ -201,11 +213,12 @@ def _layout(
     The legend (`legend_below`) sits at the figure's bottom edge, referred to the container: Plotly
     then reserves its room below the x axis title, so the two cannot overlap at any height (placed at a
     paper fraction under the plot, as before, it ran into the x title on short charts). `height` (px;
-    None: Plotly's default, 450) is what the page gives the chart."""
-    top = _top_margin(title, lecture)
+    None: Plotly's default, 450) is what the page gives the chart; `note`, a grey line under the title's
+    subtitle (see `_title`)."""
+    top = _top_margin(title, lecture, bool(note))
     layout: dict[str, Any] = {
         "font": {"family": FONT_FAMILY, "size": _text_px(BASE_FONT, lecture), "color": "#222222"},
-        "title": _title(title, lecture),
+        "title": _title(title, lecture, note),
         "margin": {**_MARGIN, "t": top},
         "hoverlabel": {"font": {"size": _px(15, lecture), "family": FONT_FAMILY}},
         "uirevision": uirevision,

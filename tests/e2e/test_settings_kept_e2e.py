@@ -138,10 +138,15 @@ def test_compare_lecture_view_verdict_takeaway_and_a_new_scenario_after_the_runs
         print(f"the new scenario's empty charts {took:.1f} s after the click (machine under load)")
         shot(page, "cmp-lecture-1920-en-new-scenario")
         page.locator(".st-key-lecture_choice button", has_text="Post-LN vs Pre-LN").first.click()
+        page.wait_for_function(  # the finished runs are back (waiting only for idle could catch the moment
+            # before the click's rerun starts, and a click made during that rerun is lost: browser-testing.md 6.2)
+            "() => document.querySelector('.st-key-lecture_status').innerText.includes('Pre-LN: learned')",
+            timeout=60_000,
+        )
         wait_idle(page, 60_000)
-        page.locator(".st-key-lecture_lang button").click()  # Korean, and the finished runs are back
+        page.locator(".st-key-lecture_lang button").click()  # Korean, the same finished runs
         page.wait_for_function(
-            "() => document.querySelector('.st-key-lecture_status').innerText.includes('정체')", timeout=30_000
+            "() => document.querySelector('.st-key-lecture_status').innerText.includes('정체')", timeout=60_000
         )
         wait_idle(page, 60_000)
         verdict = page.evaluate(VERDICT)

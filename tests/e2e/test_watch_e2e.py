@@ -48,7 +48,9 @@ def test_a_second_browser_watches_the_run_read_only_and_nothing_more_is_trained(
         moved = wait_step(watcher, first)  # it moves for the watcher, refreshed by the server
         assert moved > first
         assert watcher.locator(".st-key-start").count() == 0 and watcher.locator(".st-key-stop").count() == 0
-        assert watcher.locator(".st-key-loss_chart .js-plotly-plot").count() == 1
+        chart = watcher.locator(".st-key-loss_chart .js-plotly-plot")
+        chart.first.wait_for(timeout=30_000)  # Plotly's component loads after the status text on a slow machine
+        assert chart.count() == 1
         assert errors == [], errors
     finally:
         context.close()
