@@ -72,3 +72,32 @@ def test_the_checks_pass_a_clean_chart_and_catch_a_broken_one(browser, broken):
     else:
         assert any("x title 'training step'" in o and "legend item" in o for o in overlaps), (overlaps, chart)
         assert any(": title 'Training loss, a title" in c for c in cuts), cuts
+
+
+# The lecture view's distribution panel as the app draws it at 1920x1080 (its figure there: 436x411 px, measured;
+# at 1280x720 425x409, zoomed): the review's check 9 (issue 21 N12) asks for no colliding text
+# in it for deep-pre-ln (24 layers, values out to ±256) and post-ln-no-warmup, in en and ko. Before the
+# fix its 24-px value labels turned on their side with −1, 0 and 1 printed over each other, the layer
+# title wrapped to three lines and the colour bar's three labels met. The app itself, trained, was
+# measured the same way (the note of issue 21); this keeps the figure honest in a few seconds.
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("preset", ["deep-pre-ln", "post-ln-no-warmup"])
+def test_the_lecture_view_distribution_panel_has_no_colliding_text(browser, preset, lang):
+    from ln_viz import charts
+    from tests.runs import demo
+
+    fig = charts.act_dist(demo(preset), lang, lecture=True, height=411)
+    fig.update_layout(width=436)
+    pg = browser.new_page(viewport={"width": 520, "height": 480})
+    try:
+        pg.set_content(fig.to_html(include_plotlyjs=True, full_html=True), wait_until="load")
+        pg.wait_for_selector(".js-plotly-plot .colorbar")
+        pg.wait_for_selector(".js-plotly-plot .xtitle")
+        pg.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => r(true))))")
+        chart = settled_reading(pg)
+    finally:
+        pg.close()
+    problems = geometry.overlaps(chart) + geometry.cut_texts(chart)
+    assert problems == [], problems
+    ticks = [i["text"] for i in chart["items"] if i["kind"] == "tick label"]
+    assert "0" in ticks and {"y title"} <= {i["kind"] for i in chart["items"]}
