@@ -502,3 +502,22 @@ def test_a_serial_worker_trains_job_after_job_at_its_nice_level_and_leaves_at_a_
         assert w.process.exitcode == 0
     finally:
         w.reap()
+
+
+def test_the_eta_counts_from_the_first_step_not_from_the_workers_start(monkeypatch):
+    """Issue 21 N25: the first ETA divided the steps by the time since Start, which includes the workers'
+    start (seconds before any step): "about 4 min left" at 6 s for a sweep done 50 s later. The rate now
+    runs from the first step."""
+    from ln_viz.sweep import driver
+
+    now = [100.0]
+    monkeypatch.setattr(driver.time, "monotonic", lambda: now[0])
+    sweep = SweepRun(SWEEP_PRESETS["warmup-map"], executor=None)
+    sweep._started, sweep._state = now[0], "running"
+    now[0] = 104.0  # 4 s of workers starting, no step yet
+    assert sweep.progress().eta_s is None
+    for k in range(21):  # then 10 steps a second
+        now[0] = 104.0 + 0.1 * k
+        sweep._on_step(0, k + 1, 3.0, None, "running")
+    p = sweep.progress()
+    assert p.eta_s == pytest.approx((p.steps_total - 21) / 10.0, rel=1e-6)
