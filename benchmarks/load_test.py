@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,13 +111,13 @@ def ray_head(cpus: int):
     """With `cpus`: a Ray head on 127.0.0.1 (tests/ray_cluster.py, ended by its process group) and the
     server's environment that trains every Start on it; without: nothing, the local pool."""
     if not cpus:
-        yield {}
+        yield {}, None
         return
     from tests.ray_cluster import HeadNode
 
     head = HeadNode(cpus=cpus).start()
     try:
-        yield {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": head.address, "RAY_AUTH_MODE": "disabled"}
+        yield {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": head.address, "RAY_AUTH_MODE": "disabled"}, head
     finally:
         head.stop()
 
@@ -138,7 +139,7 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
     """N sessions press Start at once (the module's docstring); fills `result` with its figures."""
     from ln_viz.store import Store
 
-    with tempfile.TemporaryDirectory() as tmp, ray_head(args.ray) as ray_env:
+    with tempfile.TemporaryDirectory() as tmp, ray_head(args.ray) as (ray_env, head):
         server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)} | ray_env)
         health_ms: list[float] = []
         health_errors: list[str] = []
@@ -159,18 +160,21 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
                 time.sleep(0.25)
 
         try:
-            baseline_children = len(server.children())
+            # where runs train: the server's worker processes, or the head's actor processes with --ray
+            # (counting the server's children there saw none, so the cap check could not fail)
+            workers = (lambda: len(head.actor_pids())) if head is not None else (lambda: len(server.children()))
+            baseline_children = workers()
             rss_start = rss_mb(server.proc.pid)
             cpu_start = cpu_seconds(server.proc.pid)
             poller = threading.Thread(target=poll_health, daemon=True)
             poller.start()
             drive = drive_websockets if args.clients == "ws" else drive_browsers
-            seen = drive(server, args.sessions, args.time_limit, SMALL_RUN.format(steps=args.steps))
+            seen = drive(server, args.sessions, args.time_limit, SMALL_RUN.format(steps=args.steps), workers)
             cpu_used = cpu_seconds(server.proc.pid) - cpu_start
             stop.set()
             poller.join()
             time.sleep(5)  # sessions released, their runs stopped, workers reaped
-            left = len(server.children())
+            left = workers()
             rss_end = rss_mb(server.proc.pid)
         finally:
             stop.set()
@@ -497,7 +501,9 @@ def widget_state(element) -> object | None:
     return state
 
 
-def drive_websockets(server: Server, sessions: int, time_limit: float, query: str) -> Observed:
+def drive_websockets(
+    server: Server, sessions: int, time_limit: float, query: str, workers: Callable[[], int] | None = None
+) -> Observed:
     seen = Observed(done=[False] * sessions)
 
     async def run() -> None:
@@ -510,7 +516,7 @@ def drive_websockets(server: Server, sessions: int, time_limit: float, query: st
         deadline = time.monotonic() + time_limit
         seed = 0  # the form's seed at Start: every other click puts it back, so tab 1 shows its own run again
         while not all(seen.done) and time.monotonic() < deadline:
-            seen.max_children = max(seen.max_children, len(server.children()))
+            seen.max_children = max(seen.max_children, workers() if workers else len(server.children()))
             for i, tab in enumerate(tabs):
                 text = tab.status()
                 if text:
@@ -550,7 +556,9 @@ def drive_websockets(server: Server, sessions: int, time_limit: float, query: st
 
 
 # --- Chromium tabs -------------------------------------------------------------------------------
-def drive_browsers(server: Server, sessions: int, time_limit: float, query: str) -> Observed:
+def drive_browsers(
+    server: Server, sessions: int, time_limit: float, query: str, workers: Callable[[], int] | None = None
+) -> Observed:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -569,7 +577,7 @@ def drive_browsers(server: Server, sessions: int, time_limit: float, query: str)
             page.locator(".st-key-start button").click(no_wait_after=True)
         deadline = time.monotonic() + time_limit
         while not all(seen.done) and time.monotonic() < deadline:
-            seen.max_children = max(seen.max_children, len(server.children()))
+            seen.max_children = max(seen.max_children, workers() if workers else len(server.children()))
             for i, page in enumerate(pages):
                 if seen.done[i]:
                     continue

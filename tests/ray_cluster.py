@@ -112,6 +112,18 @@ class HeadNode:
         self.left = [pid for pid in started if alive(pid)]
         self.proc = None
 
+    def actor_pids(self) -> set[int]:
+        """The head's worker processes that hold a run's actor now (Ray titles them `ray::RunActor...`)."""
+        out = set()
+        for pid in descendants(self.proc.pid) if self.proc is not None else ():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "RunActor" in cmd and alive(pid):
+                out.add(pid)
+        return out
+
     def __enter__(self) -> Self:
         return self.start()
 

@@ -18,7 +18,7 @@ pytest.importorskip("ray")
 
 from tests.e2e.conftest import Server, stop_and_check, wait_idle  # noqa: E402
 from tests.e2e.test_live_e2e import loss_steps, points, status_step, status_text  # noqa: E402
-from tests.ray_cluster import HeadNode, alive, descendants  # noqa: E402
+from tests.ray_cluster import HeadNode, alive  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 URL = "/?depth=2&steps=10000&lang={lang}"  # small and long: still training while it is watched
@@ -43,16 +43,8 @@ def cluster(tmp_path_factory):
 
 
 def actor_pids(head: HeadNode) -> set[int]:
-    """The head's worker processes that hold a run's actor (Ray titles them `ray::RunActor...`)."""
-    out = set()
-    for pid in descendants(head.proc.pid):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if "RunActor" in cmd and alive(pid):
-            out.add(pid)
-    return out
+    """The head's worker processes that hold a run's actor."""
+    return head.actor_pids()
 
 
 def cpu_ticks(pid: int) -> int:
