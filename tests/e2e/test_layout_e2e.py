@@ -376,6 +376,23 @@ def _case_params() -> list:
     ] + [pytest.param("compare-seeds", viewport) for viewport in SEEDS_VIEWPORTS]
 
 
+# Each slider's value above its track (issue 21 N23: in the lecture view the 1.3rem text of Init lab's
+# "12" and "3" sat on the track): the value's bottom against the middle of its thumb (on the track).
+SLIDER_VALUES = """() => [...document.querySelectorAll('[data-testid="stSliderThumbValue"] p')]
+  .filter(v => v.offsetWidth > 0).map(v => { const thumb = v.closest('[style*="translate"]');
+    const r = thumb ? thumb.getBoundingClientRect() : null;
+    return r ? {text: v.innerText, bottom: v.getBoundingClientRect().bottom, track: r.top + r.height / 2} : null; })
+  .filter(x => x)"""
+
+
+def slider_problems(pg) -> list[str]:
+    return [
+        f"slider value {v['text']!r} reaches its track (its bottom {v['bottom']:.0f} px, the track {v['track']:.0f} px)"
+        for v in pg.evaluate(SLIDER_VALUES)
+        if v["bottom"] > v["track"] - 2
+    ]
+
+
 @pytest.mark.parametrize(("page", "viewport"), _case_params(), ids=lambda v: str(v))
 def test_layout(server, case_page, page, viewport):
     lecture = (VIEWPORTS | SEEDS_ONLY)[viewport][1]
@@ -388,6 +405,7 @@ def test_layout(server, case_page, page, viewport):
             reading = read_layout(case_page)
             state_found, loss_h = problems(reading, page, lecture=lecture)
             state_found += seed_problems(case_page, lang) if page == "compare-seeds" else []
+            state_found += slider_problems(case_page) if page == "init-lab" else []
             if lecture and page in LOSS_CHART and reading["innerHeight"] >= 1080:
                 state_found += back_row_problems(case_page, reading, page)
             if state_found or ALL_SHOTS:
