@@ -182,7 +182,8 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
         with Store(server.store, readonly=True) as store:
             trained = len(store.list_runs())
 
-    # The warm pool keeps `baseline_children` workers; every run adds one while it trains.
+    # The warm pool keeps `baseline_children` workers (a Ray head: no pool, 0 actors); every run adds one
+    # while it trains.
     trained_at_once = seen.max_children - baseline_children
     slow = sum(ms > 1000 for ms in health_ms)
     where = f" on a {args.ray}-CPU Ray head" if args.ray else " on the local pool"
@@ -204,10 +205,11 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
         f"server process CPU: {cpu_used:.0f} s over {seen.all_done_s:.0f} s ({100 * cpu_used / seen.all_done_s:.0f} %)"
     )
     print(
-        f"worker processes beyond the warm pool, at most: {trained_at_once}; "
+        f"{'run actors' if args.ray else 'worker processes beyond the warm pool'}, at most: {trained_at_once}; "
         f"queue places seen: {sorted(seen.queue_seen, key=int)}"
     )
-    print(f"after every session closed: {left} worker process(es) (warm pool {baseline_children})")
+    print(f"after every session closed: {left} {'run actor(s)' if args.ray else 'worker process(es)'} "
+          f"(before: {baseline_children})")  # fmt: skip
     print(f"server RSS: {rss_start:.0f} MB before, peak {max(rss_samples):.0f} MB, {rss_end:.0f} MB after")
     print(f"health errors: {len(health_errors)}; exceptions shown in the pages: {seen.exceptions}")
     failures = []

@@ -521,3 +521,18 @@ def test_the_eta_counts_from_the_first_step_not_from_the_workers_start(monkeypat
         sweep._on_step(0, k + 1, 3.0, None, "running")
     p = sweep.progress()
     assert p.eta_s == pytest.approx((p.steps_total - 21) / 10.0, rel=1e-6)
+    sweep._elapsed, sweep._state = 6.0, "stopped"  # ended: its figures hold still
+    now[0] = 200.0
+    assert sweep.progress().eta_s == pytest.approx(p.eta_s, rel=1e-6)
+    # `compare` (seed pairs, the same executors and progress line) counts the same way
+    from ln_viz.sweep.compare import SeedCompare
+
+    pair = SeedCompare(RunConfig(steps=100), RunConfig(steps=100, norm_position="post"), 2, executor=None)
+    now[0] = 300.0
+    pair._started, pair._state = now[0], "running"
+    now[0] = 304.0
+    assert pair.progress().eta_s is None
+    for k in range(21):
+        now[0] = 304.0 + 0.1 * k
+        pair._on_step(0, k + 1, 3.0, None, "running")
+    assert pair.progress().eta_s == pytest.approx((400 - 21) / 10.0, rel=1e-6)

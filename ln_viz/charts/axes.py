@@ -151,8 +151,8 @@ def _colorbar(
     tick labels and cut by the figure's edge). A tick at the very top (`top`) is left out: its label,
     centred on the bar's end, would run into the title. On a short chart (`height`, px, of the figure)
     only every 2nd, 3rd... label is kept, so labels never sit on top of each other (`bottom`: px under
-    the plot, more where a step slider sits there; `top_px`: px over it, the title's, when the chart
-    knows it: a lecture-view chart's 24-px title and subtitle take more than the 70 px assumed)."""
+    the plot, more where a step slider sits there; `top_px`: px over it when the chart knows its title's
+    margin, else 70 px scaled as the text is)."""
     if top is not None and len(tickvals) > 2 and math.isclose(tickvals[-1], top, abs_tol=1e-6):
         tickvals, ticktext = tickvals[:-1], ticktext[:-1]
     font = _text_px(14, lecture)

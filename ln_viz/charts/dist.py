@@ -171,7 +171,7 @@ def _act_heatmap(
     share only when not animated (in every frame it would double the animation's size). `controls`:
     Play and the slider take the room under the plot."""
     tick_vals, tick_text = _act_code_ticks()
-    if lecture:  # the scale's ends only: at 24 px three labels met on the lecture view's short colour bar
+    if lecture:  # 0.001 % and 10 % only (100 % at the top would meet the bar's title): at 24 px three labels met
         tick_vals, tick_text = [tick_vals[0], tick_vals[-2]], [tick_text[0], tick_text[-2]]
     values = np.broadcast_to(_f32(info.grid.values), info.shares.shape)
     heat: dict[str, Any] = {
@@ -225,8 +225,8 @@ def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, lecture: 
 def _value_ticks(width: float, lecture: bool) -> list[float]:
     """Real values to label on the symmetric-log axis: 0, ±1 and powers of 4 up to `width`. In the lecture
     view, whose 24-px labels in a quarter of the screen crowded and were turned on their side (−1, 0 and 1
-    printed over each other), five: 0, ±`width` and the ± value nearest a third of the way out (the
-    outer labels are the widest: ±4 of ±256, where ±16 sat too close to ±256 to stay level)."""
+    printed over each other), five: 0, ±`width` and the ± value nearest 0.35 of the way out on the axis
+    (the outer labels are the widest: ±4 of ±256, where ±16 sat too close to ±256 to stay level)."""
     if lecture:
         inner = [v for v in ((1.0, 2.0) if width <= 8 else (1.0, 4.0, 16.0, 64.0, 256.0)) if v < width * 0.9]
         third = 0.35 * float(_u(width))

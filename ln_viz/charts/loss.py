@@ -29,6 +29,7 @@ from ln_viz.charts.style import (
     _f32,
     _hover,
     _layout,
+    _note_lines,
     _px,
     norm_label,
     two_lines,
@@ -210,7 +211,9 @@ def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, lecture:
         return
     x1 = max(data.steps_done, data.stalled_since)
     fig.add_vrect(x0=data.stalled_since, x1=x1, fillcolor="#E69F00", opacity=0.15, line_width=0, layer="below")
-    late = data.stalled_since > step_range(data) / 2  # from the band's start the label would run off the right edge
+    # from the band's start a label would run off the right edge (its first line is ~190 px, three quarters
+    # of a phone's plot): past a third of the axis it ends at the plot's right edge, over the band
+    late = data.stalled_since > step_range(data) / 3
     fig.add_annotation(
         x=1 if late else data.stalled_since,
         xref="x domain" if late else "x",
@@ -337,7 +340,7 @@ def loss_chart(
         compare_schedules(fig, info.compared, [name for name, *_ in info.lines], info.colors, lang)
     for d, color in zip(info.runs, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
-    note = t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}") if info.over else None
+    note = _note_lines(t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}"), lecture) if info.over else None
     if not any(d.scalars["step"] for d in info.runs):
         _empty_note(fig, lang, lecture)
     if log_y:

@@ -19,7 +19,7 @@ from ln_viz.charts.init_lab import _band
 from ln_viz.charts.loss import _divergence_marker, _loss_layout, _prepare_loss, _reference_line, loss_chart
 from ln_viz.charts.lr_axis import compare_schedules
 from ln_viz.charts.sample import MAX_LOSS_POINTS, downsample_index
-from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout
+from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout, _note_lines
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
@@ -149,7 +149,7 @@ def seed_loss_chart(
     for d, color in zip(medians, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
     over = sum(int(np.sum(np.isfinite(b.mean) & (b.mean > info.top))) for b in bands)
-    note = t("chart.clipped", lang, count=over, limit=f"{info.top:g}") if over else None
+    note = _note_lines(t("chart.clipped", lang, count=over, limit=f"{info.top:g}"), lecture) if over else None
     if not any(b.steps.size for b in bands):
         _empty_note(fig, lang, lecture)
     title, key, axes = _loss_layout(info, lang, log_y=False)  # the bands are drawn raw, on a linear axis

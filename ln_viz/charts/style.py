@@ -116,10 +116,17 @@ def _title(text: str, lecture: bool, note: str | None = None) -> dict[str, Any]:
     return title
 
 
-def _top_margin(text: str, lecture: bool, note: bool = False) -> int:
+def _note_lines(note: str, lecture: bool) -> str:
+    """A title note (`_layout`'s `note`) in two lines outside the lecture view when it is long: Plotly does
+    not wrap a subtitle, and a phone's chart is about 360 px wide (the English clipped-loss note, ~380 px,
+    was cut at its edge)."""
+    return note if lecture or _em(note) <= 19 else note.replace(" (", "<br>(", 1)
+
+
+def _top_margin(text: str, lecture: bool, note: str | None = None) -> int:
     """Room above the plot for the title (and its subtitle, with a note's line): from the font sizes,
     not a scaled constant."""
-    sub_lines = (" · " in text) + bool(note)
+    sub_lines = (" · " in text) + (note.count("<br>") + 1 if note else 0)
     lines = (
         _px(20, lecture) * 1.4
         + _px(15, lecture) * (1.7 if sub_lines else 0)
@@ -215,7 +222,7 @@ def _layout(
     paper fraction under the plot, as before, it ran into the x title on short charts). `height` (px;
     None: Plotly's default, 450) is what the page gives the chart; `note`, a grey line under the title's
     subtitle (see `_title`)."""
-    top = _top_margin(title, lecture, bool(note))
+    top = _top_margin(title, lecture, note)
     layout: dict[str, Any] = {
         "font": {"family": FONT_FAMILY, "size": _text_px(BASE_FONT, lecture), "color": "#222222"},
         "title": _title(title, lecture, note),
@@ -313,8 +320,9 @@ def _empty_note(
 
 
 def _corner_note(fig: go.Figure, text: str, lecture: bool, inside: str | None = None) -> None:
-    """A small grey note above the plot's top right corner (clipped values, what a band means); with
-    `inside` (an axis pair, "x y"), inside that subplot's lower right corner, on a white ground."""
+    """A small grey note above the plot's top right corner; with `inside` (an axis pair, "x y"), inside
+    that subplot's lower right corner, on a white ground (the profile's floor note). A loss chart's
+    clipped values are said in its title instead (`_title`: here the note met a long subtitle)."""
     xref, yref = (f"{a} domain" for a in inside.split()) if inside else ("paper", "paper")
     fig.add_annotation(
         xref=xref,

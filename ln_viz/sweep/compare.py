@@ -21,7 +21,7 @@ from ln_viz.config import FIELDS, RunConfig
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.snapshot import final_loss
 from ln_viz.stats import Interval, mean_sd, paired_t_interval
-from ln_viz.sweep.driver import Progress
+from ln_viz.sweep.driver import Progress, eta_seconds
 from ln_viz.sweep.executors import Executor
 from ln_viz.sweep.spec import MAX_SEEDS, Cell
 
@@ -116,6 +116,8 @@ class SeedCompare:
         self._losses: dict[int, list[float]] = {}
         self._ended: dict[int, tuple[str, str | None]] = {}
         self._started: float | None = None
+        self._first_step: float | None = None  # when the first step came in (the workers have started)
+        self._steps_seen = 0
         self._elapsed = 0.0
         self._state = "pending"
 
@@ -140,6 +142,9 @@ class SeedCompare:
     def _on_step(self, index: int, step: int, loss: float, eval_loss: float | None, status: str) -> None:
         with self._lock:
             self._losses.setdefault(index, []).append(loss)
+            self._steps_seen += 1
+            if self._first_step is None:
+                self._first_step = time.monotonic()
 
     def _on_end(self, index: int, status: str, error: str | None) -> None:
         with self._lock:
@@ -173,8 +178,8 @@ class SeedCompare:
             steps_done = trained + sum(self.cells[i].config.steps for i in self._ended)
             live = self._state == "running" and self._started is not None
             elapsed = time.monotonic() - self._started if live else self._elapsed
-            rate = steps_done / elapsed if elapsed > 1 and steps_done else 0.0
-            eta = (steps_total - steps_done) / rate if rate > 0 else None
+            until = time.monotonic() if live else (self._started or 0) + self._elapsed
+            eta = eta_seconds(steps_total - steps_done, self._steps_seen, self._first_step, until)
             return Progress(
                 total=len(self.cells),
                 done=len(self._ended),

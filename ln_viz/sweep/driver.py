@@ -48,6 +48,17 @@ class Progress:
         return self.steps_done / self.steps_total if self.steps_total else 1.0
 
 
+def eta_seconds(steps_left: int, steps_seen: int, first_step: float | None, until: float) -> float | None:
+    """Seconds left at the rate the steps have come in since the first one (at `first_step`, monotonic)
+    up to `until`; None until a rate is known. From the first step, not from Start: the workers' start (a
+    process each, torch imported) before it made a sweep's first ETA 3-4x too long ("about 4 min left"
+    at 6 s, done 50 s later: issue 21 N25)."""
+    since = until - first_step if first_step is not None else 0.0
+    rate = (steps_seen - 1) / since if since > 1 and steps_seen > 1 else 0.0
+    eta = steps_left / rate if rate > 0 else None
+    return eta if eta is None or math.isfinite(eta) else None
+
+
 @dataclass
 class SweepRun:
     """One sweep of a spec on an executor, optionally stored."""
@@ -156,12 +167,9 @@ class SweepRun:
         with self._lock:
             elapsed = self._elapsed if self._state not in ("running",) else time.monotonic() - (self._started or 0)
             steps_total = len(self._todo) * self.spec.steps
-            # steps trained per second, from the first step on: the workers' start (a process each, torch
-            # imported) before it made the first ETA 4x too long ("about 4 min left" at 6 s, done 50 s later)
-            since = time.monotonic() - self._first_step if self._first_step is not None else 0.0
-            rate = (self._steps - 1) / since if since > 1 and self._steps > 1 else 0.0
             steps_done = self._steps + self._ended_early
-            eta = (steps_total - steps_done) / rate if rate > 0 else None
+            until = time.monotonic() if self._state == "running" else (self._started or 0) + self._elapsed
+            eta = eta_seconds(steps_total - steps_done, self._steps, self._first_step, until)
             results = tuple(self._results[c.fingerprint] for c in self.cells if c.fingerprint in self._results)
             return Progress(
                 total=len(self.cells),
@@ -171,7 +179,7 @@ class SweepRun:
                 steps_done=steps_done,
                 steps_total=steps_total,
                 elapsed_s=elapsed,
-                eta_s=eta if eta is None or math.isfinite(eta) else None,
+                eta_s=eta,
                 state=self._state,
                 error=self._error,
                 results=results,

@@ -36,7 +36,8 @@ FRAME_CSS = (
 LECTURE_TEXT_CSS = """
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {font-size: 1.3rem;}
 [data-testid="stCaptionContainer"] {font-size: 1.1rem;}
-[data-testid="stSliderThumbValue"]:not(.st-key-lecture_steps *) p, [data-testid="stSliderTickBar"] p {font-size: 1.1rem;}
+[data-testid="stSliderThumbValue"]:not(.st-key-lecture_steps *) p,
+[data-testid="stSliderTickBar"] p {font-size: 1.1rem;}
 [data-testid="stSliderThumbValue"]:not(.st-key-lecture_steps *) {top: -1.9rem !important;}
 """
 # (a slider's value is placed above its thumb for 14-px text: at 1.3rem it sat on the track, issue 21 N23;

@@ -54,13 +54,16 @@ def _shutdown(runner: Runner) -> None:
 def get_runner() -> Runner:
     """The server's one Runner: at most LN_VIZ_MAX_CONCURRENT runs train at once (default: the number
     of cores), each capped at LN_VIZ_MAX_SECONDS seconds (default 600); LN_VIZ_WARM_WORKERS workers are
-    kept warm (default 1; the fast tests use 0, as a page that never trains needs none)."""
+    kept warm (default 2, or 1 with a cap of 1: Compare's Start both then starts both runs at once; with
+    one, the second run's first point came 1.4-1.7 s after the first's, 0.0-0.1 s with two: issue 21
+    N18; the fast tests use 0, as a page that never trains needs none)."""
     from ln_viz.runner import Runner
     from ln_viz.ui.storage import store_hooks
 
     cap = int(os.environ.get(MAX_CONCURRENT_ENV, "0")) or None
     max_seconds = float(os.environ.get(MAX_SECONDS_ENV, "600"))
-    warm = int(os.environ.get(WARM_WORKERS_ENV, "1"))
+    raw = os.environ.get(WARM_WORKERS_ENV, "").strip()
+    warm = int(raw) if raw else min(2, cap or os.cpu_count() or 1)
     backend = _ray_backend() if os.environ.get(EXECUTOR_ENV, "").strip() == "ray" else None
     if backend is not None:  # the cluster's CPUs, still capped by LN_VIZ_MAX_CONCURRENT; no warm pool
         cap, warm = min(cap or 10**6, max(1, backend.cpus()[1])), 0
