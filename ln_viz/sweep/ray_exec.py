@@ -21,6 +21,7 @@ ray==2.60.0 installed (README, "The stability map"). A private cluster shares th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -164,13 +165,28 @@ def _local_only(ray: Any, on: bool) -> None:
         os.environ.pop(_LOCAL_ONLY_ENV, None)
 
 
+@contextlib.contextmanager
+def _stderr_muted():
+    """File descriptor 2 on /dev/null for a moment (a C++ library writes there directly, past Python)."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _check_gcs(ray: Any, address: str) -> None:
     """Ask the cluster's GCS once, briefly, whether it takes us: `ray.init` would retry a refused token
     for 20 s and then say only 'Failed to connect' (issue 21, M1). Ray 2.60's own client (pinned)."""
     from ray._raylet import InnerGcsClient
 
     try:
-        InnerGcsClient.standalone(address, None, _GCS_CHECK_MS)
+        with _stderr_muted():  # its C++ client logs the refusal itself ("gcs_client.cc:210: Failed to get
+            # cluster ID ...") before our one sentence, which says it (issue 21, M11)
+            InnerGcsClient.standalone(address, None, _GCS_CHECK_MS)
     except ray.exceptions.AuthenticationError as e:  # its own advice after "Note:" is ours, in the catalog
         reason = error_line(e, named=False).split(" Note:")[0][:200]
         raise SweepError("sweep.err.ray_auth", "address", address=address, reason=reason) from None
