@@ -67,6 +67,20 @@ PAGE_CSS = (
 )
 
 
+def scaled_charts(box: str) -> str:
+    """CSS: the charts in the boxes keyed `box` drawn for a 1920x1080 screen and scaled to this one by
+    --ln-zoom (the lecture view's): the chart's frame 1/z as wide and tall as its box, the chart scaled
+    by z with a transform. Not CSS `zoom`: Plotly maps the mouse through transforms but not through zoom
+    (plotly.js issue 6169), so at 1280x720 a click on a stability map's cell opened the cell above it and
+    hover labels named other points than the one under the mouse; and the transform goes on the chart, not
+    on the frame, whose width Streamlit measures for the figure."""
+    frame = f'[class*="st-key-{box}"] [data-testid="stFullScreenFrame"]'
+    return (
+        f"{frame} {{width: calc(100% / var(--ln-zoom)) !important; height: calc(100% / var(--ln-zoom)) !important;}}\n"
+        f'[class*="st-key-{box}"] .js-plotly-plot {{transform: scale(var(--ln-zoom)); transform-origin: 0 0;}}\n'
+    )
+
+
 def css(text: str) -> None:
     """Add a style sheet to the page (st.html with only a style element takes no space)."""
     st.html(f"<style>{text}</style>")

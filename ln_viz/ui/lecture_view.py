@@ -24,7 +24,8 @@ from ln_viz.words import describe
 # Plotly's fonts are in px and the server cannot know the screen, so the view is laid out for a
 # 1920x1080 screen and each part (charts, header, step row, takeaway) zoomed to the screen it is on
 # (1280x720: 2/3; --ln-zoom): a laptop shows the projector's picture, not a crowded one. A part
-# zoomed by z is made 1/z as wide and tall, so it still fills its place. --ln-chrome: what is not a
+# zoomed by z is made 1/z as wide and tall, so it still fills its place (a chart is scaled, not zoomed:
+# `layout.scaled_charts`). --ln-chrome: what is not a
 # chart (header strip, buttons, status and step row, takeaway, gaps), measured in Chromium.
 SCREEN_CSS = f"""
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] {{display: none;}}
@@ -41,10 +42,7 @@ SCREEN_CSS = f"""
     overflow: hidden;}}
 [class*="st-key-{LOWER}"] {{height: calc((100vh - var(--ln-chrome)) * 0.56 - 0.2rem); flex: 0 0 auto !important;
     overflow: hidden;}}
-[class*="st-key-{FULL}"] [data-testid="stFullScreenFrame"], [class*="st-key-{UPPER}"] [data-testid="stFullScreenFrame"],
-[class*="st-key-{LOWER}"] [data-testid="stFullScreenFrame"],
-[class*="st-key-{HALF}"] [data-testid="stFullScreenFrame"] {{zoom: var(--ln-zoom);
-    width: calc(100% / var(--ln-zoom)) !important; height: calc(100% / var(--ln-zoom)) !important;}}
+{"".join(layout.scaled_charts(box) for box in (FULL, UPPER, LOWER, HALF))}
 .st-key-lecture_top, .st-key-lecture_buttons, .st-key-lecture_steps, .st-key-lecture_takeaway {{zoom: var(--ln-zoom);
     width: calc(100% / var(--ln-zoom)) !important;}}
 .st-key-lecture_title p {{font-size: 34px; font-weight: 700; line-height: 1.2; margin: 0;}}

@@ -244,11 +244,12 @@ def write_spec_to_url(spec: SweepConfig) -> None:
 MAP_BOX, CELL_BOX, SENS_BOX, HALF_BOX = "smmap__", "smcell__", layout.FULL, layout.HALF
 NOMINAL_PX = {MAP_BOX: 490, CELL_BOX: 300}  # their heights at 1920x1080, the lecture view's own px
 _ZOOMED = """[class*="st-key-{box}"] {{height: {height}; flex: 0 0 auto !important; overflow: hidden;}}
-[class*="st-key-{box}"] [data-testid="stFullScreenFrame"] {{zoom: var(--ln-zoom);
-    width: calc(100% / var(--ln-zoom)) !important; height: calc(100% / var(--ln-zoom)) !important;}}
 """
-LECTURE_CSS = _ZOOMED.format(box=MAP_BOX, height="calc((100vh - var(--ln-chrome)) * 0.58)") + _ZOOMED.format(
-    box=CELL_BOX, height="calc((100vh - var(--ln-chrome)) * 0.42 - 3.4rem)"
+LECTURE_CSS = (
+    _ZOOMED.format(box=MAP_BOX, height="calc((100vh - var(--ln-chrome)) * 0.58)")
+    + _ZOOMED.format(box=CELL_BOX, height="calc((100vh - var(--ln-chrome)) * 0.42 - 3.4rem)")
+    + layout.scaled_charts(MAP_BOX)
+    + layout.scaled_charts(CELL_BOX)
 )
 
 

@@ -197,3 +197,33 @@ def test_the_qk_norm_scenario_shows_both_runs_attention_logits_in_the_lecture_vi
     print(f"largest attention logit at the last step: {logits_a[-1]:.1f} without QK-norm, {logits_b[-1]:.1f} with")
     assert logits_a[-1] >= 20 * logits_b[-1], (logits_a[-5:], logits_b[-5:])
     assert errors == [], errors
+
+
+# The centre of the map's first cell on screen, and the cell's own words (its lr and warm-up).
+FIRST_CELL = """() => { const el = document.querySelector('.st-key-sm_map_lr .js-plotly-plot');
+  const pts = el.data.find(d => d.type === 'scatter' && d.customdata && d.customdata.length);
+  const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis, r = el.getBoundingClientRect();
+  const kx = r.width / el._fullLayout.width, ky = r.height / el._fullLayout.height;
+  return {x: r.left + kx * (xa._offset + xa.l2p(pts.x[0])), y: r.top + ky * (ya._offset + ya.l2p(pts.y[0])),
+          text: pts.text ? String(pts.text[0]) : ''}; }"""
+
+
+def test_a_click_on_a_map_cell_opens_that_cell_at_a_laptop_s_size(server, browser):
+    """The lecture view scales its charts to a 1280x720 screen (by 2/3). Scaled with CSS zoom, Plotly read
+    the mouse unscaled: a click at the centre of "lr 3e-4, warm-up 0" opened "warm-up 30", the cell above
+    (issue 21, found re-running the review's check 3). A transform, which Plotly maps, opens the right one."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        page.goto(server.url + "/stability-map?present=1&lang=en")
+        wait_idle(page, 120_000)
+        page.wait_for_selector(".st-key-sm_map_lr .js-plotly-plot", timeout=60_000)
+        time.sleep(1)
+        cell = page.evaluate(FIRST_CELL)
+        page.mouse.click(cell["x"], cell["y"])
+        title = page.locator(".st-key-sm_cell_chart .gtitle").first
+        title.wait_for(timeout=60_000)
+        words = title.text_content()
+        assert "lr 3e-4" in words and "warm-up 0," in words, words
+    finally:
+        context.close()
