@@ -42,11 +42,6 @@ def cluster(tmp_path_factory):
         assert not head.left, f"Ray processes left: {head.left}"
 
 
-def actor_pids(head: HeadNode) -> set[int]:
-    """The head's worker processes that hold a run's actor."""
-    return head.actor_pids()
-
-
 def cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
@@ -79,7 +74,7 @@ def test_start_trains_on_the_cluster_and_stop_ends_it(cluster, page):
     start_run(page, server, "en")
     n1 = loss_steps(page)
     wait_for(lambda: loss_steps(page) > n1 + 5, 60, "the loss chart did not move")  # the page moves
-    actors = wait_for(lambda: actor_pids(head), 30, "no actor process on the Ray head")
+    actors = wait_for(head.actor_pids, 30, "no actor process on the Ray head")
     (pid,) = actors
     ticks = cpu_ticks(pid)
     time.sleep(1.0)
@@ -99,12 +94,16 @@ def test_start_trains_on_the_cluster_and_stop_ends_it(cluster, page):
 def test_a_killed_ray_worker_fails_its_run_in_one_sentence(cluster, page):
     server, head = cluster
     start_run(page, server, "ko")
-    (pid,) = wait_for(lambda: actor_pids(head), 30, "no actor process on the Ray head")
+    (pid,) = wait_for(head.actor_pids, 30, "no actor process on the Ray head")
     drawn = wait_for(lambda: points(page, "loss_chart") > 0 and points(page, "loss_chart"), 30, "nothing drawn")
     os.kill(pid, signal.SIGKILL)  # the run's worker process on the cluster, nothing else
     wait_for(lambda: page_says(page, "실패"), 60, "the page never said the run failed")
+    # the run's sentence comes with the page's rerun at the run's end, a moment after the status line's
+    # "실패" (read at once, the page could still be without it)
+    sentence = "이 실행을 학습하던 Ray 워커나 노드를 잃었습니다"
+    wait_for(lambda: page_says(page, sentence), 30, "the page never said why the run failed")
     text = page.locator("[data-testid='stMain']").inner_text()
-    assert "이 실행을 학습하던 Ray 워커나 노드를 잃었습니다" in text, text[:2000]  # one sentence, in Korean
+    assert sentence in text, text[:2000]  # one sentence, in Korean
     assert "Traceback" not in text and "lost" not in text
     assert page.locator("[data-testid='stException']").count() == 0
     assert points(page, "loss_chart") >= drawn  # the steps received are kept and drawn
