@@ -504,7 +504,7 @@ def widget_state(element) -> object | None:
 
 
 def drive_websockets(
-    server: Server, sessions: int, time_limit: float, query: str, workers: Callable[[], int] | None = None
+    server: Server, sessions: int, time_limit: float, query: str, workers: Callable[[], int]
 ) -> Observed:
     seen = Observed(done=[False] * sessions)
 
@@ -518,7 +518,7 @@ def drive_websockets(
         deadline = time.monotonic() + time_limit
         seed = 0  # the form's seed at Start: every other click puts it back, so tab 1 shows its own run again
         while not all(seen.done) and time.monotonic() < deadline:
-            seen.max_children = max(seen.max_children, workers() if workers else len(server.children()))
+            seen.max_children = max(seen.max_children, workers())  # processes training runs now
             for i, tab in enumerate(tabs):
                 text = tab.status()
                 if text:
@@ -559,7 +559,7 @@ def drive_websockets(
 
 # --- Chromium tabs -------------------------------------------------------------------------------
 def drive_browsers(
-    server: Server, sessions: int, time_limit: float, query: str, workers: Callable[[], int] | None = None
+    server: Server, sessions: int, time_limit: float, query: str, workers: Callable[[], int]
 ) -> Observed:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
@@ -579,7 +579,7 @@ def drive_browsers(
             page.locator(".st-key-start button").click(no_wait_after=True)
         deadline = time.monotonic() + time_limit
         while not all(seen.done) and time.monotonic() < deadline:
-            seen.max_children = max(seen.max_children, workers() if workers else len(server.children()))
+            seen.max_children = max(seen.max_children, workers())  # processes training runs now
             for i, page in enumerate(pages):
                 if seen.done[i]:
                     continue

@@ -319,20 +319,20 @@ def _empty_note(
     )
 
 
-def _corner_note(fig: go.Figure, text: str, lecture: bool, inside: str | None = None) -> None:
-    """A small grey note above the plot's top right corner; with `inside` (an axis pair, "x y"), inside
-    that subplot's lower right corner, on a white ground (the profile's floor note). A loss chart's
-    clipped values are said in its title instead (`_title`: here the note met a long subtitle)."""
-    xref, yref = (f"{a} domain" for a in inside.split()) if inside else ("paper", "paper")
+def _corner_note(fig: go.Figure, text: str, lecture: bool, inside: str) -> None:
+    """A small grey note inside the lower right corner of the subplot `inside` (an axis pair, "x y"), on a
+    white ground (the profile's floor note). A loss chart's clipped values are said in its title instead
+    (`_title`: a note above the plot's corner met a long subtitle)."""
+    xref, yref = (f"{a} domain" for a in inside.split())
     fig.add_annotation(
         xref=xref,
         yref=yref,
         x=1,
-        y=0 if inside else 1,
+        y=0,
         xanchor="right",
         yanchor="bottom",
         showarrow=False,
         text=text,
-        font={"size": _px(13 if inside else 14, lecture), "color": GREY},
-        bgcolor="rgba(255,255,255,0.8)" if inside else None,
+        font={"size": _px(13, lecture), "color": GREY},
+        bgcolor="rgba(255,255,255,0.8)",
     )

@@ -178,7 +178,7 @@ class SeedCompare:
             steps_done = trained + sum(self.cells[i].config.steps for i in self._ended)
             live = self._state == "running" and self._started is not None
             elapsed = time.monotonic() - self._started if live else self._elapsed
-            until = time.monotonic() if live else (self._started or 0) + self._elapsed
+            until = (self._started or 0) + elapsed  # now while it runs, else its end
             eta = eta_seconds(steps_total - steps_done, self._steps_seen, self._first_step, until)
             return Progress(
                 total=len(self.cells),

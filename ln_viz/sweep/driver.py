@@ -168,7 +168,7 @@ class SweepRun:
             elapsed = self._elapsed if self._state not in ("running",) else time.monotonic() - (self._started or 0)
             steps_total = len(self._todo) * self.spec.steps
             steps_done = self._steps + self._ended_early
-            until = time.monotonic() if self._state == "running" else (self._started or 0) + self._elapsed
+            until = (self._started or 0) + elapsed  # now while it runs, else its end
             eta = eta_seconds(steps_total - steps_done, self._steps, self._first_step, until)
             results = tuple(self._results[c.fingerprint] for c in self.cells if c.fingerprint in self._results)
             return Progress(

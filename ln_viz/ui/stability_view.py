@@ -243,11 +243,11 @@ def write_spec_to_url(spec: SweepConfig) -> None:
 # Live" row) on the left, the LR-sensitivity chart the whole height on the right.
 MAP_BOX, CELL_BOX, SENS_BOX, HALF_BOX = "smmap__", "smcell__", layout.FULL, layout.HALF
 NOMINAL_PX = {MAP_BOX: 490, CELL_BOX: 300}  # their heights at 1920x1080, the lecture view's own px
-_ZOOMED = """[class*="st-key-{box}"] {{height: {height}; flex: 0 0 auto !important; overflow: hidden;}}
+_SIZED = """[class*="st-key-{box}"] {{height: {height}; flex: 0 0 auto !important; overflow: hidden;}}
 """
 LECTURE_CSS = (
-    _ZOOMED.format(box=MAP_BOX, height="calc((100vh - var(--ln-chrome)) * 0.58)")
-    + _ZOOMED.format(box=CELL_BOX, height="calc((100vh - var(--ln-chrome)) * 0.42 - 3.4rem)")
+    _SIZED.format(box=MAP_BOX, height="calc((100vh - var(--ln-chrome)) * 0.58)")
+    + _SIZED.format(box=CELL_BOX, height="calc((100vh - var(--ln-chrome)) * 0.42 - 3.4rem)")
     + layout.scaled_charts(MAP_BOX)
     + layout.scaled_charts(CELL_BOX)
 )
