@@ -1,8 +1,8 @@
 """ln-viz's speed and memory figures: prints a table and writes it as JSON.
 
-    .venv/bin/python benchmarks/bench.py                 # the full set (about 15 minutes on 2 cores)
-    .venv/bin/python benchmarks/bench.py --quick         # tiny sizes, seconds (the smoke test runs this)
-    .venv/bin/python benchmarks/bench.py --only steps    # one section: steps, mfu, start, payload, memory, threads,
+    .venv/bin/python -m benchmarks.bench                 # the full set (about 15 minutes on 2 cores)
+    .venv/bin/python -m benchmarks.bench --quick         # tiny sizes, seconds (the smoke test runs this)
+    .venv/bin/python -m benchmarks.bench --only steps    # one section: steps, mfu, start, payload, memory, threads,
                                                          # compare (the time to a seed comparison's takeaway), pack
 
 Every timing is repeated (--repeats, default 3) and reported as min / median / max. Nothing here
@@ -19,18 +19,17 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ln_viz.config import RunConfig
+from ln_viz.corpus import Batches, english
+from ln_viz.model import build_model
+from ln_viz.schema import HIST_BINS
+from ln_viz.train import Trainer, make_optimizer
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from ln_viz.config import RunConfig  # noqa: E402
-from ln_viz.corpus import Batches, english  # noqa: E402
-from ln_viz.model import build_model  # noqa: E402
-from ln_viz.schema import HIST_BINS  # noqa: E402
-from ln_viz.train import Trainer, make_optimizer  # noqa: E402
 
 SIZES = [(6, 64), (12, 128), (24, 128)]  # (depth, d_model), batch 32, seq 64: the issue's sizes
 QUICK_SIZES = [(2, 32)]
@@ -459,8 +458,9 @@ def bench_memory(quick: bool) -> dict:
     out = {}
     for probe_every in (5, 10):
         print(f"  probes every {probe_every} steps:", flush=True)
-        cmd = [sys.executable, str(ROOT / "benchmarks" / "memory.py"), "--probe-every", str(probe_every)]
-        done = subprocess.run(cmd + (["--quick"] if quick else []), capture_output=True, text=True, check=True)
+        quick_flag = ["--quick"] if quick else []
+        cmd = [sys.executable, "-m", "benchmarks.memory", "--probe-every", str(probe_every), *quick_flag]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
         lines = done.stdout.rstrip().splitlines()
         print("\n".join(lines[:-1]), flush=True)
         out[f"probe_every_{probe_every}"] = json.loads(lines[-1])

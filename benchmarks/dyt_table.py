@@ -1,8 +1,8 @@
 """DyT against LayerNorm in Pre-LN (issue 19's table): held-out loss, the train/held-out gap and DyT's
 saturated share at the end of each run, at three learning rates.
 
-    nice -n 10 .venv/bin/python benchmarks/dyt_table.py             # 6 runs x 1,500 steps, 2 at a time
-    nice -n 10 .venv/bin/python benchmarks/dyt_table.py --quick     # tiny runs, seconds
+    nice -n 10 .venv/bin/python -m benchmarks.dyt_table             # 6 runs x 1,500 steps, 2 at a time
+    nice -n 10 .venv/bin/python -m benchmarks.dyt_table --quick     # tiny runs, seconds
 
 The runs: Pre-LN, 6 layers, d_model 64, 4 heads, batch 16 x 32, Adam, no warm-up, 1,500 steps, seed 0,
 the English corpus, LayerNorm or DyT (alpha 0.5 at initialisation), lr 1e-3 / 3e-3 / 1e-2. Each run is
@@ -25,10 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ln_viz.config import RunConfig  # noqa: E402
+from ln_viz.config import RunConfig
 
 LRS = (1e-3, 3e-3, 1e-2)
 NORMS = ("layernorm", "dyt")

@@ -1,9 +1,9 @@
 """A Live run while another session's Stability-map sweep trains (issue 21, X4): how long a Start takes
 to its first point, and how fast the run trains, alone and beside the largest sweep a visitor may start.
 
-    .venv/bin/python benchmarks/live_during_sweep.py            # 3 runs alone, then 3 beside the sweep
-    .venv/bin/python benchmarks/live_during_sweep.py --quick    # a short check that it works
-    .venv/bin/python benchmarks/live_during_sweep.py --json     # one JSON object
+    .venv/bin/python -m benchmarks.live_during_sweep            # 3 runs alone, then 3 beside the sweep
+    .venv/bin/python -m benchmarks.live_during_sweep --quick    # a short check that it works
+    .venv/bin/python -m benchmarks.live_during_sweep --json     # one JSON object
 
 The server's own parts, as the app uses them: one Runner at its defaults (as many runs at once as cores,
 one warm worker, one thread a run) trains Live's default preset (Pre-LN, 6 layers, 300 steps); the sweep is
@@ -18,12 +18,9 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def live_run(runner, cfg, timeout: float = 300.0) -> dict:

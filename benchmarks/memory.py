@@ -1,14 +1,14 @@
 """One memory measurement of ln-viz's server side, in a process of its own that, like the server,
 never imports torch (bench.py's `memory` section runs it twice).
 
-    .venv/bin/python benchmarks/memory.py --probe-every 5 [--quick]
+    .venv/bin/python -m benchmarks.memory --probe-every 5 [--quick]
 
 A Runner trains the deep Pre-LN preset for 2,000 steps in its worker process while a page-like reader
 takes a view and builds the live figures once a second; this process's RSS (the server side: runner,
 drain thread, the run's live copy, the figures) and the worker's are sampled every 0.5 s. Prints one
 line of figures, then the JSON.
 
-    .venv/bin/python benchmarks/memory.py --stored [--quick] [--store PATH]
+    .venv/bin/python -m benchmarks.memory --stored [--quick] [--store PATH]
 
 Opening stored runs (issue 21 X5): two 10,000-step depth-48 runs probed every step (what a visitor can
 train within the caps: d_model 4, batch 1 x 2, about 8 min each), written by the project's RunWriter
@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def rss_mb(pid: int) -> float:
@@ -188,8 +187,8 @@ def stored_runs(quick: bool, store: Path | None) -> dict:
                   f"{path.stat().st_size / 1e9:.2f} GB", flush=True)  # fmt: skip
         out = {"steps": steps, "depth": depth, "store_bytes": path.stat().st_size}
         for case in ("open", "pair", "whole"):
-            cmd = [sys.executable, __file__, "--case", case, "--store", str(path)]
-            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            cmd = [sys.executable, "-m", "benchmarks.memory", "--case", case, "--store", str(path)]
+            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
             r = out[case] = json.loads(done.stdout.splitlines()[-1])
             print(f"    {case}: RSS {r['rss_before_mb']:.0f} -> {r['rss_after_mb']:.0f} MB (peak "
                   f"{r['rss_peak_mb']:.0f}) in {r['seconds']:.1f} s, probe steps {r['probe_steps']}, "

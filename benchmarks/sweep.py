@@ -2,9 +2,9 @@
 both measured here in the same invocation; and the overhead of the `ray` executor on this machine (a
 head node this benchmark starts on 127.0.0.1 and ends) against `local`.
 
-    .venv/bin/python benchmarks/sweep.py                  # 8 runs x 200 steps of the reference cell
-    .venv/bin/python benchmarks/sweep.py --quick          # tiny cells, seconds
-    .venv/bin/python benchmarks/sweep.py --no-ray         # local only
+    .venv/bin/python -m benchmarks.sweep                  # 8 runs x 200 steps of the reference cell
+    .venv/bin/python -m benchmarks.sweep --quick          # tiny cells, seconds
+    .venv/bin/python -m benchmarks.sweep --no-ray         # local only
 
 The reference cell is the stability map's: depth 6, d_model 64, batch 16 x 32, no probes, one thread.
 "Steady" throughput counts from the moment every worker has sent its first step (worker start-up, the
@@ -17,18 +17,14 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ln_viz.sweep.executors import Executor  # noqa: E402
-from ln_viz.sweep.local import LocalExecutor  # noqa: E402
-from ln_viz.sweep.presets import BASE  # noqa: E402
-from ln_viz.sweep.spec import SweepConfig  # noqa: E402
+from ln_viz.sweep.executors import Executor
+from ln_viz.sweep.local import LocalExecutor
+from ln_viz.sweep.presets import BASE
+from ln_viz.sweep.spec import SweepConfig
 
 
 def sweep_rate(executor: Executor, spec: SweepConfig) -> dict[str, float]:

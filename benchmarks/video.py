@@ -1,22 +1,19 @@
 """Video export times (ln_viz/video.py): a 200-step run to MP4 (1920x1080, 30 fps, ~15 s) and GIF
 (960x540), frames drawn and encoded; the target is a 15-second 1080p video in at most 2 minutes on 2 cores.
 
-    .venv/bin/python benchmarks/video.py [--probe-every 10] [--depth 6]
+    .venv/bin/python -m benchmarks.video [--probe-every 10] [--depth 6]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ln_viz.config import RunConfig  # noqa: E402
-from ln_viz.train import run  # noqa: E402
-from ln_viz.video import export_video, hold  # noqa: E402
+from ln_viz.config import RunConfig
+from ln_viz.train import run
+from ln_viz.video import export_video, hold
 
 
 def timed_export(data, fmt: str, out: Path) -> tuple[float, float, int]:

@@ -15,7 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchmarks.load_test import SMALL_RUN, Tab, cpu_seconds
+from benchmarks.tab import SMALL_RUN, Tab, cpu_seconds
 from tests.e2e.conftest import Server
 
 WATCH_QUERY = "watch={id}&lang=en"

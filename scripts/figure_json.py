@@ -19,27 +19,24 @@ import argparse
 import dataclasses
 import json
 import math
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
-
-from ln_viz import charts  # noqa: E402
-from ln_viz.corpus import load_corpus  # noqa: E402
-from ln_viz.i18n import t  # noqa: E402
-from ln_viz.init_lab import InitLab, bundled_default  # noqa: E402
-from ln_viz.runfile import read_run_file  # noqa: E402
-from ln_viz.snapshot import RunData, Snapshot  # noqa: E402
-from ln_viz.store.transfer import DEMO_DIR  # noqa: E402
-from ln_viz.sweep import charts as sweep_charts  # noqa: E402
-from ln_viz.sweep import curve_charts  # noqa: E402
-from ln_viz.sweep.presets import DEFAULT_MAP, SWEEP_PRESETS  # noqa: E402
-from ln_viz.sweep.results import CellResult, curves  # noqa: E402
-from ln_viz.sweep.spec import SweepConfig  # noqa: E402
+from ln_viz import charts
+from ln_viz.corpus import load_corpus
+from ln_viz.i18n import t
+from ln_viz.init_lab import InitLab, bundled_default
+from ln_viz.runfile import read_run_file
+from ln_viz.snapshot import RunData, Snapshot
+from ln_viz.store.transfer import DEMO_DIR
+from ln_viz.sweep import charts as sweep_charts
+from ln_viz.sweep import curve_charts
+from ln_viz.sweep.presets import DEFAULT_MAP, SWEEP_PRESETS
+from ln_viz.sweep.results import CellResult, curves
+from ln_viz.sweep.spec import SweepConfig
 
 Build = Callable[[str, bool], go.Figure]  # (lang, lecture) -> figure
 

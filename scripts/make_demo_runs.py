@@ -17,11 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
-
-from ln_viz.config import PRESETS, RunConfig  # noqa: E402
-from ln_viz.runfile import write_run_file  # noqa: E402
-from ln_viz.store.transfer import DEMO_DIR  # noqa: E402
+from ln_viz.config import PRESETS, RunConfig
+from ln_viz.runfile import write_run_file
+from ln_viz.store.transfer import DEMO_DIR
 
 
 def tiny(cfg: RunConfig) -> RunConfig:

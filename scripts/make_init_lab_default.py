@@ -7,13 +7,9 @@ probes or the scenario (tests/test_init_lab.py measures again and says so when t
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
-
-from ln_viz.init_lab import BUNDLED_DEFAULT, make_executor, write_bundled_default  # noqa: E402
+from ln_viz.init_lab import BUNDLED_DEFAULT, make_executor, write_bundled_default
 
 
 def main() -> None:

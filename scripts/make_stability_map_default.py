@@ -18,16 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
-
-from ln_viz.sweep.driver import SweepRun  # noqa: E402
-from ln_viz.sweep.local import LocalExecutor  # noqa: E402
-from ln_viz.sweep.presets import (  # noqa: E402
-    DEFAULT_MAP,  # noqa: E402
+from ln_viz.sweep.driver import SweepRun
+from ln_viz.sweep.local import LocalExecutor
+from ln_viz.sweep.presets import (
+    DEFAULT_MAP,
     DEFAULT_SWEEP,
     SWEEP_PRESETS,
 )
-from ln_viz.sweep.storage import SweepStore  # noqa: E402
+from ln_viz.sweep.storage import SweepStore
 
 FORMAT = 1
 

@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, nothing installed
-
-from ln_viz.config import COMPARE_PRESETS, PRESETS, RunConfig  # noqa: E402
-from ln_viz.schema import Stat  # noqa: E402
-from ln_viz.snapshot import RunData  # noqa: E402
-from ln_viz.train import run  # noqa: E402
+from ln_viz.config import COMPARE_PRESETS, PRESETS, RunConfig
+from ln_viz.schema import Stat
+from ln_viz.snapshot import RunData
+from ln_viz.train import run
 
 COLUMNS = ("run", "status", "final", "held-out", "max attn logit", "log Z", "mean log Z", "DyT sat.", "resid std", "s")
 

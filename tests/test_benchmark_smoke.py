@@ -1,4 +1,5 @@
-"""The benchmark keeps running: its quick mode, on tiny sizes (the figures themselves are not checked)."""
+"""The benchmarks keep running (each as `python -m benchmarks.NAME` from the root, as their docstrings say): their
+quick modes, on tiny sizes (the figures themselves are not checked)."""
 
 import json
 import subprocess
@@ -15,7 +16,7 @@ def test_benchmark_quick_mode_prints_and_writes_its_table(tmp_path):
     out = tmp_path / "bench.json"
     sections = ["--only", "steps", "--only", "mfu", "--only", "start", "--only", "payload"]
     proc = subprocess.run(
-        [sys.executable, "benchmarks/bench.py", "--quick", "--repeats", "1", *sections, "--out", str(out)],
+        [sys.executable, "-m", "benchmarks.bench", "--quick", "--repeats", "1", *sections, "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -32,7 +33,7 @@ def test_benchmark_quick_mode_prints_and_writes_its_table(tmp_path):
 def test_dyt_table_quick_mode_prints_its_table(tmp_path):
     out = tmp_path / "dyt.json"
     proc = subprocess.run(
-        [sys.executable, "benchmarks/dyt_table.py", "--quick", "--jobs", "1", "--out", str(out)],
+        [sys.executable, "-m", "benchmarks.dyt_table", "--quick", "--jobs", "1", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

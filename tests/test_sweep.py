@@ -464,8 +464,8 @@ def test_the_page_runs_a_sweep_and_fills_the_map_from_the_store(start_app):
 @pytest.mark.slow  # trains 8 tiny runs in two fresh worker processes
 def test_the_sweep_benchmark_runs_and_reports_its_ratio(tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "benchmarks/sweep.py", "--quick", "--no-ray", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    cmd = [sys.executable, "-m", "benchmarks.sweep", "--quick", "--no-ray", "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(out.read_text())
     assert result["local"]["runs"] == 8 and result["local"]["failed"] == 0
