@@ -17,6 +17,9 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt
+# the checkout itself, editable and without touching the pins above: the `ln-viz` command, and ln_viz importable
+# by the scripts and benchmarks from any folder (pyproject.toml; setuptools comes from requirements-test.txt)
+.venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 
 .venv/bin/ruff check .
 if [ "$#" -gt 0 ]; then  # a selection of your own: one run, in file order

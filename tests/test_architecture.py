@@ -68,20 +68,27 @@ LAYERS: list[tuple[str, str]] = [
 UI_PREFIX = "ln_viz.ui."
 
 
-@cache
-def modules() -> dict[str, tuple[Path, bool]]:
-    """Every module of ln_viz/: dotted name -> (file, is a package's __init__)."""
+def _modules_in(paths: list[Path]) -> dict[str, tuple[Path, bool]]:
+    """Each file's dotted name from the checkout's root -> (file, is a package's __init__)."""
     found = {}
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+    for path in sorted(paths):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
     return found
 
 
-def _known(name: str) -> str | None:
-    """The longest prefix of `name` that is an ln_viz module (`ln_viz.store.rows.iso_time` -> rows)."""
-    while name and name not in modules():
+@cache
+def modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of ln_viz/: dotted name -> (file, is a package's __init__)."""
+    return _modules_in(list((ROOT / PACKAGE).rglob("*.py")))
+
+
+def _known(name: str, table: dict[str, tuple[Path, bool]] | None = None) -> str | None:
+    """The longest prefix of `name` that is an ln_viz module (`ln_viz.store.rows.iso_time` -> rows), or one
+    of `table`'s."""
+    table = modules() if table is None else table
+    while name and name not in table:
         name = name.rpartition(".")[0]
     return name or None
 
@@ -95,17 +102,18 @@ def _from_base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*parts, node.module] if node.module else parts)
 
 
-def imported_names(module: str) -> set[str]:
-    """Every dotted name `module` imports, at any depth of its code (lazy imports included); for
-    `from pkg import x`, `pkg.x` when x is a submodule, else `pkg`."""
-    path, is_package = modules()[module]
+def imported_names(module: str, table: dict[str, tuple[Path, bool]] | None = None) -> set[str]:
+    """Every dotted name `module` (of ln_viz/, or of `table`) imports, at any depth of its code (lazy imports
+    included); for `from pkg import x`, `pkg.x` when x is a submodule, else `pkg`."""
+    table = modules() if table is None else table
+    path, is_package = table[module]
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = _from_base(module, is_package, node)
-            names.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules() else base for a in node.names)
+            names.update(f"{base}.{a.name}" if f"{base}.{a.name}" in table else base for a in node.names)
     return names
 
 
@@ -189,6 +197,22 @@ def test_every_module_has_one_layer() -> None:
 
 def test_no_import_circle() -> None:
     found = circles(graph())
+    assert not found, f"{len(found)} import circle(s): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+TREE = ("ln_viz", "pages", "scripts", "benchmarks", "tests", "examples")  # and app.py
+
+
+def test_no_import_circle_in_the_whole_tree() -> None:
+    """The same for every Python file of the checkout (the app, its pages, the scripts, the benchmarks, the
+    tests, the examples), each named from the root as the others import it (`from benchmarks import
+    watch_load` is benchmarks.watch_load); load_test.py and watch_load.py once imported each other."""
+    table = _modules_in([ROOT / "app.py", *(p for top in TREE for p in (ROOT / top).rglob("*.py"))])
+    assert {"app", "pages.live", "benchmarks.watch_load", "tests.e2e.conftest"} <= set(table)
+    edges = {m: frozenset({_known(n, table) for n in imported_names(m, table)} - {m, None}) for m in table}
+    assert "benchmarks.watch_load" in edges["benchmarks.load_test"]  # `from benchmarks import watch_load`
+    assert "tests.ray_cluster" in edges["tests.test_sweep_ray"]  # `from .ray_cluster import ...` resolved
+    found = circles(edges)
     assert not found, f"{len(found)} import circle(s): " + "; ".join(" <-> ".join(c) for c in found)
 
 

@@ -64,16 +64,12 @@ def app_script() -> Path:
 
 
 def run_app(args: argparse.Namespace) -> int:
-    """Streamlit's `run` of the app's script: until the server stops (Ctrl-C); a bad Streamlit flag is a
-    UsageError."""
-    import click
-    from streamlit.web import cli as streamlit_cli
+    """Become `python -m streamlit run <the app's script> <flags>`: the same process (its pid is the server's,
+    so a signal to it stops the server and its workers), and no streamlit import here (ui/ alone has one)."""
+    import os
 
-    try:
-        streamlit_cli.main(["run", str(app_script()), *args.streamlit_flags], "ln-viz app", standalone_mode=False)
-    except click.ClickException as e:
-        raise UsageError(e.format_message()) from None
-    return 0
+    os.execv(sys.executable, [sys.executable, "-m", "streamlit", "run", str(app_script()), *args.streamlit_flags])
+    return 0  # not reached: execv returns only by raising
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "ln-viz") -> int:
