@@ -26,9 +26,10 @@ class Tab:
     page with a query string, re-runs the page's fragments as the server asks (auto_rerun, as the
     browser's timer does), presses buttons and changes widgets, and reads the markdown it is sent."""
 
-    def __init__(self, url: str, query: str) -> None:
+    def __init__(self, url: str, query: str, page: str = "") -> None:
         self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
         self.query = query
+        self.page = page  # the page's url path ("runs"): the first run opens it; "" is the default page
         self.ws = None
         self.page_hash = ""
         self.widget_ids: dict[str, str] = {}  # user key -> widget id
@@ -58,6 +59,8 @@ class Tab:
         state = msg.rerun_script
         state.query_string = self.query
         state.page_script_hash = self.page_hash
+        if not self.page_hash:
+            state.page_name = self.page
         if fragment_id:
             state.fragment_id = fragment_id
             state.is_auto_rerun = True

@@ -24,6 +24,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from benchmarks.tab import Tab
+from ln_viz.i18n import t
+from ln_viz.ui.runs_view import LOAD_DEMOS_ENV as LOAD_DEMOS
 from tests.e2e.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,9 +151,22 @@ def _health(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90) ->
     raise AssertionError(f"no answer from /_stcore/health in {timeout} s:\n{log.read_text()}")
 
 
-async def _visit(url: str) -> Tab:
-    """A tab that opens the app's default page and waits until its script has run once."""
-    tab = Tab(url, "lang=en")
+class ButtonsTab(Tab):
+    """A tab that also keeps the buttons it is sent (by key)."""
+
+    def __init__(self, url: str, query: str, page: str = "") -> None:
+        super().__init__(url, query, page)
+        self.buttons: dict = {}
+
+    def _seen_element(self, element) -> None:
+        super()._seen_element(element)
+        if element.WhichOneof("type") == "button":
+            self.buttons[element.button.id.rsplit("-", 1)[-1]] = element.button
+
+
+async def _visit(url: str, page: str = "") -> ButtonsTab:
+    """A tab that opens one page of the app (the default one: Live) and waits until its script has run once."""
+    tab = ButtonsTab(url, "lang=en", page)
     await tab.open()
     await tab.close()
     return tab
@@ -165,7 +180,7 @@ def test_ln_viz_app_serves_the_packaged_app_with_its_server_settings(installed, 
     log = tmp_path / "server.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([target / "bin" / "ln-viz", "app", "--server.port", str(port), "--server.headless",
-                                 "true"], cwd=tmp_path, env=_env(target, tmp_path), stdout=out,
+                                 "true"], cwd=tmp_path, env=_env(target, tmp_path) | {LOAD_DEMOS: "1"}, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
         assert _health(url, proc, log) == "ok"
@@ -173,6 +188,11 @@ def test_ln_viz_app_serves_the_packaged_app_with_its_server_settings(installed, 
             assert r.status == 200 and b"<html" in r.read().lower()
         tab = asyncio.run(asyncio.wait_for(_visit(url), 120))  # the packaged app.py and its Live page run
         assert tab.exceptions == 0 and tab.texts, log.read_text()
+        # The Runs page (with the bundled demo runs) finds the Compare page it hands two runs to: installed,
+        # that is ln_viz/webapp/pages/compare.py, not a pages/ folder beside ln_viz/ (it said "missing")
+        tab = asyncio.run(asyncio.wait_for(_visit(url, "runs"), 120))
+        assert tab.exceptions == 0, log.read_text()
+        assert tab.buttons["runs_compare"].help == t("runs.compare_pick_two", "en")
     finally:
         proc.send_signal(signal.SIGTERM)  # ln-viz app is the server's process itself (exec)
         try:

@@ -10,11 +10,11 @@ import hashlib
 import logging
 import os
 from datetime import datetime
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from ln_viz.cli import app_script
 from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import STATUSES
@@ -34,7 +34,7 @@ SORTS = {  # widget option -> Store.list_runs sort
     "loss_low": "final_loss",
     "loss_high": "-final_loss",
 }
-_ROOT = Path(__file__).resolve().parents[2]  # the app's folder, where pages/ lives
+_ROOT = app_script().parent  # the app's folder, where pages/ lives (the checkout, or ln_viz/webapp installed)
 log = logging.getLogger(__name__)
 
 
