@@ -1,4 +1,5 @@
-"""ln-viz: `streamlit run app.py`.
+"""ln-viz: `streamlit run app.py` from a checkout, `ln-viz app` installed (the wheel carries this file, pages/
+and .streamlit/ as ln_viz/webapp/: pyproject.toml).
 
 This file is read twice. Streamlit's `run` finds the st.App `app` below and serves it; its lifespan
 runs once, when the server starts, and begins warming the worker processes (torch takes seconds to
