@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ln_viz.cli.compare import add_compare_command
 from ln_viz.cli.parser import Parser, UsageError
@@ -41,7 +42,7 @@ def build_parser(prog: str = "ln-viz") -> Parser:
     return parser
 
 
-def add_app_command(sub: argparse._SubParsersAction) -> None:
+def add_app_command(sub: Any) -> None:
     p = sub.add_parser(
         "app",
         usage="%(prog)s [-h] [STREAMLIT FLAG ...]",
