@@ -67,10 +67,11 @@ def sections() -> dict[str, str]:
 
 
 def cell(text: str) -> str:
-    """A sentence as a table cell: Markdown's special characters escaped outside its code spans."""
+    """A sentence as a table cell: Markdown's special characters escaped outside its code spans (a cell ending
+    in `{reason}` would otherwise be read as attr_list's attributes and vanish)."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):  # the even parts are outside backticks
-        parts[i] = re.sub(r"([\\*_\[\]<>|])", r"\\\1", parts[i])
+        parts[i] = re.sub(r"([\\*_\[\]<>|{}])", r"\\\1", parts[i])  # {...}: not an attribute list
     return "`".join(parts).replace("\n", " ")
 
 

@@ -7,7 +7,8 @@ The server gets a store of its own in a temporary folder with the demo runs load
 the Runs page has runs to list. Live trains its default preset and Compare its default scenario (Post-LN vs
 Pre-LN) by pressing Start / Start both, the README's one-minute tour, and are shot when the runs have ended;
 the lecture view of the same pair at 1920x1080 follows by the sidebar's switch. The other pages draw what
-ships measured (Init lab, Stability map) at once. Each PNG is cut to a 256-colour palette (Pillow), which
+ships measured at once (Init lab and Stability map in their lecture view at 1920x1080, where each fits one
+screen). Each PNG is cut to a 256-colour palette (Pillow), which
 keeps the charts' flat colours and makes the files about a third of their size. A few minutes on 2 cores.
 """
 
@@ -41,7 +42,7 @@ SETTLED = """() => !document.querySelector('[data-stale="true"]') &&
 # the element at the top of the screen, a little room above it (the page scrolls in its main container)
 SCROLL_TO = """el => { el.scrollIntoView({block: 'start'}); let p = el.parentElement;
                        while (p && p.scrollHeight <= p.clientHeight) p = p.parentElement;
-                       if (p) p.scrollTop -= 100; }"""
+                       if (p) p.scrollTop -= 24; }"""
 
 
 def free_port() -> int:
@@ -115,8 +116,7 @@ def shoot_compare(page, url: str) -> None:
     """The tour: Compare, the default scenario "Post-LN vs Pre-LN", Start both; then the lecture view."""
     page.goto(url + "/compare")
     page.wait_for_selector(IDLE, timeout=60_000)
-    scenario = page.locator(".stSelectbox").first.inner_text()
-    assert "Post-LN vs Pre-LN" in scenario, scenario  # the tour's scenario is the default one
+    page.get_by_text("Post-LN vs Pre-LN, no warm-up").first.wait_for()  # the default scenario's caption
     page.locator(".st-key-compare_start button").click()
     page.wait_for_selector(".st-key-compare_step_play button", timeout=300_000)  # both runs have ended
     save(page, "compare")
@@ -126,9 +126,12 @@ def shoot_compare(page, url: str) -> None:
     save(page, "compare-lecture")
 
 
-def shoot_static(page, url: str, path: str, name: str, ready: str, scroll: str | None = None) -> None:
-    """A page that draws without a click; `scroll`: an element brought to the top of the screen first (the
-    charts, below the page's settings)."""
+def shoot_static(page, url: str, path: str, name: str, ready: str, scroll: str | None = None, lecture=False) -> None:
+    """A page that draws without a click; `scroll`: an element brought to the top of the screen first (a
+    section below the page's top); `lecture`: the lecture view at 1920x1080, where the page fits one screen."""
+    if lecture:
+        page.set_viewport_size({"width": LARGE[0], "height": LARGE[1]})
+        path += "?present=1"
     page.goto(url + path)
     page.wait_for_selector(ready, timeout=120_000)
     if scroll:
@@ -141,14 +144,14 @@ SHOTS = {
     "live": shoot_live,
     "compare": shoot_compare,
     "init-lab": lambda p, u: shoot_static(
-        p, u, "/init-lab", "init-lab", ".st-key-init_resid .js-plotly-plot", scroll=".st-key-init_profile"
+        p, u, "/init-lab", "init-lab", ".st-key-init_resid .js-plotly-plot", lecture=True
     ),
     "runs": lambda p, u: shoot_static(p, u, "/runs", "runs", "[data-testid='stDataFrame']"),
     "theory": lambda p, u: shoot_static(
         p, u, "/theory", "theory", ".katex", scroll='h2:has-text("Post-LN and Pre-LN")'
     ),
     "stability-map": lambda p, u: shoot_static(
-        p, u, "/stability-map", "stability-map", ".js-plotly-plot", scroll=".js-plotly-plot"
+        p, u, "/stability-map", "stability-map", ".js-plotly-plot", lecture=True
     ),
 }
 

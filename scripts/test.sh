@@ -16,7 +16,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi nan
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt
+.venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt -r requirements-docs.txt
 
 .venv/bin/ruff check .
 if [ "$#" -gt 0 ]; then  # a selection of your own: one run, in file order
