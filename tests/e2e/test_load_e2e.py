@@ -4,8 +4,7 @@ trained at a time, that the others showed their place in the queue and started i
 run ended, that no page showed an exception and the health check never failed, and that no worker
 was left once the sessions closed. Its times are printed here; the full runs (10 and 30 sessions)
 judge them and their figures are in docs/speed.md and docs/classroom.md. Then two sessions watch one
-run through its watch link
-(`--watchers 2 --json`): one run trained, both see it move, the JSON has the figures."""
+run through its watch link (`--watchers 2 --json`): one run trained, both see it move, the JSON has the figures."""
 
 import pytest
 
