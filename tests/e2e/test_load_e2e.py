@@ -3,8 +3,8 @@ websocket sessions press Start at once on a server with a cap of one. It checks 
 trained at a time, that the others showed their place in the queue and started in turn, that every
 run ended, that no page showed an exception and the health check never failed, and that no worker
 was left once the sessions closed. Its times are printed here; the full runs (10 and 30 sessions)
-judge them and their figures are in the README. Then two sessions watch one run through its watch link
-(`--watchers 2 --json`): one run trained, both see it move, the JSON has the figures."""
+judge them and their figures are in docs/speed.md and docs/classroom.md. Then two sessions watch one
+run through its watch link (`--watchers 2 --json`): one run trained, both see it move, the JSON has the figures."""
 
 import pytest
 
