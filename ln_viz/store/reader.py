@@ -34,6 +34,7 @@ from ln_viz.store.rows import (
     SUMMARY_COLUMNS,
     RunFilter,
     RunSummary,
+    attached_card,
     check_label,
     insert_run,
     probe_rows,
@@ -280,6 +281,17 @@ class Store:
         if data is None:
             raise self._not_found(run_id)
         return data
+
+    def model_card(self, run_id: int) -> dict | None:
+        """The model card of a run ln_viz.attach recorded (ln_viz.byom.card.ModelCard as a dict); None
+        for ln-viz's own runs."""
+        with self._read() as db:
+            return attached_card(db, run_id)
+
+    def set_planned_steps(self, run_id: int, steps: int) -> None:
+        """An attached run's planned steps, known only when its loop ends (ln_viz.attach without steps=)."""
+        with self._write() as db:
+            update_summary(db, run_id, steps=int(steps))
 
     def probe_steps(self, run_id: int) -> list[int]:
         """The steps at which the run measured its probes, read without its arrays."""
