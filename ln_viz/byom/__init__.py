@@ -9,8 +9,8 @@
 Adapters: ln_viz.integrations.hf.LnVizCallback (Hugging Face Trainer), ln_viz.integrations.lightning.
 """
 
-from ln_viz.byom.attach import Probe, attach, is_probe_step
 from ln_viz.byom.card import LayoutError, MatrixCard, ModelCard, NormCard, UnsupportedModel, describe
+from ln_viz.byom.probe import Probe, attach, is_probe_step
 
 __all__ = [
     "LayoutError",

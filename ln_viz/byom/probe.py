@@ -208,6 +208,8 @@ class Probe:
         if is_probe_step(self.step, self.every, self.steps):
             probes, grad_norm = self._measure_step()
         lr = float(self.optimizer.param_groups[0].get("lr", math.nan))
+        if self._preclip is not None:
+            grad_norm, self._preclip = self._preclip, None
         self._pending = Snapshot(self.step, math.nan, lr, grad_norm, 0.0, 0.0, probes=probes)
         self._stop_capture()
         self._armed = is_probe_step(self.step + 1, self.every, self.steps)
@@ -290,9 +292,13 @@ class Probe:
         if self._capturing and self._arrays is not None and "logz" not in self._disabled:
             logits = getattr(out, "logits", None) if not isinstance(out, torch.Tensor) else out
             if isinstance(logits, torch.Tensor) and logits.ndim >= 2:
-                with torch.no_grad():
-                    _, self._arrays["logz_stats"][:] = tensor_summary(torch.logsumexp(logits.detach().float(), -1))
+                self._guard("logz", self._logz)(logits)
         self._stop_capture()
+
+    @torch.no_grad()
+    def _logz(self, logits: torch.Tensor) -> None:
+        assert self._arrays is not None
+        _, self._arrays["logz_stats"][:] = tensor_summary(torch.logsumexp(logits.detach().float(), -1))
 
     def _stop_capture(self) -> None:
         if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():
@@ -363,6 +369,12 @@ class Probe:
                 self._logged[name] = float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
         if grad_norm is not None:
             self.grad_norm_kind = GRAD_NORM_PRECLIP
+
+    def note_grad_norm(self, total: float) -> None:
+        """The pre-clip total gradient norm of the step about to be taken (Lightning's
+        on_before_optimizer_step): the step's grad_norm scalar."""
+        self._preclip = float(total)
+        self.grad_norm_kind = GRAD_NORM_PRECLIP
 
     def _emit_pending(self) -> None:
         snap = self._pending
