@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     with ln_viz.attach(
         model, opt, store=args.store, every=args.every, steps=args.steps, label="nanoGPT-style"
     ) as probe:
-        for step in range(args.steps):
+        for _ in range(args.steps):
             batch = data[torch.randint(0, 64, (8,))]
             logits = model(batch[:, :-1])
             loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())

@@ -142,7 +142,7 @@ def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_app
 
         handle = opt.register_step_post_hook(mine)
         for _ in range(10):
-            for micro in range(2):  # gradient accumulation: two forwards per optimizer step
+            for _micro in range(2):  # gradient accumulation: two forwards per optimizer step
                 model(input_ids=x, labels=x).loss.backward()
                 with torch.no_grad():
                     model.eval()
