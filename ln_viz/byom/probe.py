@@ -9,10 +9,9 @@ When things are read (measured in the design note for plain loops, the HF Traine
 - forward hooks are armed at the previous step's post-hook (Lightning runs forward inside `step()`), and
   capture only the first training-mode forward with gradients of a probe step; nothing under no_grad/eval.
 
-Probes never change the user's numbers: everything is read under no_grad from detached tensors, the
-attention tap delegates to the original implementation, and a probe that fails disables itself with one
-warning. `close()` (idempotent; also at interpreter exit) removes every hook it added, restores the
-attention implementation and finishes the stored run.
+Probes never change the user's numbers (no_grad, detached; the attention tap delegates to the original);
+a probe that fails disables itself with one warning. `close()` (idempotent; also at exit) removes every
+hook it added, restores the attention implementation and finishes the stored run.
 """
 
 from __future__ import annotations
@@ -31,19 +30,14 @@ from torch import nn
 
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, attention_stats, hf_tap_name
 from ln_viz.byom.card import ModelCard, block_input, describe, first_tensor, unwrap
+from ln_viz.byom.measure import _mode_stack, grad_norms, is_probe_step, update_ratio
 from ln_viz.config import RunConfig
 from ln_viz.probes import _median_abs, tensor_summary
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, Stat, probe_dims
 from ln_viz.snapshot import RunInfo, Snapshot
 from ln_viz.store import RunWriter
 
-GRAD_NORM_APPLIED = "applied"  # the run's grad_norm scalar: the total norm the update used (after clip)
-GRAD_NORM_PRECLIP = "pre-clip"  # ...as the framework computed it before clipping (HF Trainer, Lightning)
-
-
-def is_probe_step(step: int, every: int, last: int | None) -> bool:
-    """Probe steps: 1, every `every`-th, and the last (when known)."""
-    return step == 1 or (every > 0 and step % every == 0) or (last is not None and step == last)
+GRAD_NORM_APPLIED, GRAD_NORM_PRECLIP = "applied", "pre-clip"  # the grad_norm scalar: after clip, or before
 
 
 class Probe:
@@ -97,7 +91,6 @@ class Probe:
         self._armed = is_probe_step(1, self.every, self.steps)
         atexit.register(self.close)
 
-    # --- setup ----------------------------------------------------------------------------------------
     def _init_params(self) -> None:
         self.matrices: list[list[torch.Tensor | None]] = []
         for block in self.blocks:
@@ -239,32 +232,10 @@ class Probe:
         return out, total
 
     def _grad_norms(self, dims: dict[str, int]) -> tuple[dict[str, np.ndarray], float]:
-        """Per-matrix and per-block gradient norms as the update used them, and the total of all."""
-        grads = [p.grad for p in self.all_params if p.grad is not None]
-        norms = {id(p): n for p, n in zip([p for p in self.all_params if p.grad is not None], _foreach_norm(grads))}
-        per = np.full(PROBES["grad_norm"].shape_for(dims), np.nan, np.float32)
-        for i, mats in enumerate(self.matrices):
-            for j, p in enumerate(mats):
-                if p is not None and id(p) in norms:
-                    per[i, j] = norms[id(p)]
-        block = np.array(
-            [math.sqrt(sum(norms.get(id(p), 0.0) ** 2 for p in ps)) for ps in self.block_params], np.float32
-        )
-        total = math.sqrt(sum(v * v for v in norms.values())) if norms else math.nan
-        return {"grad_norm": per, "block_grad_norm": block}, total
+        return grad_norms(self.all_params, self.matrices, self.block_params, PROBES["grad_norm"].shape_for(dims))
 
     def _update_ratio(self) -> np.ndarray:
-        now = [p.detach() for ps in self.block_params for p in ps]
-        delta = _foreach_norm(torch._foreach_sub(now, self._before))
-        base = _foreach_norm(self._before)
-        out = np.zeros(len(self.blocks), np.float32)
-        start = 0
-        for i, ps in enumerate(self.block_params):
-            d = sum(x * x for x in delta[start : start + len(ps)])
-            b = sum(x * x for x in base[start : start + len(ps)])
-            out[i] = math.sqrt(d / b) if b > 0 else math.nan
-            start += len(ps)
-        return out
+        return update_ratio(self._before, self.block_params)
 
     # --- the forward pass -----------------------------------------------------------------------------
     def _on_model_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -427,33 +398,3 @@ class Probe:
             self.close()
         else:
             self.close("stopped" if issubclass(exc_type, KeyboardInterrupt) else "failed")
-
-
-def _foreach_norm(tensors: list[torch.Tensor]) -> list[float]:
-    if not tensors:
-        return []
-    return torch.stack([n.float() for n in torch._foreach_norm(tensors)]).double().cpu().tolist()
-
-
-def _mode_stack() -> list[Any]:
-    from torch.overrides import _get_current_function_mode_stack
-
-    return list(_get_current_function_mode_stack())
-
-
-def attach(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    *,
-    store: str | os.PathLike[str] | None = None,
-    every: int = 10,
-    label: str | None = None,
-    layout: str | None = None,
-    steps: int | None = None,
-    example: Any = None,
-) -> Probe:
-    """Record ln-viz's probes of `model` while `optimizer` trains it, into the store at `store` (default:
-    ln-viz's store): on optimizer step 1, every `every` steps, and the last (`steps`: the planned count,
-    when known). A context manager; `.close()` ends it. `layout` names the block list where discovery
-    fails; `example` is an input batch for a model that does not take token ids (for `describe`)."""
-    return Probe(model, optimizer, store=store, every=every, label=label, layout=layout, steps=steps, example=example)
