@@ -239,3 +239,31 @@ def test_an_attached_run_is_listed_and_opening_it_is_one_sentence(tmp_path: Path
         "ln_viz.attach; the app cannot draw such runs yet."
     )
     assert "ln_viz.attach" in e.value.message("ko")
+
+
+def test_an_attached_run_exports_as_a_run_file_with_its_card_and_an_import_refuses_it(tmp_path: Path) -> None:
+    import json
+
+    from ln_viz.runfile.document import read_run_file
+    from ln_viz.runfile.format import RunFileError
+    from ln_viz.store.transfer import export_run
+
+    path = tmp_path / "runs.sqlite"
+    model = build("gemma3_text")
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    with attach(model, opt, store=path, every=2, label="gemma") as probe:
+        for _ in range(3):
+            model(input_ids=ids(), labels=ids()).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    with Store(path) as store:
+        (out,) = export_run(store, probe.run_id, "run", tmp_path / "gemma.json")
+        tables = export_run(store, probe.run_id, "csv", tmp_path / "tables")
+    doc = json.loads(out.read_text())
+    assert doc["model_card"]["placement"] == "peri" and doc["model_card"]["qk_norm"] is True
+    assert doc["info"]["param_names"] == [m.name for m in probe.card.matrices]  # its own 7 matrices
+    assert doc["probe_steps"] == [1, 2] and doc["probes"]["grad_norm"]["shape"] == [2, 2, 7]
+    assert tables
+    with pytest.raises(RunFileError) as e:
+        read_run_file(out)
+    assert "ln_viz.attach" in e.value.message() and "ln_viz.attach" in e.value.message("ko")

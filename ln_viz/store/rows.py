@@ -283,6 +283,7 @@ def read_run(
     max_probe_steps: int | None = None,
     name: str = "the store",
     probe_steps: Sequence[int] | None = None,
+    attached: bool = False,
 ) -> RunData | None:
     """A stored run replayed step by step into RunData (None when there is no such run), with at most
     `max_probe_steps` probe steps as RunData thins them, or only the `probe_steps` listed (of those it
@@ -294,7 +295,7 @@ def read_run(
     if row is None:
         return None
     card = attached_card(db, run_id)
-    if card is not None:
+    if card is not None and not attached:  # its shapes are its model's: no page draws it yet
         raise AttachedRunError(run_id, card)
     scalars = db.execute(f"SELECT {_SCALAR_SQL} FROM scalars WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
     measured = [values[0] for values in scalars if values[-1]]  # the steps whose has_probes is set
@@ -307,7 +308,10 @@ def read_run(
     kept = [measured[i] for i in keep]
     config, info, status, message, diverged_at = row
     try:
-        run_info = stored_info(config, info, name)
+        if card is not None:  # ln_viz.attach's header: the model's own norms and matrices (the card holds them)
+            run_info = RunInfo.from_dict({**json.loads(info), "config": json.loads(config)})
+        else:
+            run_info = stored_info(config, info, name)
         by_step = _probe_arrays(db, run_id, kept, whole=len(kept) == len(measured))
         snaps = (_snapshot(values, by_step) for values in scalars)
         # replaying through append() rebuilds stalled_since exactly as the live run had it
