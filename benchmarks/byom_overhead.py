@@ -133,11 +133,11 @@ def main(argv: list[str] | None = None) -> int:
             for c in configs[1:]:
                 ratios[c].append(times[c] / times["baseline"])
     print(
-        f"Llama {n_params / 1e6:.2f}M parameters, batch 16 x 64, CPU 1 thread, {args.steps} steps x {args.rounds} rounds"
+        f"Llama {n_params / 1e6:.2f}M parameters, batch 16 x 64, CPU 1 thread, "
+        f"{args.steps} steps x {args.rounds} rounds"
     )
-    print(
-        f"baseline: median {1e3 * statistics.median(base_times):.1f} ms/step (rounds {', '.join(f'{1e3 * t:.1f}' for t in base_times)})"
-    )
+    rounds = ", ".join(f"{1e3 * t:.1f}" for t in base_times)
+    print(f"baseline: median {1e3 * statistics.median(base_times):.1f} ms/step (rounds {rounds})")
     for c, values in ratios.items():
         print(f"{c:15s} {statistics.median(values):.3f}x  (spread {min(values):.3f} - {max(values):.3f})")
     return 0
