@@ -267,3 +267,16 @@ def test_an_attached_run_exports_as_a_run_file_with_its_card_and_an_import_refus
     with pytest.raises(RunFileError) as e:
         read_run_file(out)
     assert "ln_viz.attach" in e.value.message() and "ln_viz.attach" in e.value.message("ko")
+
+
+def test_import_ln_viz_stays_light_and_names_the_api_lazily() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ln_viz; assert 'torch' not in sys.modules, 'torch imported'; "
+        "f = ln_viz.describe; assert 'torch' in sys.modules and callable(ln_viz.attach); print('ok')"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr[-1000:]

@@ -81,13 +81,19 @@ class Probe:
         self._t0 = time.monotonic()
         self._disabled: set[str] = set()
         self._handles: list[Any] = []
+        self._attn_index: dict[int, int] = {}  # id(attention module) -> block
+        self._restore_impl: str | None = None  # the HF attention implementation to put back
         self._sdpa: SdpaTap | None = None
         self._keep_attention = False  # tests: keep each layer's probabilities in `attention_probs`
         self.attention_probs: dict[int, torch.Tensor] = {}
         self.grad_norm_kind = GRAD_NORM_APPLIED
         self._writer = RunWriter(store)
         self.run_id = self._writer.begin(self._info(label), label=label, model_card=self.card.to_dict())
-        self._attach_hooks()
+        try:
+            self._attach_hooks()
+        except BaseException:  # the hooks added so far come off; the run's row says it failed
+            self.close("failed")
+            raise
         self._armed = is_probe_step(1, self.every, self.steps)
         atexit.register(self.close)
 
@@ -146,14 +152,12 @@ class Probe:
                 except AttributeError:
                     continue
                 self._handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
-        self._attn_index: dict[int, int] = {}
         for i, block in enumerate(self.blocks):
             if self.card.attention:
                 try:
                     self._attn_index[id(block.get_submodule(self.card.attention))] = i
                 except AttributeError:
                     pass
-        self._restore_impl: str | None = None
         tap = hf_tap_name(self.model) if self._attn_index else None
         if tap is not None:
             original = self.model.config._attn_implementation
@@ -214,7 +218,9 @@ class Probe:
         out = {name: arrays[name] for name in arrays}
         if "grads" not in self._disabled:
             try:
-                grads, total = self._grad_norms(dims)
+                grads, total = grad_norms(
+                    self.all_params, self.matrices, self.block_params, PROBES["grad_norm"].shape_for(dims)
+                )
                 out.update(grads)
             except Exception as e:
                 self._disabled.add("grads")
@@ -227,15 +233,9 @@ class Probe:
         else:
             total = math.nan
         if self._before and "update" not in self._disabled:
-            out["update_ratio"] = self._update_ratio()
+            out["update_ratio"] = update_ratio(self._before, self.block_params)
         self._before = []
         return out, total
-
-    def _grad_norms(self, dims: dict[str, int]) -> tuple[dict[str, np.ndarray], float]:
-        return grad_norms(self.all_params, self.matrices, self.block_params, PROBES["grad_norm"].shape_for(dims))
-
-    def _update_ratio(self) -> np.ndarray:
-        return update_ratio(self._before, self.block_params)
 
     # --- the forward pass -----------------------------------------------------------------------------
     def _on_model_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -380,7 +380,7 @@ class Probe:
             _LISTENERS.pop(key, None)
         if self._restore_impl is not None:
             self.model.set_attn_implementation(self._restore_impl)
-        self._closed = False
+        self._closed = False  # the last step's snapshot goes through the guarded path once more
         self._emit_pending()
         self._closed = True
         self._writer.finish(status or "completed")
