@@ -4,9 +4,11 @@ matrices' gradients) at the same cadence, every 10 and every 1 optimizer steps.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/byom_overhead.py [--steps 30] [--rounds 3] [--quick]
 
-The configurations run interleaved, round after round (a busy machine slows them all alike), each on the
-same model copy and batches; a round's figure is its median step time over the baseline's in that round.
-Printed: per configuration the median ratio over rounds and its spread (min - max). Targets (issue 31):
+The configurations run in lockstep (step i of each before step i + 1 of any, the order alternating), each
+on its own copy of one model and the same batches, so a busy machine slows them alike; a round's figure is
+a configuration's total over steps 4..N (every cadence's probe steps inside) over the baseline's, in process
+CPU time (all threads: the store's writer too) and in wall time. Printed: the median over rounds and the
+spread (min - max). Targets (issue 31):
 ln-viz at every 10 at most 1.03x, at every 1 at most 1.20x. Nothing is asserted.
 """
 
@@ -82,64 +84,84 @@ class TensorBoardHistograms:
         self.writer.close()
 
 
-def run(config: str, model, batches, tmp: Path) -> float:
-    """The median seconds per optimizer step of `config` over the batches (after 3 warm-up steps)."""
-    model = copy.deepcopy(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    probe = tb = None
-    if config.startswith("ln-viz"):
-        probe = ln_viz.attach(model, opt, store=tmp / "runs.sqlite", every=int(config.split("/")[1]))
-    elif config.startswith("tensorboard"):
-        tb = TensorBoardHistograms(model, int(config.split("/")[1]), str(tmp / f"tb-{time.monotonic_ns()}"))
-    times = []
-    for i, x in enumerate(batches):
-        t0 = time.perf_counter()
-        loss = model(input_ids=x, labels=x).loss
-        loss.backward()
-        if tb is not None:
-            tb.after_backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if i >= 3:
-            times.append(time.perf_counter() - t0)
-    if probe is not None:
-        probe.close()
-    if tb is not None:
-        tb.close()
-    return statistics.median(times)
+class Runner:
+    """One configuration on its own copy of the model: `step(x)` times one optimizer step in process CPU time
+    (every thread of this process: the store's writer thread included) and in wall time."""
+
+    def __init__(self, config: str, model, tmp: Path) -> None:
+        self.model = copy.deepcopy(model)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
+        self.probe = self.tb = None
+        if config.startswith("ln-viz"):
+            self.probe = ln_viz.attach(self.model, self.opt, store=tmp / "runs.sqlite", every=int(config.split("/")[1]))
+        elif config.startswith("tensorboard"):
+            self.tb = TensorBoardHistograms(self.model, int(config.split("/")[1]), str(tmp / f"tb-{config[-2:]}"))
+        self.cpu: list[float] = []
+        self.wall: list[float] = []
+
+    def step(self, x: torch.Tensor) -> None:
+        c0, w0 = time.process_time(), time.perf_counter()
+        self.model(input_ids=x, labels=x).loss.backward()
+        if self.tb is not None:
+            self.tb.after_backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.cpu.append(time.process_time() - c0)
+        self.wall.append(time.perf_counter() - w0)
+
+    def close(self) -> None:
+        if self.probe is not None:
+            self.probe.close()
+        if self.tb is not None:
+            self.tb.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="2 blocks, 8 steps, 1 round (the smoke test)")
+    parser.add_argument("--quick", action="store_true", help="2 blocks, 10 steps, 1 round (the smoke test)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.steps, args.rounds = 8, 1
+        args.steps, args.rounds = 10, 1
     torch.set_num_threads(1)
     model = llama(args.quick)
     n_params = sum(p.numel() for p in model.parameters())
     g = torch.Generator().manual_seed(0)
-    batches = [torch.randint(0, 512, (16, 64), generator=g) for _ in range(args.steps + 3)]
+    batches = [torch.randint(0, 512, (16, 64), generator=g) for _ in range(args.steps + 3)]  # 3 warm-up
     configs = ["baseline", "ln-viz/10", "tensorboard/10", "ln-viz/1", "tensorboard/1"]
-    ratios: dict[str, list[float]] = {c: [] for c in configs[1:]}
-    base_times = []
+    cpu: dict[str, list[float]] = {c: [] for c in configs[1:]}
+    wall: dict[str, list[float]] = {c: [] for c in configs[1:]}
+    base = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            order = configs if r % 2 == 0 else [configs[0], *reversed(configs[1:])]
-            times = {c: run(c, model, batches, Path(tmp)) for c in order}
-            base_times.append(times["baseline"])
+            runners = {c: Runner(c, model, Path(tmp) / str(r)) for c in configs}
+            for i, x in enumerate(batches):  # lockstep: every configuration takes step i before any takes i + 1
+                order = configs if (i + r) % 2 == 0 else configs[::-1]
+                for c in order:
+                    runners[c].step(x)
+            for runner in runners.values():
+                runner.close()
+            # the window: steps 4..N (N a multiple of 10, so each cadence's probe steps are in it)
+            total = {c: (sum(run.cpu[3:]), sum(run.wall[3:])) for c, run in runners.items()}
+            base.append(total["baseline"][0] / (len(batches) - 3))
             for c in configs[1:]:
-                ratios[c].append(times[c] / times["baseline"])
+                cpu[c].append(total[c][0] / total["baseline"][0])
+                wall[c].append(total[c][1] / total["baseline"][1])
     print(
         f"Llama {n_params / 1e6:.2f}M parameters, batch 16 x 64, CPU 1 thread, "
-        f"{args.steps} steps x {args.rounds} rounds"
+        f"{args.steps} steps x {args.rounds} rounds, configurations in lockstep"
     )
-    rounds = ", ".join(f"{1e3 * t:.1f}" for t in base_times)
-    print(f"baseline: median {1e3 * statistics.median(base_times):.1f} ms/step (rounds {rounds})")
-    for c, values in ratios.items():
-        print(f"{c:15s} {statistics.median(values):.3f}x  (spread {min(values):.3f} - {max(values):.3f})")
+    print(
+        f"baseline: {1e3 * statistics.median(base):.1f} ms CPU per step (rounds {', '.join(f'{1e3 * b:.1f}' for b in base)})"
+    )
+    print("cost over the baseline, total of the measured steps: process CPU time | wall time")
+    for c in configs[1:]:
+        v, w = cpu[c], wall[c]
+        print(
+            f"{c:15s} CPU {statistics.median(v):.3f}x (spread {min(v):.3f} - {max(v):.3f})   "
+            f"wall {statistics.median(w):.3f}x (spread {min(w):.3f} - {max(w):.3f})"
+        )
     return 0
 
 

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 ENTROPY_SEQUENCES = 8  # as ln-viz's own probes: the first 8 sequences of the batch
+_MASKED = -1e30  # a finite stand-in for -inf: exp() gives exactly 0, and 0 * log p stays 0
 
 # id(attention module) -> callback(module, query, key, mask, scaling, softcap, causal); set while attached
 _LISTENERS: dict[int, Callable[..., None]] = {}
@@ -44,27 +45,32 @@ def attention_stats(
         if k.shape[1] != q.shape[1]:  # grouped-query attention: each k head serves several q heads
             k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
         scale = scaling if scaling is not None else 1.0 / math.sqrt(q.shape[-1])
-        logits = (q @ k.transpose(-1, -2)) * scale
-        keep = torch.ones_like(logits, dtype=torch.bool)
-        scores = logits if not softcap else torch.tanh(logits / softcap) * softcap
+        logits = (q * scale) @ k.transpose(-1, -2)  # (B, H, T, S)
+        B, H, T, S = logits.shape
+        keep = None  # (B or 1, H or 1, T, S) booleans: True where a query may attend
         if mask is not None:
-            m = mask.detach()[:ENTROPY_SEQUENCES]
-            m = m[..., : logits.shape[-1]]
-            if m.dtype == torch.bool:
-                keep = keep & m
-            else:
-                scores = scores + m.float()
-                keep = keep & (m > torch.finfo(m.dtype).min / 2)
-        elif causal and logits.shape[-2] > 1:
-            T, S = logits.shape[-2:]
-            keep = keep & torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
-        largest = float(logits.abs().masked_fill(~keep, 0).amax())
-        scores = scores.masked_fill(~keep, -math.inf)
+            m = mask.detach()[:ENTROPY_SEQUENCES, ..., :S]
+            keep = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
+        elif causal and T > 1:
+            keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
+        seen = logits if keep is None else torch.where(keep, logits, 0.0)
+        largest = float(seen.abs().amax())  # 0 never wins a max of |x|
+        scores = logits if not softcap else torch.tanh(logits / softcap) * softcap
+        if mask is not None and mask.dtype != torch.bool:
+            scores = scores + m.float()  # an additive mask (T5's position bias) is part of the scores
+        if keep is not None:
+            scores = scores.masked_fill(~keep, _MASKED)
         logp = torch.log_softmax(scores, dim=-1)
         p = logp.exp()
-        plogp = torch.where(keep, p * logp, torch.zeros_like(p))
-        rows = keep.any(-1)  # a row with nothing to attend to (padding) has no entropy
-        entropy = float(-plogp.sum(-1)[rows].mean()) if bool(rows.any()) else math.nan
+        # sum of p log p over every row at once; a row with nothing to attend to (padding) came out uniform
+        # over S (entropy log S) and is taken back out
+        total = -float(torch.dot(p.reshape(-1), logp.reshape(-1)))
+        rows = B * H * T
+        if keep is not None:
+            empty = int((~keep.any(-1)).expand(B, H, T).sum())
+            total -= empty * math.log(S)
+            rows -= empty
+        entropy = total / rows if rows > 0 else math.nan
     return largest, entropy, p
 
 
