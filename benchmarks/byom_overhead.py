@@ -152,9 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Llama {n_params / 1e6:.2f}M parameters, batch 16 x 64, CPU 1 thread, "
         f"{args.steps} steps x {args.rounds} rounds, configurations in lockstep"
     )
-    print(
-        f"baseline: {1e3 * statistics.median(base):.1f} ms CPU per step (rounds {', '.join(f'{1e3 * b:.1f}' for b in base)})"
-    )
+    rounds = ", ".join(f"{1e3 * b:.1f}" for b in base)
+    print(f"baseline: {1e3 * statistics.median(base):.1f} ms CPU per step (rounds {rounds})")
     print("cost over the baseline, total of the measured steps: process CPU time | wall time")
     for c in configs[1:]:
         v, w = cpu[c], wall[c]
