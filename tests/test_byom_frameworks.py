@@ -127,3 +127,13 @@ def test_the_examples_run_as_a_user_runs_them(example: str, tmp_path: Path) -> N
         (run,) = store.list_runs()
         assert (run.source, run.steps_done, run.status) == ("attach", 12, "completed")
         assert store.probe_steps(run.id) == [1, 10, 12]
+
+
+@pytest.mark.slow
+def test_the_overhead_benchmark_runs_in_its_quick_mode() -> None:
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    args = [sys.executable, str(ROOT / "benchmarks" / "byom_overhead.py"), "--quick"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all(c in done.stdout for c in ("ln-viz/10", "ln-viz/1", "tensorboard/10", "tensorboard/1"))
