@@ -15,6 +15,8 @@ import circle or an import of a higher layer; the README's "The code" names ever
     runner, init_lab              background training (typed messages, workers, handles); the Init lab
     runfile, tables               the run file (format, document, validation); tidy tables
     store, recorder               runs in SQLite; the server's single writer
+    byom, integrations            your own model: describe/attach (ln_viz.describe, ln_viz.attach), and the
+                                  adapters for the Hugging Face Trainer and Lightning
     charts, words, export,        pure Plotly builders; settings in words; chart files; the lecture
     pack, video                   pack; MP4 and GIF animations
     sweep                         the stability map: spec, executors, driver, results, storage, charts
