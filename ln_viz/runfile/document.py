@@ -64,8 +64,10 @@ def run_document(
     label: str | None = None,
     created: float | None = None,
     probe_stride: int = 1,
+    model_card: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The run file's JSON object (see the module docstring)."""
+    """The run file's JSON object (see the module docstring); a run ln_viz.attach recorded also carries
+    its `model_card`."""
     keep = thin_probe_steps(len(data.probe_steps), probe_stride)
     shapes = data.info.probe_shapes()
     probes = {}
@@ -95,6 +97,7 @@ def run_document(
         },
         "probe_steps": [int(data.probe_steps[i]) for i in keep],
         "probes": probes,
+        **({"model_card": model_card} if model_card is not None else {}),
     }
 
 
@@ -112,13 +115,14 @@ def write_run_file(
     created: float | None = None,
     probe_stride: int = 1,
     compress: bool | None = None,
+    model_card: dict[str, Any] | None = None,
 ) -> Path:
     """Write a run file (gzip when `compress`, default: when the name ends in .gz); refuse to write
     one larger than an import accepts."""
     path = Path(path)
     if compress is None:
         compress = path.name.endswith(".gz")
-    doc = run_document(data, label=label, created=created, probe_stride=probe_stride)
+    doc = run_document(data, label=label, created=created, probe_stride=probe_stride, model_card=model_card)
     blob = encode_run(doc, compress)
     if len(blob) > MAX_FILE_BYTES:
         raise LocalizedError(
@@ -238,6 +242,8 @@ def parse_run(raw: bytes, name: str) -> LoadedRun:
         ) from None
     except (ValueError, RecursionError) as e:
         raise RunFileError("err.runfile_json", path=name, reason=str(e)[:80]) from None
+    if isinstance(doc, dict) and "model_card" in doc:  # a run ln_viz.attach recorded: its model's own shapes
+        raise RunFileError("err.runfile_attached", path=name)
     data, label, created = Validator(name).run(doc)
     return LoadedRun(data, label, created, fingerprint_of(raw))
 

@@ -111,8 +111,15 @@ def _migrate_3(db: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_4(db: sqlite3.Connection) -> None:
+    """Version 4: a run recorded from a model ln-viz did not build (`ln_viz.attach`, source 'attach')
+    keeps its model card (ln_viz.byom.card.ModelCard as JSON: blocks, placement, norms, matrices); NULL
+    for ln-viz's own runs, as every older run is."""
+    execute_script(db, "ALTER TABLE runs ADD COLUMN model_card TEXT;")
+
+
 # MIGRATIONS[i] takes a store from version i to i + 1; append, never edit a released one.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3, _migrate_4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -34,6 +34,7 @@ from ln_viz.store.rows import (
     SUMMARY_COLUMNS,
     RunFilter,
     RunSummary,
+    attached_card,
     check_label,
     insert_run,
     probe_rows,
@@ -280,6 +281,27 @@ class Store:
         if data is None:
             raise self._not_found(run_id)
         return data
+
+    def model_card(self, run_id: int) -> dict | None:
+        """The model card of a run ln_viz.attach recorded (ln_viz.byom.card.ModelCard as a dict); None
+        for ln-viz's own runs."""
+        with self._read() as db:
+            return attached_card(db, run_id)
+
+    def open_attached_run(self, run_id: int) -> tuple[RunData, dict]:
+        """A run ln_viz.attach recorded, as RunData with its model's own norm and matrix names, and its
+        model card (for the run file export; `open_run` refuses it: no page draws it yet)."""
+        with self._read() as db:
+            card = attached_card(db, run_id)
+            data = read_run(db, run_id, name=str(self.path), attached=True) if card is not None else None
+        if data is None or card is None:
+            raise self._not_found(run_id)
+        return data, card
+
+    def set_planned_steps(self, run_id: int, steps: int) -> None:
+        """An attached run's planned steps, known only when its loop ends (ln_viz.attach without steps=)."""
+        with self._write() as db:
+            update_summary(db, run_id, steps=int(steps))
 
     def probe_steps(self, run_id: int) -> list[int]:
         """The steps at which the run measured its probes, read without its arrays."""

@@ -29,7 +29,9 @@ from ln_viz.store.db import StoreError
 
 LIVE_STATUSES = ("queued", "running")
 LIVE_SQL = "('queued', 'running')"  # LIVE_STATUSES as an SQL list
-SOURCES = ("train", "import", "demo")
+SOURCES = ("train", "import", "demo", "attach")  # attach: recorded by ln_viz.attach from the user's own model
+# the placements an attached run's card may name (ln_viz.byom.card): ln-viz's own and those of other models
+ATTACHED_PLACEMENTS = ("post", "pre", "peri", "reordered", "parallel", "none", "unknown")
 MAX_GROUP_CHARS = 64  # a seed group's name: made by the app ("compare-3f2a..."), never typed
 # RunConfig fields copied into the runs row, so lists sort and filter without parsing JSON
 CONFIG_COLUMNS = ("norm_position", "norm_type", "depth", "d_model", "lr", "warmup_steps", "steps", "corpus", "seed")
@@ -108,7 +110,10 @@ class RunSummary:
             ("label", self.label is None or (isinstance(self.label, str) and len(self.label) <= MAX_LABEL_CHARS)),
             ("status", self.status in STATUSES),
             ("message", self.message is None or isinstance(self.message, str)),
-            ("norm_position", self.norm_position in NORM_POSITIONS),
+            (
+                "norm_position",
+                self.norm_position in (ATTACHED_PLACEMENTS if self.source == "attach" else NORM_POSITIONS),
+            ),
             ("final_loss", self.final_loss is None or _is_number(self.final_loss)),
             ("source", self.source in SOURCES),
             (
@@ -207,8 +212,11 @@ def insert_run(
     created: float | None = None,
     writer_token: str | None = None,
     group: str | None = None,
+    model_card: dict[str, Any] | None = None,
 ) -> int:
-    """A new runs row for `info` (header as JSON, config fields copied), in seed group `group`; its id."""
+    """A new runs row for `info` (header as JSON, config fields copied), in seed group `group`; its id.
+    With a `model_card` (a run `ln_viz.attach` records), the row's source is 'attach', the card is kept
+    as JSON (a column since version 4), and its placement fills the norm_position column."""
     info_dict = info.to_dict()
     config = info_dict.pop("config")
     check_label(label)
@@ -226,6 +234,8 @@ def insert_run(
         "writer_host": socket.gethostname() if writer_token else None,
         **({"seed_group": group} if group is not None else {}),  # a column since version 3
     }
+    if model_card is not None:
+        header.update(source="attach", model_card=json.dumps(model_card), norm_position=model_card["placement"])
     cur = db.execute(
         f"INSERT INTO runs ({', '.join(header)}) VALUES ({', '.join('?' * len(header))})", tuple(header.values())
     )
@@ -273,6 +283,7 @@ def read_run(
     max_probe_steps: int | None = None,
     name: str = "the store",
     probe_steps: Sequence[int] | None = None,
+    attached: bool = False,
 ) -> RunData | None:
     """A stored run replayed step by step into RunData (None when there is no such run), with at most
     `max_probe_steps` probe steps as RunData thins them, or only the `probe_steps` listed (of those it
@@ -283,6 +294,9 @@ def read_run(
     row = db.execute("SELECT config, info, status, message, diverged_at FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         return None
+    card = attached_card(db, run_id)
+    if card is not None and not attached:  # its shapes are its model's: no page draws it yet
+        raise AttachedRunError(run_id, card)
     scalars = db.execute(f"SELECT {_SCALAR_SQL} FROM scalars WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
     measured = [values[0] for values in scalars if values[-1]]  # the steps whose has_probes is set
     if probe_steps is None:
@@ -294,7 +308,10 @@ def read_run(
     kept = [measured[i] for i in keep]
     config, info, status, message, diverged_at = row
     try:
-        run_info = stored_info(config, info, name)
+        if card is not None:  # ln_viz.attach's header: the model's own norms and matrices (the card holds them)
+            run_info = RunInfo.from_dict({**json.loads(info), "config": json.loads(config)})
+        else:
+            run_info = stored_info(config, info, name)
         by_step = _probe_arrays(db, run_id, kept, whole=len(kept) == len(measured))
         snaps = (_snapshot(values, by_step) for values in scalars)
         # replaying through append() rebuilds stalled_since exactly as the live run had it
@@ -347,6 +364,26 @@ class DamagedRunError(StoreError):
         if self.cause is None:
             return super().message(lang)
         return t(self.key, lang, **{**self.params, "reason": self.cause.message(lang)})
+
+
+def attached_card(db: sqlite3.Connection, run_id: int) -> dict[str, Any] | None:
+    """The model card of a run `ln_viz.attach` recorded; None for ln-viz's own runs."""
+    row = db.execute("SELECT model_card FROM runs WHERE id = ? AND source = 'attach'", (run_id,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    try:
+        card = json.loads(row[0])
+    except ValueError:
+        card = None
+    return card if isinstance(card, dict) else {}
+
+
+class AttachedRunError(StoreError):
+    """A run recorded from the user's own model: the app's charts cannot draw it yet (one sentence)."""
+
+    def __init__(self, run_id: int, card: dict[str, Any]) -> None:
+        family, placement = card.get("family", "?"), card.get("placement", "?")
+        super().__init__("err.run_attached", run_id=run_id, family=str(family)[:60], placement=str(placement)[:20])
 
 
 def _snapshot(values: tuple, by_step: dict[int, dict[str, np.ndarray]]) -> Snapshot:

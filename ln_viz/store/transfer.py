@@ -51,7 +51,8 @@ def export_run(
     damage = summary.damage()
     if damage is not None:  # a value no table or run file can hold: one sentence, and how to delete it
         raise damage
-    data = store.open_run(run_id)
+    card = store.model_card(run_id)  # a run ln_viz.attach recorded: its own shapes, and its card in the file
+    data = store.open_run(run_id) if card is None else store.open_attached_run(run_id)[0]
     if fmt == "run":
         try:
             path = write_run_file(
@@ -60,6 +61,7 @@ def export_run(
                 label=summary.label,
                 created=summary.created,
                 probe_stride=probe_stride,
+                model_card=card,
             )
         except LocalizedError as e:
             if e.key == "err.export_too_large":

@@ -80,8 +80,16 @@ class RunWriter:
         The same object for as long as the same trouble lasts, so a caller can report it once."""
         return self._final or self._moved or self._problem
 
-    def begin(self, info: RunInfo, label: str | None = None, status: str = "running", group: str | None = None) -> int:
-        """Create the run's row (locked as live), in seed group `group`, and start committing; its id."""
+    def begin(
+        self,
+        info: RunInfo,
+        label: str | None = None,
+        status: str = "running",
+        group: str | None = None,
+        model_card: dict | None = None,
+    ) -> int:
+        """Create the run's row (locked as live), in seed group `group`, and start committing; its id.
+        `model_card`: a run ln_viz.attach records from the user's own model (rows.insert_run)."""
         if self.run_id is not None:
             raise RuntimeError("begin() was already called")
         token = uuid.uuid4().hex
@@ -99,7 +107,9 @@ class RunWriter:
         self._run = RunData(info, status=status)
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            self.run_id = insert_run(self._db, info, label=label, status=status, writer_token=token, group=group)
+            self.run_id = insert_run(
+                self._db, info, label=label, status=status, writer_token=token, group=group, model_card=model_card
+            )
             self._db.execute("COMMIT")
         except BaseException as e:
             if self._db.in_transaction:

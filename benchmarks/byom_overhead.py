@@ -1,0 +1,168 @@
+"""The cost of ln_viz.attach's probes on a 0.4M-parameter Hugging Face Llama (6 blocks, d 64, batch 16 x 64,
+CPU, one thread), beside TensorBoard histograms of the same tensors (block outputs, norm inputs, the block
+matrices' gradients) at the same cadence, every 10 and every 1 optimizer steps.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/byom_overhead.py [--steps 30] [--rounds 3] [--quick]
+
+The configurations run in lockstep (step i of each before step i + 1 of any, the order alternating), each
+on its own copy of one model and the same batches, so a busy machine slows them alike; a round's figure is
+a configuration's total over steps 4..N (every cadence's probe steps inside) over the baseline's, in process
+CPU time (all threads: the store's writer too) and in wall time. Printed: the median over rounds and the
+spread (min - max). Targets (issue 31):
+ln-viz at every 10 at most 1.03x, at every 1 at most 1.20x. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+import ln_viz  # noqa: E402
+
+
+def llama(quick: bool):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(
+        "llama", hidden_size=64, num_hidden_layers=2 if quick else 6, num_attention_heads=4, num_key_value_heads=4,
+        intermediate_size=172, vocab_size=512, max_position_embeddings=128,
+    )  # fmt: skip
+    return AutoModelForCausalLM.from_config(config)
+
+
+class TensorBoardHistograms:
+    """What `SummaryWriter.add_histogram` users do: forward hooks on each block's output and norm input, and
+    the gradient of each block matrix, logged every `every` optimizer steps."""
+
+    def __init__(self, model, every: int, logdir: str) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer, self.every, self.step, self.model = SummaryWriter(logdir), every, 0, model
+        self.handles = []
+        layers = model.model.layers
+        for i, block in enumerate(layers):
+            self.handles.append(block.register_forward_hook(self._hook(f"resid/{i}", output=True)))
+            for name in ("input_layernorm", "post_attention_layernorm"):
+                norm = block.get_submodule(name)
+                self.handles.append(norm.register_forward_hook(self._hook(f"norm_in/{i}/{name}", output=False)))
+        self.matrices = [(n, p) for n, p in layers.named_parameters() if p.ndim >= 2]
+
+    def _on(self) -> bool:
+        return self.model.training and (self.step + 1 == 1 or (self.step + 1) % self.every == 0)
+
+    def _hook(self, tag: str, output: bool):
+        def hook(module, args, out):
+            if self._on():
+                x = out[0] if isinstance(out, tuple) else out if output else args[0]
+                self.writer.add_histogram(tag, x.detach(), self.step + 1)
+
+        return hook
+
+    def after_backward(self) -> None:
+        if self._on():
+            for name, p in self.matrices:
+                self.writer.add_histogram(f"grad/{name}", p.grad, self.step + 1)
+        self.step += 1
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.writer.close()
+
+
+class Runner:
+    """One configuration on its own copy of the model: `step(x)` times one optimizer step in process CPU time
+    (every thread of this process: the store's writer thread included) and in wall time."""
+
+    def __init__(self, config: str, model, tmp: Path) -> None:
+        self.model = copy.deepcopy(model)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
+        self.probe = self.tb = None
+        if config.startswith("ln-viz"):
+            self.probe = ln_viz.attach(self.model, self.opt, store=tmp / "runs.sqlite", every=int(config.split("/")[1]))
+        elif config.startswith("tensorboard"):
+            self.tb = TensorBoardHistograms(self.model, int(config.split("/")[1]), str(tmp / f"tb-{config[-2:]}"))
+        self.cpu: list[float] = []
+        self.wall: list[float] = []
+
+    def step(self, x: torch.Tensor) -> None:
+        c0, w0 = time.process_time(), time.perf_counter()
+        self.model(input_ids=x, labels=x).loss.backward()
+        if self.tb is not None:
+            self.tb.after_backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.cpu.append(time.process_time() - c0)
+        self.wall.append(time.perf_counter() - w0)
+
+    def close(self) -> None:
+        if self.probe is not None:
+            self.probe.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2 blocks, 10 steps, 1 round (the smoke test)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.rounds = 10, 1
+    torch.set_num_threads(1)
+    model = llama(args.quick)
+    n_params = sum(p.numel() for p in model.parameters())
+    g = torch.Generator().manual_seed(0)
+    batches = [torch.randint(0, 512, (16, 64), generator=g) for _ in range(args.steps + 3)]  # 3 warm-up
+    configs = ["baseline", "ln-viz/10", "tensorboard/10", "ln-viz/1", "tensorboard/1"]
+    cpu: dict[str, list[float]] = {c: [] for c in configs[1:]}
+    wall: dict[str, list[float]] = {c: [] for c in configs[1:]}
+    base = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            runners = {c: Runner(c, model, Path(tmp) / str(r)) for c in configs}
+            for i, x in enumerate(batches):  # lockstep: every configuration takes step i before any takes i + 1
+                order = configs if (i + r) % 2 == 0 else configs[::-1]
+                for c in order:
+                    runners[c].step(x)
+            for runner in runners.values():
+                runner.close()
+            # the window: steps 4..N (N a multiple of 10, so each cadence's probe steps are in it)
+            total = {c: (sum(run.cpu[3:]), sum(run.wall[3:])) for c, run in runners.items()}
+            base.append(total["baseline"][0] / (len(batches) - 3))
+            for c in configs[1:]:
+                cpu[c].append(total[c][0] / total["baseline"][0])
+                wall[c].append(total[c][1] / total["baseline"][1])
+    print(
+        f"Llama {n_params / 1e6:.2f}M parameters, batch 16 x 64, CPU 1 thread, "
+        f"{args.steps} steps x {args.rounds} rounds, configurations in lockstep"
+    )
+    rounds = ", ".join(f"{1e3 * b:.1f}" for b in base)
+    print(f"baseline: {1e3 * statistics.median(base):.1f} ms CPU per step (rounds {rounds})")
+    print("cost over the baseline, total of the measured steps: process CPU time | wall time")
+    for c in configs[1:]:
+        v, w = cpu[c], wall[c]
+        print(
+            f"{c:15s} CPU {statistics.median(v):.3f}x (spread {min(v):.3f} - {max(v):.3f})   "
+            f"wall {statistics.median(w):.3f}x (spread {min(w):.3f} - {max(w):.3f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""The attention tap: the largest attention logit and the entropy of each layer, read where the dot product
+happens, without changing what the model computes.
+
+- Hugging Face models (transformers 5): a function registered in `AttentionInterface` under
+  `lnviz_<original>` with the original's mask function in `AttentionMaskInterface` (without it a custom name
+  gets no mask: Gemma 2 silently lost its causal mask in the design note's measurement), which summarises q
+  and k (after RoPE and QK-norm, as the dot product sees them) and then calls the original implementation.
+- Anything else: a TorchFunctionMode over `F.scaled_dot_product_attention`, entered only for a probed
+  forward pass; it cannot see attention written as matmul and softmax by hand (those layers stay NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+ENTROPY_SEQUENCES = 8  # as ln-viz's own probes: the first 8 sequences of the batch
+_MASKED = -1e30  # a finite stand-in for -inf: exp() gives exactly 0, and 0 * log p stays 0
+
+# id(attention module) -> callback(module, query, key, mask, scaling, softcap, causal); set while attached
+_LISTENERS: dict[int, Callable[..., None]] = {}
+
+
+def attention_stats(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scaling: float | None = None,
+    softcap: float | None = None,
+    causal: bool = False,
+) -> tuple[float, float, torch.Tensor]:
+    """(largest |logit|, mean entropy in nats, the probabilities) of softmax(q k^T * scaling) for
+    q (B, H, T, hs), k (B, Hkv, S, hs) on the first ENTROPY_SEQUENCES sequences; `mask` boolean (True:
+    attend) or additive, broadcastable to (B, H, T, S); `softcap` as Gemma 2's tanh cap; `causal` when
+    there is no mask but the implementation would apply a causal one."""
+    with torch.no_grad():
+        q = query.detach()[:ENTROPY_SEQUENCES].float()
+        k = key.detach()[:ENTROPY_SEQUENCES].float()
+        if k.shape[1] != q.shape[1]:  # grouped-query attention: each k head serves several q heads
+            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+        scale = scaling if scaling is not None else 1.0 / math.sqrt(q.shape[-1])
+        logits = (q * scale) @ k.transpose(-1, -2)  # (B, H, T, S)
+        B, H, T, S = logits.shape
+        keep = None  # (B or 1, H or 1, T, S) booleans: True where a query may attend
+        if mask is not None:
+            m = mask.detach()[:ENTROPY_SEQUENCES, ..., :S]
+            keep = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
+        elif causal and T > 1:
+            keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
+        seen = logits if keep is None else torch.where(keep, logits, 0.0)
+        largest = float(seen.abs().amax())  # 0 never wins a max of |x|
+        scores = logits if not softcap else torch.tanh(logits / softcap) * softcap
+        if mask is not None and mask.dtype != torch.bool:
+            scores = scores + m.float()  # an additive mask (T5's position bias) is part of the scores
+        if keep is not None:
+            scores = scores.masked_fill(~keep, _MASKED)
+        logp = torch.log_softmax(scores, dim=-1)
+        p = logp.exp()
+        # sum of p log p over every row at once; a row with nothing to attend to (padding) came out uniform
+        # over S (entropy log S) and is taken back out
+        total = -float(torch.dot(p.reshape(-1), logp.reshape(-1)))
+        rows = B * H * T
+        if keep is not None:
+            empty = int((~keep.any(-1)).expand(B, H, T).sum())
+            total -= empty * math.log(S)
+            rows -= empty
+        entropy = total / rows if rows > 0 else math.nan
+    return largest, entropy, p
+
+
+def _tap_for(original: str) -> Callable[..., Any]:
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    def tap(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        listener = _LISTENERS.get(id(module))
+        if listener is not None:
+            listener(
+                module, query, key, attention_mask, scaling, kwargs.get("softcap"), getattr(module, "is_causal", False)
+            )
+        if original in ALL_ATTENTION_FUNCTIONS:
+            fn = ALL_ATTENTION_FUNCTIONS[original]
+        else:  # "eager": the model file's own function
+            fn = sys.modules[type(module).__module__].eager_attention_forward
+        return fn(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+
+    return tap
+
+
+def hf_tap_name(model: Any) -> str | None:
+    """Register the tap for this model's attention implementation; its name, or None for a model the
+    AttentionInterface does not drive (then the sdpa mode is the fallback)."""
+    config = getattr(model, "config", None)
+    original = getattr(config, "_attn_implementation", None)
+    if not original or not hasattr(model, "set_attn_implementation") or "transformers" not in sys.modules:
+        return None
+    if original.startswith("lnviz_"):
+        return original
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    name = f"lnviz_{original}"
+    if name not in AttentionInterface._global_mapping:
+        AttentionInterface.register(name, _tap_for(original))
+        if original in ALL_MASK_ATTENTION_FUNCTIONS:
+            AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[original])
+    return name
+
+
+class SdpaTap(TorchFunctionMode):
+    """Sees every F.scaled_dot_product_attention call while entered; `on_call(i, q, k, mask, scale, causal)`
+    with i counting the calls of this forward pass (the layer, for a model that calls it once a block)."""
+
+    def __init__(self, on_call: Callable[..., None]) -> None:
+        super().__init__()
+        self.on_call = on_call
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.scaled_dot_product_attention:
+            q, k = args[0], args[1]
+            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+            causal = kwargs.get("is_causal", args[5] if len(args) > 5 else False)
+            scale = kwargs.get("scale", args[6] if len(args) > 6 else None)
+            self.on_call(self.calls, q, k, mask, scale, bool(causal))
+            self.calls += 1
+        return func(*args, **kwargs)

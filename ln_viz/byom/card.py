@@ -1,0 +1,372 @@
+"""`describe(model)`: a model ln-viz did not build, read by following its data.
+
+One tiny forward pass (no gradient, eval mode, its own random generator, so the user's random state and
+numbers are untouched) with temporary hooks on the first block shows where the block's tensors go:
+
+- a norm is a module whose output rows are its input rows normalised (LayerNorm: centred and scaled to
+  unit std; RMSNorm: scaled to unit RMS), up to a per-channel weight and bias (HF's `1 + w` Gemma weight
+  included); a module with "Norm" in its class name counts too (DyT and other norms that do not normalise);
+- the attention module is the innermost module that calls `F.scaled_dot_product_attention`, else a softmax
+  over a (batch, heads, query, key) tensor;
+- placement, from where the norms sit on the residual path: a norm's output *is* the block's output ->
+  `post`; a norm reads the block's input -> `pre`; block output = block input + the sum of some norms'
+  outputs -> `reordered` (those norms only) or `peri` (with a norm on the input too); attention and FFN
+  read the same input -> `parallel`; no norm -> `none`;
+- QK-norm: a norm inside the attention module that is not on the residual path (OPT's FFN norm, which
+  sees the residual flattened to (B*T, d), is on the residual path, so it is not one).
+
+Blocks: a user `layout` (the dotted path of the block list) wins; else Hugging Face's `_no_split_modules`
+(the ModuleList whose children are of one of those classes); else the largest ModuleList of identical
+children that contain a norm; else ValueError with one sentence naming the candidates. A matrix's role
+(q, k, v, o, fused qkv, FFN in, gate, out) comes from its attribute name inside the attention module or
+outside it (a short table of the names HF, nanoGPT and Meta use); "other" where the name says nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from ln_viz.byom.layout import (
+    LayoutError,
+    UnsupportedModel,
+    _close,
+    _inside,
+    _norm_kind,
+    _rows,
+    block_input,
+    call_model,
+    example_input,
+    find_blocks,
+    first_tensor,
+    unwrap,
+)
+
+__all__ = ["LayoutError", "UnsupportedModel", "block_input", "call_model", "first_tensor", "unwrap"]
+
+PLACEMENTS = ("post", "pre", "peri", "reordered", "parallel", "none", "unknown")
+
+# attribute names of the matrices, by role (the last part of the module's path inside the block)
+_ATTN_ROLES = {
+    "attn.q": {"q_proj", "query", "q", "q_lin", "wq", "to_q"},
+    "attn.k": {"k_proj", "key", "k", "k_lin", "wk", "to_k"},
+    "attn.v": {"v_proj", "value", "v", "v_lin", "wv", "to_v"},
+    "attn.o": {"o_proj", "out_proj", "dense", "c_proj", "wo", "o", "out_lin", "to_out", "proj"},
+    "attn.qkv": {"c_attn", "query_key_value", "qkv", "wqkv", "qkv_proj", "in_proj", "w_pack"},
+}
+_FFN_ROLES = {
+    "ffn.gate": {"gate_proj", "gate", "wi_0", "w_gate"},
+    "ffn.in": {"up_proj", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1", "w_in"},
+    "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out"},
+}
+_CLOSE = {"atol": 1e-5, "rtol": 1e-4}
+
+
+@dataclass(frozen=True)
+class NormCard:
+    """One norm of a block: its path inside the block and where it sits on the data path."""
+
+    name: str
+    role: str  # pre (reads the block input) | post (its output is the block output) | out (added to the
+    # residual) | mid (reads or writes the residual between the branches) | qk (inside attention, on q/k)
+    kind: str  # layernorm | rmsnorm | other (from the data: centred or not)
+
+
+@dataclass(frozen=True)
+class MatrixCard:
+    """One weight matrix of a block: its parameter's path inside the block, its role and shape."""
+
+    name: str
+    role: str  # attn.q | attn.k | attn.v | attn.o | attn.qkv | ffn.gate | ffn.in | ffn.out | other
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What ln-viz found in a model: where the blocks are and how the norms sit in them."""
+
+    family: str  # the model's class name, shown only
+    blocks: str  # dotted path of the block list
+    depth: int
+    d_model: int
+    placement: str  # one of PLACEMENTS
+    qk_norm: bool
+    norms: tuple[NormCard, ...]  # of one block, in forward order
+    matrices: tuple[MatrixCard, ...]  # of one block, in parameter order
+    attention: str  # the attention module's path inside a block ("" when none was seen)
+    attention_impl: str  # HF's config._attn_implementation, else "sdpa" | "softmax" | "none"
+    heads: int | None
+    n_params: int
+    found_by: str  # layout | _no_split_modules | largest ModuleList
+    other_blocks: tuple[str, ...] = ()  # further block lists (an encoder-decoder's decoder), not probed
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def residual_norms(self) -> tuple[str, ...]:
+        """The norms on the residual path (all but QK-norms): the ones whose inputs are probed."""
+        return tuple(n.name for n in self.norms if n.role != "qk")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelCard:
+        return cls(
+            **{
+                **d,
+                "norms": tuple(NormCard(**n) for n in d["norms"]),
+                "matrices": tuple(MatrixCard(n["name"], n["role"], tuple(n["shape"])) for n in d["matrices"]),
+                "other_blocks": tuple(d.get("other_blocks", ())),
+                "notes": tuple(d.get("notes", ())),
+            }
+        )
+
+
+# --- the tiny forward -----------------------------------------------------------------------------------
+class _AttentionCalls(TorchFunctionMode):
+    """Notes which module was innermost when scaled_dot_product_attention (or a 4-D softmax) ran."""
+
+    def __init__(self, stack: list[str]) -> None:
+        super().__init__()
+        self.stack = stack
+        self.sdpa: list[str] = []
+        self.softmax: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        where = self.stack[-1] if self.stack else None
+        if where is not None:
+            if func is F.scaled_dot_product_attention:
+                self.sdpa.append(where)
+            elif func in (torch.softmax, F.softmax, torch.Tensor.softmax) and args and args[0].ndim == 4:
+                self.softmax.append(where)
+        return func(*args, **kwargs)
+
+
+@dataclass
+class _Trace:
+    x: torch.Tensor
+    y: torch.Tensor
+    inputs: dict[str, torch.Tensor]  # module path in the block -> its first input
+    outputs: dict[str, torch.Tensor]
+    order: list[str]  # the modules in the order their forward started
+    attention: str
+    impl: str
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    modes = {m: m.training for m in model.modules()}
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, mode in modes.items():
+            m.training = mode
+
+
+def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
+    inputs: dict[str, torch.Tensor] = {}
+    outputs: dict[str, torch.Tensor] = {}
+    order: list[str] = []
+    stack: list[str] = []
+    handles = []
+
+    def pre(name):
+        def hook(m, args, kwargs):
+            stack.append(name)
+            order.append(name)
+            x = block_input(args, kwargs) if name == "" else first_tensor(args)
+            if x is None:
+                x = first_tensor(kwargs)
+            if x is not None:
+                inputs[name] = x.detach().clone()
+
+        return hook
+
+    def post(name):
+        def hook(m, args, kwargs, out):
+            if stack and stack[-1] == name:
+                stack.pop()
+            y = first_tensor(out)
+            if y is not None:
+                outputs[name] = y.detach().clone()
+
+        return hook
+
+    for name, m in block.named_modules():
+        handles.append(m.register_forward_pre_hook(pre(name), with_kwargs=True))
+        handles.append(m.register_forward_hook(post(name), with_kwargs=True))
+    calls = _AttentionCalls(stack)
+    try:
+        with torch.no_grad(), _eval_mode(model), calls:
+            call_model(model, example)
+    finally:
+        for h in handles:
+            h.remove()
+    if "" not in inputs or "" not in outputs:
+        raise LayoutError(f"the forward pass did not run the blocks of {type(model).__name__}: pass layout=.")
+    attention = (calls.sdpa or calls.softmax or [""])[0]
+    impl = "sdpa" if calls.sdpa else "softmax" if calls.softmax else "none"
+    hf_impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    return _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl)
+
+
+# --- the card -------------------------------------------------------------------------------------------
+def describe(model: nn.Module, *, layout: str | None = None, example: Any = None) -> ModelCard:
+    """The model's card, found by following one tiny forward pass through its first block (see the
+    module's docstring). `layout` names the block list where discovery fails; `example` is an input batch
+    for a model that does not take token ids."""
+    model = unwrap(model)
+    path, blocks, found_by, others = find_blocks(model, layout)
+    block = blocks[0]
+    trace = _trace_block(model, block, example if example is not None else example_input(model))
+    d = trace.y.shape[-1]
+    x, y = trace.x, trace.y
+    norms: dict[str, str] = {}
+    for name, m in block.named_modules():
+        if name and name in trace.inputs and name in trace.outputs:
+            kind = _norm_kind(m, trace.inputs[name], trace.outputs[name])
+            if kind is not None:
+                norms[name] = kind
+    # a norm inside another norm (a wrapper) counts once: the outer one
+    norms = {n: k for n, k in norms.items() if not any(_inside(n, o) and n != o for o in norms)}
+    ordered = [n for n in trace.order if n in norms]
+    on_path = [n for n in ordered if _close(trace.outputs[n], y, d) or _close(trace.inputs[n], x, d)]
+    resid_shaped = [n for n in ordered if trace.outputs[n].numel() == y.numel() and trace.outputs[n].shape[-1] == d]
+    out_sum = _output_sum(x, y, {n: trace.outputs[n] for n in resid_shaped if n not in on_path}, d)
+    attention = trace.attention
+    roles: dict[str, str] = {}
+    for n in ordered:
+        if _close(trace.outputs[n], y, d):
+            roles[n] = "post"
+        elif _close(trace.inputs[n], x, d):
+            roles[n] = "pre"
+        elif n in out_sum:
+            roles[n] = "out"
+        elif (attention and _inside(n, attention)) or (not attention and trace.inputs[n].shape[-1] != d):
+            roles[n] = "qk"
+        else:
+            roles[n] = "mid"
+    placement = _placement(roles, trace, block, d)
+    matrices = _matrices(block, _attention_part(block, attention))
+    config = getattr(model, "config", None)
+    heads = getattr(config, "num_attention_heads", None) if config is not None else None
+    notes = []
+    if others:
+        notes.append(f"only {path} is probed; also found: {', '.join(others)}")
+    return ModelCard(
+        family=type(model).__name__,
+        blocks=path,
+        depth=len(blocks),
+        d_model=int(d),
+        placement=placement,
+        qk_norm=any(r == "qk" for r in roles.values()),
+        norms=tuple(NormCard(n, roles[n], norms[n]) for n in ordered),
+        matrices=matrices,
+        attention=attention,
+        attention_impl=str(trace.impl),
+        heads=int(heads) if isinstance(heads, int) else None,
+        n_params=sum(p.numel() for p in model.parameters()),
+        found_by=found_by,
+        other_blocks=others,
+        notes=tuple(notes),
+    )
+
+
+def _output_sum(x: torch.Tensor, y: torch.Tensor, outs: dict[str, torch.Tensor], d: int) -> tuple[str, ...]:
+    """The norms whose outputs, added to the block input, make the block output (up to 4 tried)."""
+    names = list(outs)[:6]
+    for r in range(1, min(4, len(names)) + 1):
+        for subset in itertools.combinations(names, r):
+            total = _rows(x, d) + sum(_rows(outs[n], d) for n in subset)
+            if torch.allclose(total, _rows(y, d), **_CLOSE):
+                return subset
+    return ()
+
+
+def _attention_child(block: nn.Module, attention: str) -> str:
+    """The block's direct child that holds the attention module ("" when none was seen)."""
+    return attention.split(".")[0] if attention else ""
+
+
+def _attention_part(block: nn.Module, attention: str) -> str:
+    """The attention module with its output projection: its parent when that is a module of its own
+    (BERT's `attention` holds `self` and `output.dense`), else the attention module itself."""
+    if "." not in attention:
+        return attention
+    parent = attention.rsplit(".", 1)[0]
+    return attention if isinstance(block.get_submodule(parent), (nn.ModuleList, nn.Sequential)) else parent
+
+
+def _placement(roles: dict[str, str], trace: _Trace, block: nn.Module, d: int) -> str:
+    resid = [r for r in roles.values() if r != "qk"]
+    if not resid:
+        return "none"
+    if resid.count("pre") >= 2 or _parallel(trace, block, d):
+        return "parallel"
+    if "post" in resid:
+        return "post"
+    if "out" in resid:
+        return "peri" if "pre" in resid else "reordered"
+    if "pre" in resid:
+        return "pre"
+    return "unknown"
+
+
+def _parallel(trace: _Trace, block: nn.Module, d: int) -> bool:
+    """Attention and the FFN (the other direct child with the most matrix weights) read the same input."""
+    attn = _attention_child(block, trace.attention)
+    if not attn:
+        return False
+    sizes = {
+        n: sum(p.numel() for p in c.parameters() if p.ndim >= 2)
+        for n, c in block.named_children()
+        if n != attn and n in trace.inputs
+    }
+    if not sizes:
+        return False
+    ffn = max(sizes, key=sizes.get)
+    return sizes[ffn] > 0 and _close(trace.inputs[attn], trace.inputs[ffn], d)
+
+
+def _matrices(block: nn.Module, attn_child: str) -> tuple[MatrixCard, ...]:
+    names = [n for n, p in block.named_parameters() if p.ndim >= 2]
+    leaves = {n.rsplit(".", 2)[-2] if n.count(".") else n for n in names}
+    out = []
+    for n, p in block.named_parameters():
+        if p.ndim < 2:
+            continue
+        parts = n.split(".")
+        leaf = parts[-2].lower() if len(parts) >= 2 else parts[-1].lower()
+        parent = parts[-3].lower() if len(parts) >= 3 else ""
+        out.append(MatrixCard(n, _role(leaf, parent, _inside(n, attn_child), leaves), tuple(p.shape)))
+    return tuple(out)
+
+
+def _role(leaf: str, parent: str, in_attention: bool, leaves: set[str]) -> str:
+    if in_attention:
+        for role, words in _ATTN_ROLES.items():
+            if leaf in words:
+                return role
+        return "other"
+    if leaf == "dense":  # BERT's FFN: intermediate.dense, output.dense
+        return {"intermediate": "ffn.in", "output": "ffn.out"}.get(parent, "other")
+    if leaf == "w1":  # Meta's SwiGLU: w1 gate, w3 up; a plain MLP's w1 is its input
+        return "ffn.gate" if "w3" in leaves else "ffn.in"
+    for role, words in _FFN_ROLES.items():
+        if leaf in words:
+            return role
+    return "other"

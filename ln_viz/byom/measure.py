@@ -1,0 +1,62 @@
+"""Gradient norms as the optimizer applied them, and the update ratio, for the blocks of an attached model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+
+def _foreach_norm(tensors: list[torch.Tensor]) -> list[float]:
+    if not tensors:
+        return []
+    return torch.stack([n.float() for n in torch._foreach_norm(tensors)]).double().cpu().tolist()
+
+
+def grad_norms(
+    all_params: list[torch.Tensor],
+    matrices: list[list[torch.Tensor | None]],
+    block_params: list[list[torch.Tensor]],
+    shape: tuple[int, ...],
+) -> tuple[dict[str, np.ndarray], float]:
+    """Per-matrix (`shape`: blocks x matrices) and per-block gradient norms as the update used them, and the
+    total of all the model's gradients; one batched norm call. A matrix without a gradient stays NaN."""
+    with torch.no_grad():
+        present = [p for p in all_params if p.grad is not None]
+        norms = {id(p): n for p, n in zip(present, _foreach_norm([p.grad for p in present]))}
+    per = np.full(shape, np.nan, np.float32)
+    for i, mats in enumerate(matrices):
+        for j, p in enumerate(mats):
+            if p is not None and id(p) in norms:
+                per[i, j] = norms[id(p)]
+    block = np.array([math.sqrt(sum(norms.get(id(p), 0.0) ** 2 for p in ps)) for ps in block_params], np.float32)
+    total = math.sqrt(sum(v * v for v in norms.values())) if norms else math.nan
+    return {"grad_norm": per, "block_grad_norm": block}, total
+
+
+def update_ratio(before: list[torch.Tensor], block_params: list[list[torch.Tensor]]) -> np.ndarray:
+    """||w_after - w_before|| / ||w_before|| per block, from the weights snapshot taken before the step."""
+    with torch.no_grad():
+        now = [p.detach() for ps in block_params for p in ps]
+        delta = _foreach_norm(torch._foreach_sub(now, before))
+        base = _foreach_norm(before)
+    out = np.zeros(len(block_params), np.float32)
+    start = 0
+    for i, ps in enumerate(block_params):
+        d = sum(x * x for x in delta[start : start + len(ps)])
+        b = sum(x * x for x in base[start : start + len(ps)])
+        out[i] = math.sqrt(d / b) if b > 0 else math.nan
+        start += len(ps)
+    return out
+
+
+def is_probe_step(step: int, every: int, last: int | None) -> bool:
+    """Probe steps: 1, every `every`-th, and the last (when known)."""
+    return step == 1 or (every > 0 and step % every == 0) or (last is not None and step == last)
+
+
+def _mode_stack() -> list:
+    from torch.overrides import _get_current_function_mode_stack
+
+    return list(_get_current_function_mode_stack())

@@ -1,0 +1,400 @@
+"""`attach(model, optimizer, ...)`: ln-viz's probes on a model ln-viz did not build, while the user's loop
+runs unchanged, into ln-viz's store.
+
+When things are read (measured in the design note for plain loops, the HF Trainer and Lightning):
+- steps are counted by the optimizer's step *post*-hook, so gradient accumulation and evaluation passes do
+  not shift them; probe steps are 1, every `every`-th and the last (`steps=`, or never known);
+- the optimizer's step *pre*-hook snapshots the block weights on probe steps (the update ratio); the
+  post-hook reads `.grad` as the update used it (after unscaling and clipping) for the per-matrix norms;
+- forward hooks are armed at the previous step's post-hook (Lightning runs forward inside `step()`), and
+  capture only the first training-mode forward with gradients of a probe step; nothing under no_grad/eval.
+
+Probes never change the user's numbers (no_grad, detached; the attention tap delegates to the original);
+a probe that fails disables itself with one warning. `close()` (idempotent; also at exit) removes every
+hook it added, restores the attention implementation and finishes the stored run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any, Self
+
+import numpy as np
+import torch
+from torch import nn
+
+from ln_viz.byom.attention import _LISTENERS, SdpaTap, attention_stats, hf_tap_name
+from ln_viz.byom.card import ModelCard, block_input, describe, first_tensor, unwrap
+from ln_viz.byom.measure import _mode_stack, grad_norms, is_probe_step, update_ratio
+from ln_viz.config import RunConfig
+from ln_viz.probes import _median_abs, tensor_summary
+from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, Stat, probe_dims
+from ln_viz.snapshot import RunInfo, Snapshot
+from ln_viz.store import RunWriter
+
+GRAD_NORM_APPLIED, GRAD_NORM_PRECLIP = "applied", "pre-clip"  # the grad_norm scalar: after clip, or before
+
+
+class Probe:
+    """One attached run: hooks on the model and optimizer, a writer into the store. Use as a context
+    manager, or call `close()`; `.log(loss=..., lr=...)` adds scalars to the step just taken."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        store: str | os.PathLike[str] | None = None,
+        every: int = 10,
+        label: str | None = None,
+        layout: str | None = None,
+        steps: int | None = None,
+        example: Any = None,
+    ) -> None:
+        if every < 1:
+            raise ValueError(f"every={every!r}: probe every N >= 1 optimizer steps.")
+        self.model = unwrap(model)
+        self.optimizer = optimizer
+        self.every, self.steps = int(every), steps
+        self.card: ModelCard = describe(self.model, layout=layout, example=example)
+        self.blocks = list(self.model.get_submodule(self.card.blocks))
+        self.norm_names = self.card.residual_norms
+        self.matrix_names = tuple(m.name for m in self.card.matrices)
+        self._init_params()
+        self.step = 0  # optimizer steps taken while attached
+        self.run_id: int | None = None
+        self._closed = False
+        self._armed = False
+        self._capturing = False
+        self._arrays: dict[str, np.ndarray] | None = None
+        self._before: list[torch.Tensor] = []
+        self._pending: Snapshot | None = None
+        self._loss_sum: torch.Tensor | None = None
+        self._loss_n = 0
+        self._logged: dict[str, float] = {}
+        self._preclip: float | None = None
+        self._t0 = time.monotonic()
+        self._disabled: set[str] = set()
+        self._handles: list[Any] = []
+        self._attn_index: dict[int, int] = {}  # id(attention module) -> block
+        self._restore_impl: str | None = None  # the HF attention implementation to put back
+        self._sdpa: SdpaTap | None = None
+        self._keep_attention = False  # tests: keep each layer's probabilities in `attention_probs`
+        self.attention_probs: dict[int, torch.Tensor] = {}
+        self.grad_norm_kind = GRAD_NORM_APPLIED
+        self._writer = RunWriter(store)
+        self.run_id = self._writer.begin(self._info(label), label=label, model_card=self.card.to_dict())
+        try:
+            self._attach_hooks()
+        except BaseException:  # the hooks added so far come off; the run's row says it failed
+            self.close("failed")
+            raise
+        self._armed = is_probe_step(1, self.every, self.steps)
+        atexit.register(self.close)
+
+    def _init_params(self) -> None:
+        self.matrices: list[list[torch.Tensor | None]] = []
+        for block in self.blocks:
+            own = dict(block.named_parameters())
+            self.matrices.append([own.get(n) for n in self.matrix_names])
+        self.block_params = [[p for p in b.parameters() if p.requires_grad] for b in self.blocks]
+        self.all_params = [p for p in self.model.parameters() if p.requires_grad]
+
+    def _info(self, label: str | None) -> RunInfo:
+        """A RunInfo whose shapes are this model's (its norms and matrices by their own names). Its config
+        is a stand-in holding what fits (depth, width, lr); the card is the truth about the model."""
+        card = self.card
+        lr = float(self.optimizer.param_groups[0].get("lr", 0.0)) if self.optimizer.param_groups else 0.0
+        heads = card.heads or 1
+        config = RunConfig(
+            norm_position=card.placement if card.placement in ("post", "pre", "peri", "none") else "pre",
+            depth=card.depth,
+            d_model=card.d_model,
+            heads=heads,
+            lr=lr if math.isfinite(lr) else 0.0,
+            steps=int(self.steps or 0),
+            probe_every=self.every,
+            eval_every=0,
+        )
+        return RunInfo(
+            config=config,
+            vocab_size=int(getattr(getattr(self.model, "config", None), "vocab_size", 0) or 0),
+            n_params=card.n_params,
+            unigram_entropy=0.0,
+            floor=None,
+            norm_names=list(self.norm_names),
+            param_names=self.matrix_names,
+        )
+
+    def _dims(self) -> dict[str, int]:
+        return probe_dims(len(self.blocks), len(self.norm_names), len(self.matrix_names), HIST_BINS, len(STAT_NAMES))
+
+    def _attach_hooks(self) -> None:
+        opt = self.optimizer
+        self._handles.append(opt.register_step_pre_hook(self._guard("update", self._on_pre_step)))
+        self._handles.append(opt.register_step_post_hook(self._guard("step", self._on_post_step)))
+        m = self.model
+        self._handles.append(m.register_forward_pre_hook(self._guard("forward", self._on_model_in), with_kwargs=True))
+        self._handles.append(m.register_forward_hook(self._guard("forward", self._on_model_out)))
+        self._handles.append(
+            self.blocks[0].register_forward_pre_hook(self._guard("activations", self._on_input), with_kwargs=True)
+        )
+        for i, block in enumerate(self.blocks):
+            self._handles.append(block.register_forward_hook(self._guard("activations", self._on_block(i))))
+            for j, name in enumerate(self.norm_names):
+                try:
+                    norm = block.get_submodule(name)
+                except AttributeError:
+                    continue
+                self._handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
+        for i, block in enumerate(self.blocks):
+            if self.card.attention:
+                try:
+                    self._attn_index[id(block.get_submodule(self.card.attention))] = i
+                except AttributeError:
+                    pass
+        tap = hf_tap_name(self.model) if self._attn_index else None
+        if tap is not None:
+            original = self.model.config._attn_implementation
+            if original != tap:
+                self.model.set_attn_implementation(tap)
+                self._restore_impl = original
+            for key, i in self._attn_index.items():
+                _LISTENERS[key] = self._guard("attention", self._on_hf_attention(i))
+            self.attention_tap = "AttentionInterface"
+        else:
+            self._sdpa = SdpaTap(self._guard("attention", self._on_sdpa))
+            self.attention_tap = "sdpa"
+
+    def _guard(self, probe: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` that never raises into the user's run: a failure disables `probe` with one warning."""
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if probe in self._disabled or self._closed:
+                return None
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:  # a probe must never stop the user's training
+                self._disabled.add(probe)
+                warnings.warn(
+                    f"ln-viz: the {probe} probe failed and is off for the rest of this run ({type(e).__name__}: {e})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                return None
+
+        return guarded
+
+    # --- the optimizer's step -------------------------------------------------------------------------
+    @torch.no_grad()
+    def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if is_probe_step(self.step + 1, self.every, self.steps):
+            self._before = [p.detach().clone() for ps in self.block_params for p in ps]
+
+    @torch.no_grad()
+    def _on_post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._emit_pending()
+        self.step += 1
+        probes = None
+        grad_norm = math.nan
+        if is_probe_step(self.step, self.every, self.steps):
+            probes, grad_norm = self._measure_step()
+        lr = float(self.optimizer.param_groups[0].get("lr", math.nan))
+        if self._preclip is not None:
+            grad_norm, self._preclip = self._preclip, None
+        self._pending = Snapshot(self.step, math.nan, lr, grad_norm, 0.0, 0.0, probes=probes)
+        self._stop_capture()
+        self._armed = is_probe_step(self.step + 1, self.every, self.steps)
+
+    def _measure_step(self) -> tuple[dict[str, np.ndarray], float]:
+        dims = self._dims()
+        arrays = self._arrays if self._arrays is not None else {}
+        self._arrays = None
+        out = {name: arrays[name] for name in arrays}
+        if "grads" not in self._disabled:
+            try:
+                grads, total = grad_norms(
+                    self.all_params, self.matrices, self.block_params, PROBES["grad_norm"].shape_for(dims)
+                )
+                out.update(grads)
+            except Exception as e:
+                self._disabled.add("grads")
+                warnings.warn(
+                    f"ln-viz: the gradient probe failed and is off ({type(e).__name__}: {e})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                total = math.nan
+        else:
+            total = math.nan
+        if self._before and "update" not in self._disabled:
+            out["update_ratio"] = update_ratio(self._before, self.block_params)
+        self._before = []
+        return out, total
+
+    # --- the forward pass -----------------------------------------------------------------------------
+    def _on_model_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        if not (module.training and torch.is_grad_enabled()):
+            return
+        if self._armed and not self._capturing:
+            self._armed = False
+            self._capturing = True
+            dims = self._dims()
+            forward = [n for n, m in PROBES.items() if m.source == "forward"]
+            self._arrays = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
+            self._last: tuple[Any, Any] | None = None
+            if self._sdpa is not None and "attention" not in self._disabled:
+                self._sdpa.calls = 0
+                self._sdpa.__enter__()
+
+    def _on_model_out(self, module: nn.Module, args: tuple, out: Any) -> None:
+        if not (module.training and torch.is_grad_enabled()):
+            return
+        loss = getattr(out, "loss", None) if not isinstance(out, torch.Tensor) else None
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+            d = loss.detach().float()
+            self._loss_sum = d if self._loss_sum is None else self._loss_sum + d
+            self._loss_n += 1
+        if self._capturing and self._arrays is not None and "logz" not in self._disabled:
+            logits = getattr(out, "logits", None) if not isinstance(out, torch.Tensor) else out
+            if isinstance(logits, torch.Tensor) and logits.ndim >= 2:
+                self._guard("logz", self._logz)(logits)
+        self._stop_capture()
+
+    @torch.no_grad()
+    def _logz(self, logits: torch.Tensor) -> None:
+        assert self._arrays is not None
+        _, self._arrays["logz_stats"][:] = tensor_summary(torch.logsumexp(logits.detach().float(), -1))
+
+    def _stop_capture(self) -> None:
+        if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():
+            self._sdpa.__exit__(None, None, None)
+        self._capturing = False
+
+    def _summary(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        if self._last is not None and self._last[0] is x:
+            return self._last[1]
+        with torch.no_grad():
+            result = tensor_summary(x.detach())
+        self._last = (x, result)
+        return result
+
+    def _on_input(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        if self._capturing and self._arrays is not None:
+            x = block_input(args, kwargs)
+            if x is not None:
+                _, self._arrays["input_stats"][:] = self._summary(x)
+
+    def _on_block(self, i: int) -> Callable[..., None]:
+        def hook(module: nn.Module, args: tuple, out: Any) -> None:
+            if not (self._capturing and self._arrays is not None):
+                return
+            y = first_tensor(out)
+            if y is None:
+                return
+            a = self._arrays
+            a["resid_hist"][i], a["resid_stats"][i] = self._summary(y)
+            median = _median_abs(y)
+            a["massive_act"][i] = a["resid_stats"][i, Stat.MAX_ABS] / median if median > 0 else math.nan
+
+        return hook
+
+    def _on_norm(self, i: int, j: int) -> Callable[..., None]:
+        def hook(module: nn.Module, args: tuple) -> None:
+            if self._capturing and self._arrays is not None:
+                x = first_tensor(args)
+                if x is not None:
+                    self._arrays["norm_in_hist"][i, j], self._arrays["norm_in_stats"][i, j] = self._summary(x)
+
+        return hook
+
+    def _record_attention(self, i: int, q: Any, k: Any, mask: Any, scaling: Any, softcap: Any, causal: bool) -> None:
+        if not (self._capturing and self._arrays is not None) or i >= len(self.blocks):
+            return
+        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal)
+        self._arrays["attn_logit_max"][i] = largest
+        self._arrays["attn_entropy"][i] = entropy
+        if self._keep_attention:
+            self.attention_probs[i] = p
+
+    def _on_hf_attention(self, i: int) -> Callable[..., None]:
+        def listener(module, query, key, mask, scaling, softcap, causal) -> None:
+            self._record_attention(i, query, key, mask, scaling, softcap, causal)
+
+        return listener
+
+    def _on_sdpa(self, i: int, q: Any, k: Any, mask: Any, scale: Any, causal: bool) -> None:
+        self._record_attention(i, q, k, mask, scale, None, causal)
+
+    # --- scalars and the store ------------------------------------------------------------------------
+    def log(self, *, loss: float | None = None, lr: float | None = None, grad_norm: float | None = None) -> None:
+        """Scalars of the step just taken (call it after `optimizer.step()`); `grad_norm` is the pre-clip
+        total norm where the framework computed one."""
+        for name, value in (("loss", loss), ("lr", lr), ("grad_norm", grad_norm)):
+            if value is not None:
+                self._logged[name] = float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
+        if grad_norm is not None:
+            self.grad_norm_kind = GRAD_NORM_PRECLIP
+
+    def note_grad_norm(self, total: float) -> None:
+        """The pre-clip total gradient norm of the step about to be taken (Lightning's
+        on_before_optimizer_step): the step's grad_norm scalar."""
+        self._preclip = float(total)
+        self.grad_norm_kind = GRAD_NORM_PRECLIP
+
+    def _emit_pending(self) -> None:
+        snap = self._pending
+        if snap is None:
+            return
+        self._pending = None
+        if "loss" in self._logged:
+            snap.loss = self._logged["loss"]
+        elif self._loss_sum is not None:
+            snap.loss = float(self._loss_sum) / self._loss_n
+        if "lr" in self._logged:
+            snap.lr = self._logged["lr"]
+        if "grad_norm" in self._logged:
+            snap.grad_norm = self._logged["grad_norm"]
+        self._logged, self._loss_sum, self._loss_n = {}, None, 0
+        snap.elapsed = time.monotonic() - self._t0
+        snap.steps_per_sec = snap.step / snap.elapsed if snap.elapsed > 0 else 0.0
+        self._writer.add(snap)
+
+    def close(self, status: str | None = None) -> None:
+        """Remove every hook, restore the attention implementation, store the last step and finish the
+        run (`completed` unless `status` says otherwise). Idempotent."""
+        if self._closed:
+            return
+        self._stop_capture()
+        self._closed = True
+        atexit.unregister(self.close)
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        for key in self._attn_index:
+            _LISTENERS.pop(key, None)
+        if self._restore_impl is not None:
+            self.model.set_attn_implementation(self._restore_impl)
+        self._closed = False  # the last step's snapshot goes through the guarded path once more
+        self._emit_pending()
+        self._closed = True
+        self._writer.finish(status or "completed")
+        if self.steps is None and self.run_id is not None:
+            from ln_viz.store import Store
+
+            with Store(self._writer.store.path) as store:
+                store.set_planned_steps(self.run_id, self.step)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.close("stopped" if issubclass(exc_type, KeyboardInterrupt) else "failed")

@@ -1,0 +1,282 @@
+"""ln_viz.describe and ln_viz.attach on tiny random Hugging Face models (built offline from configs): the
+placement each names, the logits untouched, the attention tap's probabilities equal to the model's own,
+gradient norms as the optimizer applied them, hooks left as found, failures that never stop a run, and an
+attached run in the store and the app (listed; its pages say in one sentence what they cannot draw yet)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+
+import ln_viz  # noqa: E402
+from ln_viz.byom import LayoutError, UnsupportedModel, attach, describe  # noqa: E402
+from ln_viz.store import Store, StoreError  # noqa: E402
+from ln_viz.store.rows import blob_to_array  # noqa: E402
+from tests.byom_models import MORE, SPECS, build  # noqa: E402
+
+torch.set_num_threads(1)
+QUIET = {"attention_dropout": 0.0, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+NO_DROPOUT = {"gpt2": dict(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), "bert": QUIET}
+
+
+def ids(batch: int = 4, seq: int = 16, seed: int = 1) -> torch.Tensor:
+    return torch.randint(0, 128, (batch, seq), generator=torch.Generator().manual_seed(seed))
+
+
+def hook_sizes(*objs) -> list[int]:
+    """The size of every hook dictionary of every module of the models, and of the optimizers."""
+    sizes = []
+    for obj in objs:
+        if isinstance(obj, torch.nn.Module):
+            for m in obj.modules():
+                sizes += [len(getattr(m, a)) for a in dir(m) if a.endswith("hooks") and isinstance(getattr(m, a), dict)]
+        else:
+            sizes += [len(obj._optimizer_step_pre_hooks), len(obj._optimizer_step_post_hooks)]
+    return sizes
+
+
+def stored_probe(path: Path, run_id: int, name: str, step: int) -> np.ndarray:
+    with Store(path) as store, store._read() as db:
+        row = db.execute(
+            "SELECT shape, data FROM probes WHERE run_id = ? AND name = ? AND step = ?", (run_id, name, step)
+        ).fetchone()
+    return blob_to_array(*row)
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_describe_names_the_placement_and_qk_norm_by_the_data(name: str) -> None:
+    _, _, placement, qk = SPECS[name]
+    model = build(name)
+    card = ln_viz.describe(model)
+    want_blocks = {"gpt2": "transformer.h", "bert": "bert.encoder.layer"}.get(name, "model.layers")
+    assert (card.blocks, card.depth, card.d_model) == (want_blocks, 2, 64)
+    assert (card.placement, card.qk_norm) == (placement, qk)
+    assert card.found_by == "_no_split_modules"
+    assert {"attn.o", "ffn.out"} <= {m.role for m in card.matrices}
+    assert model.training  # describe left the model's mode as it found it
+
+
+@pytest.mark.parametrize("name", ["gpt_neox", "opt", "qwen3", "roberta", "gemma2"])
+def test_describe_on_more_architectures(name: str) -> None:
+    _, _, placement, qk = MORE[name]
+    card = describe(build(name))
+    assert (card.placement, card.qk_norm) == (placement, qk)  # OPT's flattened FFN norm is no QK-norm
+
+
+def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> None:
+    model = build("llama")
+    assert describe(model, layout="model.layers").found_by == "layout"
+
+    class NoBlocks(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 8)
+            self.heads = torch.nn.ModuleList([torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)])
+
+        def forward(self, x):
+            return self.heads[0](self.emb(x))
+
+    with pytest.raises(LayoutError, match=r"candidate lists: heads \(2 x Linear\).*layout="):
+        describe(NoBlocks())
+    with pytest.raises(LayoutError, match="names no submodule"):
+        describe(model, layout="model.nothing")
+
+
+def test_compiled_and_sharded_models_are_refused_in_one_sentence() -> None:
+    model = build("llama")
+    with pytest.raises(UnsupportedModel, match="torch.compile"):
+        describe(torch.compile(model))
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_logits_are_the_same_with_and_without_attach(name: str, tmp_path: Path) -> None:
+    model = build(name).eval()
+    x = ids()
+    with torch.no_grad():
+        before = model(input_ids=x).logits
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    with attach(model, opt, store=tmp_path / "runs.sqlite", every=1):
+        with torch.no_grad():
+            during = model(input_ids=x).logits
+    with torch.no_grad():
+        after = model(input_ids=x).logits
+    torch.testing.assert_close(during, before, atol=1e-5, rtol=0)
+    assert torch.equal(after, before)
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_the_tapped_logits_softmax_is_the_model_s_own_attention(name: str, tmp_path: Path) -> None:
+    model = build(name, **NO_DROPOUT.get(name, {}))
+    model.set_attn_implementation("eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    with attach(model, opt, store=tmp_path / "runs.sqlite", every=1) as probe:
+        probe._keep_attention = True
+        out = model(input_ids=ids(batch=2), output_attentions=True)  # a training forward: the probe step's
+        assert len(probe.attention_probs) == 2
+        for i, eager in enumerate(out.attentions):
+            torch.testing.assert_close(probe.attention_probs[i], eager.detach(), atol=1e-5, rtol=0)
+        out.logits.sum().backward()
+        opt.step()
+
+
+def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_applied(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    model = build("llama")
+    x = ids()
+    model(input_ids=x)  # HF installs its own hooks on the first forward: the baseline is after it
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    baseline = hook_sizes(model, opt)
+    applied: dict[int, list[float]] = {}
+    with attach(model, opt, store=path, every=4, steps=10, label="plain") as probe:
+        q = model.model.layers[1].self_attn.q_proj.weight
+        down = model.model.layers[0].mlp.down_proj.weight
+
+        def mine(optimizer, args, kwargs) -> None:  # registered after ln-viz's: sees the same .grad
+            applied[probe.step] = [float(q.grad.norm()), float(down.grad.norm())]
+
+        handle = opt.register_step_post_hook(mine)
+        for _ in range(10):
+            for _micro in range(2):  # gradient accumulation: two forwards per optimizer step
+                model(input_ids=x, labels=x).loss.backward()
+                with torch.no_grad():
+                    model.eval()
+                    model(input_ids=x)  # an evaluation pass: never probed, never counted
+                    model.train()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)
+            opt.step()
+            opt.zero_grad()
+            probe.log(lr=1e-3)
+        handle.remove()
+    assert hook_sizes(model, opt) == baseline
+    with Store(path) as store:
+        assert store.probe_steps(probe.run_id) == [1, 4, 8, 10]
+        summary = store.summary(probe.run_id)
+        assert (summary.source, summary.norm_position, summary.steps_done, summary.status) == (
+            "attach", "pre", 10, "completed",
+        )  # fmt: skip
+        card = store.model_card(probe.run_id)
+        assert card["placement"] == "pre" and card["blocks"] == "model.layers"
+    names = [m.name for m in probe.card.matrices]
+    iq, idown = names.index("self_attn.q_proj.weight"), names.index("mlp.down_proj.weight")
+    for step in (1, 4, 8, 10):
+        grads = stored_probe(path, probe.run_id, "grad_norm", step)
+        assert grads.shape == (2, len(names))
+        np.testing.assert_allclose([grads[1, iq], grads[0, idown]], applied[step], rtol=1e-5)
+        assert np.isfinite(stored_probe(path, probe.run_id, "resid_stats", step)).all()
+        assert np.isfinite(stored_probe(path, probe.run_id, "attn_logit_max", step)).all()
+        assert (stored_probe(path, probe.run_id, "update_ratio", step) > 0).all()
+    # a second attach works on the same model and leaves it as found again
+    with attach(model, opt, store=path, every=1) as again:
+        model(input_ids=x, labels=x).loss.backward()
+        opt.step()
+    assert again.run_id != probe.run_id and hook_sizes(model, opt) == baseline
+    again.close()  # idempotent
+
+
+def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ln_viz.byom.probe as attach_module
+
+    def broken(x):
+        raise RuntimeError("broken summary")
+
+    monkeypatch.setattr(attach_module, "tensor_summary", broken)
+    model = build("gpt2")
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    x = ids()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with attach(model, opt, store=tmp_path / "runs.sqlite", every=1) as probe:
+            for _ in range(3):
+                model(input_ids=x, labels=x).loss.backward()
+                opt.step()
+                opt.zero_grad()
+    ours = [w for w in caught if "ln-viz" in str(w.message)]
+    # one warning per probe that failed (the activations' summaries and log Z's), each once in three steps
+    assert sorted(str(w.message).split(" probe")[0] for w in ours) == ["ln-viz: the activations", "ln-viz: the logz"]
+    assert probe.step == 3
+    with Store(tmp_path / "runs.sqlite") as store:
+        assert store.summary(probe.run_id).steps_done == 3
+        assert store.probe_steps(probe.run_id) == [1, 2, 3]  # the gradients are still measured
+
+
+def test_a_model_without_hf_attention_is_tapped_at_sdpa(tmp_path: Path) -> None:
+    """A nanoGPT-style module calling F.scaled_dot_product_attention: the fallback tap sees each layer."""
+    from examples.plain_loop import TinyGPT
+
+    model = TinyGPT()
+    card = describe(model)
+    assert (card.blocks, card.placement, card.attention_impl) == ("blocks", "pre", "sdpa")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(0, 64, (4, 16))
+    with attach(model, opt, store=tmp_path / "runs.sqlite", every=1) as probe:
+        logits = model(x)
+        torch.nn.functional.cross_entropy(logits.flatten(0, 1), x.flatten()).backward()
+        opt.step()
+    assert probe.attention_tap == "sdpa"
+    assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", probe.run_id, "attn_entropy", 1)).all()
+
+
+def test_an_attached_run_is_listed_and_opening_it_is_one_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    model = build("olmo2")
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    with attach(model, opt, store=path, every=1, label="olmo") as probe:
+        model(input_ids=ids(), labels=ids()).loss.backward()
+        opt.step()
+    with Store(path) as store:
+        (summary,) = store.list_runs()
+        assert summary.damage() is None and summary.norm_position == "reordered"
+        with pytest.raises(StoreError) as e:
+            store.open_run(probe.run_id)
+    assert e.value.message() == (
+        f"Run {probe.run_id} was recorded from your own model (Olmo2ForCausalLM, placement reordered) by "
+        "ln_viz.attach; the app cannot draw such runs yet."
+    )
+    assert "ln_viz.attach" in e.value.message("ko")
+
+
+def test_an_attached_run_exports_as_a_run_file_with_its_card_and_an_import_refuses_it(tmp_path: Path) -> None:
+    import json
+
+    from ln_viz.runfile.document import read_run_file
+    from ln_viz.runfile.format import RunFileError
+    from ln_viz.store.transfer import export_run
+
+    path = tmp_path / "runs.sqlite"
+    model = build("gemma3_text")
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    with attach(model, opt, store=path, every=2, label="gemma") as probe:
+        for _ in range(3):
+            model(input_ids=ids(), labels=ids()).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    with Store(path) as store:
+        (out,) = export_run(store, probe.run_id, "run", tmp_path / "gemma.json")
+        tables = export_run(store, probe.run_id, "csv", tmp_path / "tables")
+    doc = json.loads(out.read_text())
+    assert doc["model_card"]["placement"] == "peri" and doc["model_card"]["qk_norm"] is True
+    assert doc["info"]["param_names"] == [m.name for m in probe.card.matrices]  # its own 7 matrices
+    assert doc["probe_steps"] == [1, 2] and doc["probes"]["grad_norm"]["shape"] == [2, 2, 7]
+    assert tables
+    with pytest.raises(RunFileError) as e:
+        read_run_file(out)
+    assert "ln_viz.attach" in e.value.message() and "ln_viz.attach" in e.value.message("ko")
+
+
+def test_import_ln_viz_stays_light_and_names_the_api_lazily() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ln_viz; assert 'torch' not in sys.modules, 'torch imported'; "
+        "f = ln_viz.describe; assert 'torch' in sys.modules and callable(ln_viz.attach); print('ok')"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr[-1000:]

@@ -1,0 +1,139 @@
+"""ln-viz attached through the Hugging Face Trainer (gradient accumulation 2, max_grad_norm 1.0) and Lightning
+(gradient clipping), 20 optimizer steps each, and the plain-loop example run as a user runs it: probe steps
+counted in optimizer steps, every recorded per-matrix gradient norm equal to the one the optimizer applied,
+and the hook dictionaries as they were after training."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ln_viz.store import Store
+from tests.test_byom import hook_sizes, stored_probe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Applied:
+    """A step post-hook registered after ln-viz's on the same optimizer: the gradient norms the update used."""
+
+    def __init__(self, model: torch.nn.Module, names: list[str], prefix: str) -> None:
+        self.model, self.names, self.prefix = model, names, prefix
+        self.norms: list[np.ndarray] = []
+
+    def __call__(self, optimizer, args, kwargs) -> None:
+        blocks = self.model.get_submodule(self.prefix)
+        self.norms.append(
+            np.array([[float(b.get_parameter(n).grad.norm()) for n in self.names] for b in blocks], np.float64)
+        )
+
+
+@pytest.mark.slow
+def test_hf_trainer_probes_optimizer_steps_with_the_gradients_applied(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+    from transformers import TrainerCallback
+
+    from examples.hf_trainer import trainer
+    from ln_viz.integrations.hf import LnVizCallback
+
+    path = tmp_path / "runs.sqlite"
+    state: dict = {}
+
+    class Watch(TrainerCallback):
+        def on_train_begin(self, args, st, control, model=None, optimizer=None, **kw):
+            probe = next(c for c in state["t"].callback_handler.callbacks if isinstance(c, LnVizCallback)).probe
+            state["applied"] = Applied(model, [m.name for m in probe.card.matrices], probe.card.blocks)
+            state["handle"] = optimizer.optimizer.register_step_post_hook(state["applied"])
+            state["probe"] = probe
+
+        def on_train_end(self, args, st, control, **kw):
+            state["handle"].remove()
+
+    t = trainer(str(path), steps=20, every=5, callbacks=[Watch()], out=str(tmp_path / "out"))
+    state["t"] = t
+    model = t.model
+    model(input_ids=torch.zeros(1, 4, dtype=torch.long))  # HF's own lazy hooks are part of the baseline
+    baseline = hook_sizes(model)
+    t.train()
+    probe = state["probe"]
+    assert probe.step == 20 and hook_sizes(model) == baseline
+    with Store(path) as store:
+        assert store.probe_steps(probe.run_id) == [1, 5, 10, 15, 20]
+        assert store.summary(probe.run_id).steps_done == 20
+    applied = state["applied"].norms
+    assert len(applied) == 20  # one per optimizer step, not per micro-batch
+    for step in (1, 5, 10, 15, 20):
+        np.testing.assert_allclose(stored_probe(path, probe.run_id, "grad_norm", step), applied[step - 1], rtol=1e-5)
+    with Store(path) as store:  # the scalars the Trainer logged: the pre-clip total norm among them
+        run = (
+            store._read()
+            .__enter__()
+            .execute("SELECT step, loss, grad_norm FROM scalars WHERE run_id = ? ORDER BY step", (probe.run_id,))
+            .fetchall()
+        )
+    assert [r[0] for r in run] == list(range(1, 21)) and all(r[1] is not None and r[2] is not None for r in run)
+
+
+@pytest.mark.slow
+def test_lightning_probes_optimizer_steps_with_the_clipped_gradients(tmp_path: Path) -> None:
+    pytest.importorskip("lightning", reason="lightning is not installed (pip install -r requirements-hf.txt)")
+    from lightning.pytorch.callbacks import Callback
+
+    from examples.lightning_module import LitGPT, loader, trainer
+
+    path = tmp_path / "runs.sqlite"
+    state: dict = {}
+
+    class Watch(Callback):
+        def on_train_start(self, tr, pl_module):
+            probe = tr.callbacks[0].probe
+            state["applied"] = Applied(pl_module.model, [m.name for m in probe.card.matrices], probe.card.blocks)
+            state["handle"] = tr.optimizers[0].register_step_post_hook(state["applied"])
+            state["probe"] = probe
+
+    torch.manual_seed(0)
+    module = LitGPT()
+    t = trainer(str(path), steps=20, every=5, callbacks=[Watch()], root=str(tmp_path))
+    baseline = hook_sizes(module)
+    t.fit(module, loader())
+    state["handle"].remove()
+    probe = state["probe"]
+    assert probe.step == 20 and hook_sizes(module) == baseline
+    with Store(path) as store:
+        assert store.probe_steps(probe.run_id) == [1, 5, 10, 15, 20]
+    applied = state["applied"].norms
+    assert len(applied) == 20
+    for step in (1, 5, 10, 15, 20):
+        np.testing.assert_allclose(stored_probe(path, probe.run_id, "grad_norm", step), applied[step - 1], rtol=1e-5)
+        # clipped to 0.05 in total: what the update used, not the stale or un-clipped gradients
+        assert np.sqrt(np.square(applied[step - 1]).sum()) <= 0.05 + 1e-6
+        assert np.isfinite(stored_probe(path, probe.run_id, "attn_entropy", step)).all()  # the forward inside step()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["plain_loop.py"])
+def test_the_examples_run_as_a_user_runs_them(example: str, tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, str(ROOT / "examples" / example), "--store", str(tmp_path / "runs.sqlite"), "--steps", "12"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with Store(tmp_path / "runs.sqlite") as store:
+        (run,) = store.list_runs()
+        assert (run.source, run.steps_done, run.status) == ("attach", 12, "completed")
+        assert store.probe_steps(run.id) == [1, 10, 12]
+
+
+@pytest.mark.slow
+def test_the_overhead_benchmark_runs_in_its_quick_mode() -> None:
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    args = [sys.executable, str(ROOT / "benchmarks" / "byom_overhead.py"), "--quick"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all(c in done.stdout for c in ("ln-viz/10", "ln-viz/1", "tensorboard/10", "tensorboard/1"))
