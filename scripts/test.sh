@@ -16,7 +16,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi nan
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt -r requirements-docs.txt
+.venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt -r requirements-ray.txt -r requirements-docs.txt -r requirements-hf.txt
 # the checkout itself, editable and without touching the pins above: the `ln-viz` command, and ln_viz importable
 # by the scripts and benchmarks from any folder (pyproject.toml; setuptools comes from requirements-test.txt)
 .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
