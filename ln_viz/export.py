@@ -19,6 +19,7 @@ No streamlit here: the page, the CLI and tests share this module.
 
 from __future__ import annotations
 
+import collections
 import io
 import tempfile
 import threading
@@ -80,15 +81,42 @@ def charts_for(data: RunData) -> tuple[ChartSpec, ...]:
     return CHARTS + tuple(extra)
 
 
-# One export at a time per process: the default template is process-wide state, and two overlapping
-# exports would restore each other's value; a server on two cores gains nothing from two Chromiums anyway.
-_EXPORT_LOCK = threading.Lock()
+class _FairLock:
+    """A lock handed to its waiters in the order they asked for it. threading.Lock is not: the thread that
+    releases it may take it again at once, so a long video's next batch could starve a second export."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: collections.deque[object] = collections.deque()
+        self._held = False
+
+    def __enter__(self) -> None:
+        me = object()
+        with self._cond:
+            self._waiting.append(me)
+            while self._held or self._waiting[0] is not me:
+                self._cond.wait()
+            self._waiting.popleft()
+            self._held = True
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._held = False
+            self._cond.notify_all()
+
+
+# One drawing at a time per process: the default template is process-wide state (two overlapping ones would
+# restore each other's value), and kaleido's shared Chromium (its sync server) answers one caller at a time.
+# A long export (a video) takes it for one batch of frames at a time, so the others' turns come in between
+# (hostile round 4, H1: a 512-step video held it for 14 minutes).
+_EXPORT_LOCK = _FairLock()
 
 
 @contextmanager
 def _plain_template() -> Iterator[None]:
     """No default template while figures are built and written: `import streamlit` sets it to
-    "streamlit", and an export must look the same from the app and from the CLI."""
+    "streamlit", and an export must look the same from the app and from the CLI. Holds _EXPORT_LOCK: keep
+    it to one short piece of drawing."""
     with _EXPORT_LOCK:
         old = pio.templates.default
         pio.templates.default = "none"  # the charts bring their own small template (ln_viz/charts/style.py)
