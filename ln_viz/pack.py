@@ -134,7 +134,7 @@ _LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart}
 def _chart_specs(datas: Sequence[RunData], labels: Sequence[str] | None, lang: str, steps: list[int]) -> list[dict]:
     """The lecture view's charts as the page lays them out: loss, heatmap(s) (or the scenario's lesson
     chart, as the lecture view shows it), profile, distribution."""
-    from ln_viz.video import lr_title_above
+    from ln_viz.video_charts import lr_title_above
 
     last = steps[-1]
     lesson = _lesson_of(datas)
