@@ -225,11 +225,11 @@ def test_a_second_export_is_drawn_between_a_long_one_s_frames(stored: tuple[RunD
             errors.append(e)
 
     t0 = time.monotonic()
-    a = threading.Thread(target=make, args=("long", long, 8, lambda share: drawing.set()))
+    a = threading.Thread(target=make, args=("long", long, 5, lambda share: drawing.set()))
     a.start()
     assert drawing.wait(120), "the long video drew no batch in 120 s"
     started = time.monotonic()
-    b = threading.Thread(target=make, args=("small", small, 8))
+    b = threading.Thread(target=make, args=("small", small, 5))
     b.start()
     a.join(300)
     b.join(300)
