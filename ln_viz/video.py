@@ -70,7 +70,9 @@ DEFAULT_SIZE = {"mp4": (1920, 1080), "gif": (960, 540)}
 MIN_SIDE, MAX_SIDE = 320, 3840
 MIN_SECONDS, MAX_SECONDS = 1.0, 600.0  # a clip for a slide, up to a run told slowly
 LAST_HOLD = 2.5  # seconds the last frame (with the takeaway) stays, at most a quarter of the video
-SECONDS_PER_FRAME = {"mp4": 1.6, "gif": 0.8}  # measured on 2 cores at the default sizes: the page's estimate
+# seconds to draw a frame at the default sizes on 2 cores at a load of 3-9 (round 4: a 61-frame 1080p MP4 in
+# 148 s, a 61-frame GIF in 235 s, a 21-frame MP4 in 72 s): the page's first estimate, before its own frames
+SECONDS_PER_FRAME = {"mp4": 2.5, "gif": 3.0}
 
 
 def parse_size(text: str) -> tuple[int, int]:
