@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         took = time.perf_counter() - t0
         stop.set()
         sampler.join()
-        frames = _frames(path, args.fmt)
-        print(f"long video alone: {took:.1f} s, {frames} distinct frames drawn, {path.stat().st_size / 1e6:.2f} MB; "
+        frames = _frames_drawn(long)
+        print(f"long video alone: {took:.1f} s, {frames} frames drawn, {path.stat().st_size / 1e6:.2f} MB; "
               f"RSS {base / 2**20:.0f} MB before, peak {max(samples, default=base) / 2**20:.0f} MB")  # fmt: skip
 
         share = [0.0]
@@ -101,19 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _frames(path: Path, fmt: str) -> int:
-    """Distinct frames in the file (an MP4 repeats each drawn frame for its share of the video)."""
-    import imageio.v2 as imageio
-    import numpy as np
+def _frames_drawn(data) -> int:
+    """Frames the video draws: `video_steps` where the version has it (a cap), else one per probe step."""
+    from ln_viz import video
 
-    last, count = None, 0
-    with imageio.get_reader(path, format="FFMPEG" if fmt == "mp4" else "GIF") as reader:
-        for frame in reader:
-            small = np.asarray(frame)[::8, ::8, :3].astype(np.int16)
-            if last is None or np.abs(small - last).mean() > 0.5:
-                count += 1
-            last = small
-    return count
+    return len(video.video_steps([data])) if hasattr(video, "video_steps") else len(data.probe_steps)
 
 
 if __name__ == "__main__":
