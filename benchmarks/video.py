@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="1920x1080")
     parser.add_argument("--fmt", default="mp4", choices=("mp4", "gif"))
     parser.add_argument("--tree", default=str(ROOT))
+    parser.add_argument("--no-long-alone", action="store_true", help="skip the long video alone (its memory)")
     args = parser.parse_args(argv)
     sys.path.insert(0, args.tree)
     import psutil
@@ -57,19 +58,20 @@ def main(argv: list[str] | None = None) -> int:
         alone = time.perf_counter() - t0
         print(f"small video alone: {alone:.1f} s")
 
-        base = psutil.Process().memory_info().rss
-        samples: list[int] = []
-        stop = threading.Event()
-        sampler = threading.Thread(target=_peak_rss, args=(stop, samples), daemon=True)
-        sampler.start()
-        t0 = time.perf_counter()
-        path = export_video(long, Path(tmp) / f"long.{args.fmt}", args.fmt, size=size)
-        took = time.perf_counter() - t0
-        stop.set()
-        sampler.join()
-        frames = _frames_drawn(long)
-        print(f"long video alone: {took:.1f} s, {frames} frames drawn, {path.stat().st_size / 1e6:.2f} MB; "
-              f"RSS {base / 2**20:.0f} MB before, peak {max(samples, default=base) / 2**20:.0f} MB")  # fmt: skip
+        if not args.no_long_alone:
+            base = psutil.Process().memory_info().rss
+            samples: list[int] = []
+            stop = threading.Event()
+            sampler = threading.Thread(target=_peak_rss, args=(stop, samples), daemon=True)
+            sampler.start()
+            t0 = time.perf_counter()
+            path = export_video(long, Path(tmp) / f"long.{args.fmt}", args.fmt, size=size)
+            took = time.perf_counter() - t0
+            stop.set()
+            sampler.join()
+            frames = _frames_drawn(long)
+            print(f"long video alone: {took:.1f} s, {frames} frames drawn, {path.stat().st_size / 1e6:.2f} MB; "
+                  f"RSS {base / 2**20:.0f} MB before, peak {max(samples, default=base) / 2**20:.0f} MB")  # fmt: skip
 
         share = [0.0]
         small_done = threading.Event()

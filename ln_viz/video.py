@@ -20,7 +20,7 @@ would show values no step measured); the last one longer, with the takeaway on i
 Frames (ln_viz/video_frames.py): the charts of BATCH probe steps at a time go to kaleido in one call, each
 at its tile's size, and the tiles are pasted into the frame (Pillow), which goes to the encoder at once:
 memory holds one batch, not the video. Each batch holds the process's export lock
-(ln_viz.export._EXPORT_LOCK, handed out in turn) only while it is drawn, so another visitor's video, pack
+(ln_viz.export._EXPORT_LOCK, the least work left first) only while it is drawn, so another visitor's video, pack
 or chart files are drawn between a long video's batches. The first batch starts its own Chromium, the
 rest share one (kaleido's sync server, shared by every video drawing at that moment).
 

@@ -2,7 +2,7 @@
 most MAX_FRAMES, thinned evenly, the first and the last kept), and the drawing: the charts of BATCH steps
 at a time (ln_viz.video_charts) to kaleido in one call, each at its tile's size, pasted into frames
 (Pillow) that are handed on one at a time. Each batch holds the process's export lock
-(ln_viz.export._EXPORT_LOCK, handed out in turn) only while it is drawn, so other exports are drawn
+(ln_viz.export._EXPORT_LOCK, the least work left first) only while it is drawn, so other exports are drawn
 between a long video's batches; the batches after the first share one Chromium (kaleido's sync server)
 with any other video drawing at that moment. No streamlit here."""
 
@@ -106,7 +106,7 @@ def render_frames(
                 chromium.enter_context(_shared_chromium())
             batch = steps[start : start + BATCH]
             figs, paths, widths, heights = [], [], [], []
-            with _plain_template():  # the export lock, for this batch only
+            with _plain_template(len(steps) - start):  # the export lock for this batch, the least work first
                 if start == 0:  # the text lines: drawn once
                     for name, text in texts.items():
                         box = boxes["header" if name == "header" else "footer"]
