@@ -19,7 +19,9 @@ No streamlit here: the page, the CLI and tests share this module.
 
 from __future__ import annotations
 
+import heapq
 import io
+import itertools
 import tempfile
 import threading
 import zipfile
@@ -80,22 +82,67 @@ def charts_for(data: RunData) -> tuple[ChartSpec, ...]:
     return CHARTS + tuple(extra)
 
 
-# One export at a time per process: the default template is process-wide state, and two overlapping
-# exports would restore each other's value; a server on two cores gains nothing from two Chromiums anyway.
-_EXPORT_LOCK = threading.Lock()
+class _TurnLock:
+    """A lock handed out in turns: to the waiter with the least work left (`priority`: a video's frames still
+    to draw; 0 for a one-shot export, a pack or chart files), the earliest first among equals. With
+    threading.Lock the thread that releases it may take it again at once, so a long video's next batch
+    could starve a second export; in arrival order a small video beside a long one took twice its time."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: list[tuple[int, int]] = []
+        self._arrivals = itertools.count()
+        self._held = False
+
+    def acquire(self, priority: int = 0) -> None:
+        me = (priority, next(self._arrivals))
+        with self._cond:
+            heapq.heappush(self._waiting, me)
+            try:
+                while self._held or self._waiting[0] != me:
+                    self._cond.wait()
+            except BaseException:  # interrupted while waiting: out of the line, the others not kept waiting
+                self._waiting.remove(me)
+                heapq.heapify(self._waiting)
+                self._cond.notify_all()
+                raise
+            heapq.heappop(self._waiting)
+            self._held = True
+
+    def release(self) -> None:
+        with self._cond:
+            self._held = False
+            self._cond.notify_all()
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+# One drawing at a time per process: the default template is process-wide state (two overlapping ones would
+# restore each other's value), and kaleido's shared Chromium (its sync server) answers one caller at a time.
+# A long export (a video) takes it for one batch of frames at a time, so the others' turns come in between
+# (hostile round 4, H1: a 512-step video held it for 14 minutes).
+_EXPORT_LOCK = _TurnLock()
 
 
 @contextmanager
-def _plain_template() -> Iterator[None]:
+def _plain_template(priority: int = 0) -> Iterator[None]:
     """No default template while figures are built and written: `import streamlit` sets it to
-    "streamlit", and an export must look the same from the app and from the CLI."""
-    with _EXPORT_LOCK:
+    "streamlit", and an export must look the same from the app and from the CLI. Holds _EXPORT_LOCK (taken
+    with `priority`, the work left: _TurnLock): keep it to one short piece of drawing."""
+    _EXPORT_LOCK.acquire(priority)
+    try:
         old = pio.templates.default
         pio.templates.default = "none"  # the charts bring their own small template (ln_viz/charts/style.py)
         try:
             yield
         finally:
             pio.templates.default = old
+    finally:
+        _EXPORT_LOCK.release()
 
 
 def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:

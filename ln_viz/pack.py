@@ -31,9 +31,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ln_viz import charts
-from ln_viz.config import COMPARE_PRESETS, PRESETS, RunConfig
 from ln_viz.export import _plain_template
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.lessons import lesson_chart, scenario_of
 from ln_viz.snapshot import RunData
 from ln_viz.words import describe, setting_words
 
@@ -52,19 +52,6 @@ def frame_steps(datas: Sequence[RunData], max_frames: int = MAX_FRAMES) -> list[
         return steps
     picks = np.unique(np.linspace(0, len(steps) - 1, max_frames).round().astype(int))
     return [steps[i] for i in picks]
-
-
-def scenario_of(cfgs: Sequence[RunConfig]) -> str | None:
-    """The preset (one run) or Compare scenario (two) whose configurations these are, seeds aside: the
-    name of its takeaway (`lecture.takeaway.<name>`), or None for the user's own settings."""
-    names = {name: p.config for name, p in PRESETS.items()}
-    if len(cfgs) == 2:
-        names = {name: (PRESETS[a].config, PRESETS[b].config) for name, (a, b, _) in COMPARE_PRESETS.items()}
-    for name, want in names.items():
-        wants = want if isinstance(want, tuple) else (want,)
-        if len(wants) == len(cfgs) and all(c.replace(seed=w.seed) == w for c, w in zip(cfgs, wants)):
-            return name
-    return None
 
 
 # --- numbers: rounded, plain JSON --------------------------------------------------------------------
@@ -134,25 +121,44 @@ def _framed(build, cid: str, steps: Sequence[int]) -> dict[str, Any]:
     return {"id": cid, "fig": figs[-1], "frames": frames}
 
 
+def _lesson_of(datas: Sequence[RunData]) -> str | None:
+    """The lecture view's chart in the heatmaps' place (ln_viz.lessons), when every run measured it."""
+    cfgs = [d.info.config for d in datas]
+    lesson = lesson_chart(scenario_of(cfgs), cfgs)
+    return lesson if lesson and all(charts.has_instability_probes(d) for d in datas) else None
+
+
+_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart}
+
+
 def _chart_specs(datas: Sequence[RunData], labels: Sequence[str] | None, lang: str, steps: list[int]) -> list[dict]:
-    """The lecture view's charts as the page lays them out: loss, heatmap(s), profile, distribution."""
+    """The lecture view's charts as the page lays them out: loss, heatmap(s) (or the scenario's lesson
+    chart, as the lecture view shows it), profile, distribution."""
+    from ln_viz.video_charts import lr_title_above
+
     last = steps[-1]
+    lesson = _lesson_of(datas)
     if len(datas) == 1:
         d = datas[0]
+        top = _LESSONS[lesson](d, lang, True) if lesson else charts.grad_heatmap(d, lang, lecture=True)
         return [
-            _marked(charts.loss_chart(d, lang, lecture=True), "loss", last),
-            _marked(charts.grad_heatmap(d, lang, lecture=True), "heatmap0", last),
+            _marked(lr_title_above(charts.loss_chart(d, lang, lecture=True)), "loss", last),
+            _marked(top, "heatmap0", last),
             _framed(lambda s: charts.layer_profile(d, lang, s, lecture=True), "profile", steps),
             _framed(lambda s: charts.act_dist(d, lang, s, lecture=True), "dist", steps),
         ]
-    zrange = charts.shared_zrange(datas)
-    specs = [_marked(charts.loss_chart(list(datas), lang, True, labels), "loss", last)]
-    for i, d in enumerate(datas):
-        fig = charts.grad_heatmap(d, lang, zrange=zrange, lecture=True)
-        fig.update_layout(title={"text": labels[i] if labels else charts.norm_label(d.info.config.norm_position, lang)})
-        if i < len(datas) - 1:
-            fig.update_traces(showscale=False)  # one colour bar for both, as Compare draws them
-        specs.append(_marked(fig, f"heatmap{i}", last))
+    specs = [_marked(lr_title_above(charts.loss_chart(list(datas), lang, True, labels)), "loss", last)]
+    if lesson:  # both runs on one chart, across both heatmaps' places
+        specs.append(_marked(_LESSONS[lesson](list(datas), lang, True, labels=labels), "heatmap0", last))
+    else:
+        zrange = charts.shared_zrange(datas)
+        for i, d in enumerate(datas):
+            fig = charts.grad_heatmap(d, lang, zrange=zrange, lecture=True)
+            name = labels[i] if labels else charts.norm_label(d.info.config.norm_position, lang)
+            fig.update_layout(title={"text": name})
+            if i < len(datas) - 1:
+                fig.update_traces(showscale=False)  # one colour bar for both, as Compare draws them
+            specs.append(_marked(fig, f"heatmap{i}", last))
     specs.append(_framed(lambda s: charts.layer_profile(list(datas), lang, s, True, labels), "profile", steps))
     return specs
 
@@ -203,7 +209,7 @@ def pack_html(datas: Sequence[RunData], lang: str = "en", labels: Sequence[str] 
         note=html.escape(t("pack.note", lang, frames=len(steps))),
         play=html.escape(t("pack.play", lang)),
         step_label=html.escape(t("pack.step", lang)),
-        layout="one" if len(datas) == 1 else "pair",
+        layout="one" if len(datas) == 1 else "pair lesson" if _lesson_of(datas) else "pair",
         divs="".join(f'<div style="grid-area: {c["id"]}"><div id="{c["id"]}" class="plot"></div></div>' for c in specs),
         plotly_js=get_plotlyjs(),
         data=data_js,
@@ -293,6 +299,7 @@ main.one {{grid-template-columns: 1fr 0.63fr 0.52fr; grid-template-rows: 1fr 1fr
   grid-template-areas: "loss heatmap0 heatmap0" "loss profile dist";}}
 main.pair {{grid-template-columns: 1.1fr 0.5fr 0.5fr; grid-template-rows: 1fr 1fr;
   grid-template-areas: "loss heatmap0 heatmap1" "loss profile profile";}}
+main.pair.lesson {{grid-template-areas: "loss heatmap0 heatmap0" "loss profile profile";}}
 main > div {{min-width: 0; min-height: 0; overflow: hidden;}}
 /* Plotly's fonts are in px: laid out for 1920x1080 and zoomed on a smaller screen, as the lecture view is */
 :root {{--z: 1;}}

@@ -1,72 +1,78 @@
-"""A run's animation as a video (MP4) or GIF: what the lecture view shows, one frame per probe step.
+"""A run's animation as a video (MP4) or GIF: what the lecture view shows, step by step.
 
     export_video(data, "out/run.mp4", size=(1920, 1080), lang="en")
 
-Each frame is the lecture view's four charts, drawn by the same builders (ln_viz/charts): the loss with
-the frame's step marked (a vertical line), the gradient heatmap filling up to that step (the steps after
-it under a white veil), the layer profile and the activation distribution at that step. A Compare pair
-(`export_video([a, b], ..., labels=...)`) is drawn as the lecture view's Compare: both losses on one axis,
-the two heatmaps on one colour scale (each titled with its run), both runs' ffn.w2 profile.
+Each frame is the lecture view at one probe step, drawn by the same builders (ln_viz/charts): a header line
+naming the run(s) (the lecture view's header), the loss drawn up to the frame's step on the whole run's
+axes (nothing jumps, and the ending is not given away), the gradient heatmap filling up to that step (or,
+for a scenario whose lesson is an instability probe, that probe's chart, as the lecture view chooses:
+ln_viz.lessons), the layer profile and the activation distribution at that step (ln_viz/video_charts.py);
+under the charts the
+scenario's question, and on the last frame its takeaway. A Compare pair (`export_video([a, b], ...,
+labels=...)`) is drawn as the lecture view's Compare: both losses on one axis, the two heatmaps on one
+colour scale (or both runs on the lesson chart), both runs' ffn.w2 profile.
 
-Frames: the charts of 8 probe steps at a time go to kaleido in one batch (`plotly.io.write_images`), each at
-its tile's size, and the tiles are pasted into the frame (Pillow); the first batch starts its own Chromium,
-the rest share one (kaleido's sync server), so a video costs two Chromium starts, not one per batch. Timing: the video
-lasts `seconds` (15 s by default) at 30 fps: each probe step's frame is held for the same number of video
-frames (repeated, not interpolated: an interpolated histogram would show values no step measured), and at
-least one frame per probe step. The GIF holds each probe step once, for `seconds / steps`, at 960x540 by
-default: it stays small for slides.
+How many frames: the video lasts `seconds` (15 s by default) and shows STEP_RATE probe steps a second, at
+most MAX_FRAMES: a run with more probe steps is thinned evenly, its first and last kept (`video_steps`).
+Each drawn frame is held for its share of the video (repeated, not interpolated: an interpolated histogram
+would show values no step measured); the last one longer, with the takeaway on it.
 
-The encoder is imageio with imageio-ffmpeg's own ffmpeg binary (a PyPI wheel: no system package, the same
-ffmpeg on every machine): H.264, yuv420p (what PowerPoint, Keynote and browsers play). GIFs are written
-by Pillow (imageio's pillow plugin), each frame quantised to its own 256-colour palette.
-No streamlit here: the CLI, the pages and the tests share it.
+Frames (ln_viz/video_frames.py): the charts of BATCH probe steps at a time go to kaleido in one call, each
+at its tile's size, and the tiles are pasted into the frame (Pillow), which goes to the encoder at once:
+memory holds one batch, not the video. Each batch holds the process's export lock
+(ln_viz.export._EXPORT_LOCK, the least work left first) only while it is drawn, so another visitor's video, pack
+or chart files are drawn between a long video's batches. The first batch starts its own Chromium, the
+rest share one (kaleido's sync server, shared by every video drawing at that moment).
+
+The encoder is imageio-ffmpeg's own ffmpeg binary (a PyPI wheel: no system package, the same ffmpeg on
+every machine), fed raw frames on a pipe: H.264, yuv420p (what PowerPoint, Keynote and browsers play).
+GIFs are written by Pillow, each frame quantised to its own 256-colour palette, 960x540 by default.
+Both are written to a hidden file beside the target, renamed at the end and removed on failure: no
+truncated video is left. No streamlit here: the CLI, the pages and the tests share it.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import shutil
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import plotly.graph_objects as go
-import plotly.io as pio
 
-from ln_viz import charts
-from ln_viz.export import _plain_template
 from ln_viz.i18n import LocalizedError
+from ln_viz.video_frames import (
+    DEFAULT_SECONDS,
+    MAX_FRAMES,
+    STEP_RATE,
+    frame_count,
+    frame_steps,
+    os_reason,
+    render_frames,
+    video_steps,
+)
 
 if TYPE_CHECKING:
     from ln_viz.snapshot import RunData
 
+__all__ = ["DEFAULT_SECONDS", "FPS", "MAX_FRAMES", "STEP_RATE", "VIDEO_FORMATS", "durations", "estimate_seconds",
+           "export_video", "frame_count", "frame_steps", "hold_counts", "os_reason", "parse_seconds", "parse_size",
+           "video_steps"]  # fmt: skip
+
 VIDEO_FORMATS = ("mp4", "gif")
 FPS = 30
-DEFAULT_SECONDS = 15.0
 DEFAULT_SIZE = {"mp4": (1920, 1080), "gif": (960, 540)}
 MIN_SIDE, MAX_SIDE = 320, 3840
 MIN_SECONDS, MAX_SECONDS = 1.0, 600.0  # a clip for a slide, up to a run told slowly
-LAYOUT_HEIGHT = 1080  # CSS pixels the charts are laid out in, whatever the video's size (the lecture view's)
-# The lecture view's layout (ln_viz/ui/lecture_view.draw_live): the loss on the left, the heatmap above
-# the profile and the distribution on the right. Tiles as shares of the frame: (x, y, width, height).
-_TILES = {
-    "loss": (0.0, 0.0, 0.465, 1.0),
-    "grad_heatmap": (0.465, 0.0, 0.535, 0.5),
-    "layer_profile": (0.465, 0.5, 0.297, 0.5),
-    "act_dist": (0.762, 0.5, 0.238, 0.5),
-}
-# A pair, as the lecture view's Compare (ui/lecture_view.draw_compare): both losses on one axis on the left,
-# the two heatmaps on one colour scale above both runs' ffn.w2 profile (the paper's Figure 3) on the right.
-# (Each run's four charts side by side at half the width cut and overlapped their titles.)
-_PAIR_TILES = {
-    "loss": (0.0, 0.0, 0.52, 1.0),
-    "heatmap_0": (0.52, 0.0, 0.23, 0.44),
-    "heatmap_1": (0.75, 0.0, 0.25, 0.44),
-    "profile": (0.52, 0.44, 0.48, 0.56),
-}
+LAST_HOLD = 2.5  # seconds the last frame (with the takeaway) stays, at most a quarter of the video
+# seconds to draw a frame at the default sizes on 2 cores at a load of 3-9 (round 4: a 61-frame 1080p MP4 in
+# 148 s, a 61-frame GIF in 235 s, a 21-frame MP4 in 72 s): the page's first estimate, before its own frames
+SECONDS_PER_FRAME = {"mp4": 2.5, "gif": 3.0}
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -92,147 +98,125 @@ def parse_seconds(text: str) -> float:
     raise LocalizedError("err.video_seconds", value=text, lo=f"{MIN_SECONDS:g}", hi=f"{MAX_SECONDS:g}")
 
 
-def frame_steps(datas: Sequence[RunData]) -> list[int]:
-    """The probe steps a video shows: every probe step of a run; of a pair, the steps both measured."""
-    steps = set(datas[0].probe_steps)
-    for d in datas[1:]:
-        steps &= set(d.probe_steps)
-    return sorted(steps)
+def estimate_seconds(datas: Sequence[RunData], fmt: str, seconds: float = DEFAULT_SECONDS) -> float:
+    """About how long drawing the video takes on 2 cores (frames x measured seconds a frame)."""
+    return frame_count(len(frame_steps(datas)), seconds) * SECONDS_PER_FRAME[fmt]
 
 
-def _marked_loss(data: RunData, lang: str, step: int, label: str | None) -> go.Figure:
-    fig = charts.loss_chart(data, lang, True)
-    fig.add_vline(x=step, line={"color": "#222222", "width": 2})
-    if label:
-        fig.update_layout(title={"text": label})
-    return fig
+def durations(n: int, seconds: float) -> list[float]:
+    """Seconds each of `n` drawn frames is shown in a video of `seconds`: equal shares, the last (the
+    takeaway's) at least LAST_HOLD where that is under a quarter of the video."""
+    if n <= 1:
+        return [seconds] * n
+    last = max(seconds / n, min(LAST_HOLD, seconds / 4))
+    return [(seconds - last) / (n - 1)] * (n - 1) + [last]
 
 
-def _filling_heatmap(data: RunData, lang: str, step: int, zrange: tuple[float, float] | None) -> go.Figure:
-    fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True)
-    last = data.probe_steps[-1]
-    if step < last:  # the steps not yet reached, veiled: the heatmap fills as the video plays
-        fig.add_vrect(x0=step + 0.5, x1=last + 0.5, fillcolor="white", opacity=0.92, line_width=0, layer="above")
-    return fig
+def hold_counts(n: int, seconds: float, fps: int = FPS) -> list[int]:
+    """Video frames each of `n` drawn frames is repeated for (the MP4): `durations` on the frame clock,
+    at least one each; they add up to `seconds * fps`."""
+    ends = np.cumsum(durations(n, seconds)) * fps
+    marks = np.concatenate([[0], np.round(ends).astype(int)])
+    return [max(1, int(c)) for c in np.diff(marks)]
 
 
-def _figure(
-    name: str, datas: Sequence[RunData], lang: str, step: int, labels: Sequence[str] | None, zrange
-) -> go.Figure:
-    """One tile's chart at `step`: of one run (_TILES) or of a pair (_PAIR_TILES)."""
-    if len(datas) == 1:
-        d = datas[0]
-        if name == "loss":
-            return _marked_loss(d, lang, step, None)
-        if name == "grad_heatmap":
-            return _filling_heatmap(d, lang, step, None)
-        if name == "layer_profile":
-            return charts.layer_profile(d, lang, step, True)
-        return charts.act_dist(d, lang, step=step, lecture=True)
-    names = list(labels) if labels else [charts.norm_label(d.info.config.norm_position, lang) for d in datas]
-    if name == "loss":
-        fig = charts.loss_chart(list(datas), lang, True, names)
-        fig.add_vline(x=step, line={"color": "#222222", "width": 2})
-        return fig
-    if name.startswith("heatmap_"):
-        i = int(name[-1])
-        fig = _filling_heatmap(datas[i], lang, step, zrange)
-        fig.update_layout(title={"text": names[i]})  # which run is which
-        if i == 0:
-            fig.update_traces(showscale=False)  # one colour bar for both, on the right
-        return fig
-    return charts.layer_profile(list(datas), lang, step, True, names, std=False)
-
-
-def _tiles(size: tuple[int, int], sides: int) -> dict[str, tuple[int, int, int, int]]:
-    """Each chart's pixel box (x, y, w, h) in the frame: one run's four, or a pair's (_PAIR_TILES)."""
-    w, h = size
-    boxes = {}
-    for name, (fx, fy, fw, fh) in (_TILES if sides == 1 else _PAIR_TILES).items():
-        x0, x1 = round(fx * w), round((fx + fw) * w)
-        y0, y1 = round(fy * h), round((fy + fh) * h)
-        boxes[name] = (x0, y0, x1 - x0, y1 - y0)
-    return boxes
-
-
-def render_frames(
-    datas: Sequence[RunData],
-    size: tuple[int, int],
-    lang: str = "en",
-    labels: Sequence[str] | None = None,
-    progress: Callable[[float], None] | None = None,
-) -> list[np.ndarray]:
-    """One RGB frame (h, w, 3 uint8) per probe step of `frame_steps(datas)`."""
-    from PIL import Image
-
-    steps = frame_steps(datas)
-    if not steps:
-        raise LocalizedError("err.video_no_probes")
-    boxes = _tiles(size, len(datas))
-    zrange = charts.shared_zrange(datas) if len(datas) > 1 else None
-    frames: list[np.ndarray] = []
-    chunk = 8  # probe steps per kaleido batch: the progress moves, and memory holds a few figures only
-    with tempfile.TemporaryDirectory(prefix="ln-viz-video-") as tmp, _plain_template(), ExitStack() as chromium:
-        for start in range(0, len(steps), chunk):
-            if start == chunk:  # the first batch found a browser: one Chromium for the rest
-                chromium.enter_context(_one_chromium())
-            figs, paths, widths, heights = [], [], [], []
-            for step in steps[start : start + chunk]:
-                for name, (_, _, w, h) in boxes.items():
-                    figs.append(_figure(name, datas, lang, step, labels, zrange))
-                    paths.append(Path(tmp) / f"{step}_{name}.png")
-                    widths.append(w)
-                    heights.append(h)
-            _write_pngs(figs, paths, widths, heights, size[1] / LAYOUT_HEIGHT)
-            for step in steps[start : start + chunk]:
-                canvas = Image.new("RGB", size, "white")
-                for name, (x, y, w, h) in boxes.items():
-                    with Image.open(Path(tmp) / f"{step}_{name}.png") as tile:
-                        if tile.size != (w, h):  # a pixel off from rounding the CSS size
-                            tile = tile.resize((w, h))
-                        canvas.paste(tile.convert("RGB"), (x, y))
-                frames.append(np.asarray(canvas))
-            if progress:
-                progress(min(1.0, (start + chunk) / len(steps)) * 0.9)
-    return frames
+# --- the file ----------------------------------------------------------------------------------------
+def target_path(out: str | Path, fmt: str) -> Path:
+    """The file `out` names (a folder, or a name with no suffix: `out/run.<fmt>`), its folder made; one that
+    cannot be written is a LocalizedError of one sentence, before any frame is drawn."""
+    path = Path(out)
+    if path.exists() and not path.is_dir() and not path.is_file():  # /dev/null, a fifo
+        raise LocalizedError("err.video_not_file", path=str(path))
+    if path.is_dir() or not path.suffix:
+        path = path / f"run.{fmt}"
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise LocalizedError("err.video_parent_file", path=str(parent))
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(path.parent), reason=os_reason(e)) from e
+    return path
 
 
 @contextmanager
-def _one_chromium() -> Iterator[None]:
-    """kaleido's sync server for the batches inside: one Chromium start instead of one per batch (about 3 s
-    each on 2 cores; a 300-step run probed every 5 steps is 8 batches). Left alone if one runs already. Only
-    once a one-shot batch has worked: without a browser the server's thread dies and its next call waits
-    forever, where a one-shot call raises the error the user reads (err.export_browser)."""
-    import kaleido
-
-    if kaleido._global_server.is_running():  # noqa: SLF001 - kaleido has no public "is it running"
-        yield
-        return
-    kaleido.start_sync_server(silence_warnings=True)
+def _part_file(path: Path, fmt: str) -> Iterator[Path]:
+    """A hidden file beside `path` to write to (made now: an unwritable folder is said before drawing),
+    renamed to `path` when the block ends well, removed when it does not."""
     try:
-        with warnings.catch_warnings():  # plotly passes its request headers, which only a one-shot call uses
-            warnings.filterwarnings("ignore", "The kopts argument is ignored", UserWarning)
-            yield
-    finally:
-        kaleido.stop_sync_server(silence_warnings=True)
-
-
-def _write_pngs(figs: list[go.Figure], paths: list[Path], widths: list[int], heights: list[int], scale: float) -> None:
-    """Each figure laid out at (width / scale, height / scale) CSS pixels, drawn at `scale`: a smaller
-    video is the 1080p frame scaled down, not the charts crammed into fewer CSS pixels."""
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=f".part.{fmt}")
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(path), reason=os_reason(e)) from e
+    os.close(fd)
+    part = Path(name)
     try:
-        css_w = [round(w / scale) for w in widths]
-        css_h = [round(h / scale) for h in heights]
-        pio.write_images(figs, paths, format="png", width=css_w, height=css_h, scale=scale)
-    except RuntimeError as e:  # kaleido says "Kaleido requires Google Chrome..." when it finds no browser
-        if "Chrome" in str(e) or "Chromium" in str(e):
-            raise LocalizedError("err.export_browser") from e
+        yield part
+        os.replace(part, path)
+    except OSError as e:
+        part.unlink(missing_ok=True)
+        raise LocalizedError("err.write_failed", path=str(path), reason=os_reason(e)) from e
+    except BaseException:
+        part.unlink(missing_ok=True)
         raise
 
 
-def hold(n_steps: int, seconds: float = DEFAULT_SECONDS, fps: int = FPS) -> int:
-    """Video frames per probe step: the video lasts about `seconds`, and every step is shown at least once."""
-    return max(1, round(seconds * fps / max(1, n_steps)))
+def _encode_mp4(frames: Iterator[np.ndarray], part: Path, size: tuple[int, int], counts: list[int]) -> None:
+    """imageio-ffmpeg's ffmpeg, fed raw frames on its stdin: H.264 (crf 15, what imageio's quality 7 was),
+    yuv420p. Run here rather than through imageio's writer, which ignores ffmpeg's exit status: on a full
+    disk it returned as if done and left a truncated file (and printed ffmpeg's 30 lines of log)."""
+    import subprocess
+
+    from imageio_ffmpeg import get_ffmpeg_exe
+
+    cmd = [get_ffmpeg_exe(), "-y", "-v", "error", "-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{size[0]}x{size[1]}",
+           "-pix_fmt", "rgb24", "-r", str(FPS), "-i", "-", "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p",
+           "-crf", "15", "-f", "mp4", str(part)]  # fmt: skip
+    ffmpeg = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for frame, count in zip(frames, counts):
+            data = np.ascontiguousarray(frame).tobytes()
+            for _ in range(count):
+                ffmpeg.stdin.write(data)
+        ffmpeg.stdin.close()
+        code = ffmpeg.wait()
+    except OSError as e:  # ffmpeg stopped: its stdin is a broken pipe
+        ffmpeg.kill()
+        ffmpeg.wait()
+        raise _encode_error(part, e) from e
+    except BaseException:  # a frame that could not be drawn, an interrupt: no ffmpeg left behind
+        ffmpeg.kill()
+        ffmpeg.wait()
+        raise
+    if code != 0:
+        raise _encode_error(part, OSError(errno.EIO, f"ffmpeg stopped with code {code}"))
+
+
+def _encode_error(part: Path, e: BaseException) -> LocalizedError:
+    """ffmpeg's broken pipe says nothing of why it stopped: a full disk is the usual cause, said as such."""
+    free = shutil.disk_usage(part.parent).free
+    reason = os.strerror(errno.ENOSPC) if free < 8 * 2**20 else os_reason(e)
+    return LocalizedError("err.write_failed", path=str(part.parent), reason=reason)
+
+
+def _encode_gif(frames: Iterator[np.ndarray], part: Path, seconds_each: list[float]) -> None:
+    """Pillow's GIF writer, fed one frame at a time; it keeps the frames it has written (palette images,
+    a byte a pixel) until the end, so a GIF holds `frame_count` (at most MAX_FRAMES) of them."""
+    from PIL import Image
+
+    def paletted() -> Iterator[Any]:
+        for frame in frames:
+            yield Image.fromarray(frame).convert("P", palette=Image.Palette.ADAPTIVE)
+
+    images = paletted()
+    first = next(images)
+    try:
+        with open(part, "wb") as fh:
+            first.save(fh, format="GIF", save_all=True, append_images=images, loop=0,
+                       duration=[round(1000 * s) for s in seconds_each])  # fmt: skip
+    except OSError as e:
+        raise LocalizedError("err.write_failed", path=str(part.parent), reason=os_reason(e)) from e
 
 
 def export_video(
@@ -246,35 +230,22 @@ def export_video(
     progress: Callable[[float], None] | None = None,
 ) -> Path:
     """Write the animation of one run (or a Compare pair) to `out` (a file, or a folder: then
-    `out/run.<fmt>`); the path written. `progress(share)` is called as frames are drawn and written."""
-    import imageio.v2 as imageio
-
+    `out/run.<fmt>`); the path written. The place is checked before any frame is drawn, and the file
+    appears only whole. `progress(share)` is called as frames are drawn and written."""
     if fmt not in VIDEO_FORMATS:
         raise LocalizedError("err.choice", "--format", value=fmt, choices=", ".join(VIDEO_FORMATS))
     runs = [datas] if not isinstance(datas, Sequence) else list(datas)
     size = size or DEFAULT_SIZE[fmt]
-    path = Path(out)
-    if path.is_dir() or not path.suffix:
-        path = path / f"run.{fmt}"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise LocalizedError("err.write_failed", path=str(path.parent), reason=e.strerror) from e
-    frames = render_frames(runs, size, lang, labels, progress)
-    try:
-        if fmt == "gif":
-            imageio.mimsave(path, frames, format="GIF", duration=1000 * seconds / len(frames), loop=0)
-        else:
-            per_step = hold(len(frames), seconds)
-            # macro_block_size 2: 1080 is not a multiple of 16, and imageio would otherwise resize to 1088
-            with imageio.get_writer(
-                path, format="FFMPEG", fps=FPS, codec="libx264", quality=7, pixelformat="yuv420p", macro_block_size=2
-            ) as writer:
-                for frame in frames:
-                    for _ in range(per_step):
-                        writer.append_data(frame)
-    except OSError as e:
-        raise LocalizedError("err.write_failed", path=str(path), reason=e.strerror) from e
+    path = target_path(out, fmt)
+    n = len(video_steps(runs, seconds))
+    if not n:
+        raise LocalizedError("err.video_no_probes")
+    with _part_file(path, fmt) as part:
+        with closing(render_frames(runs, size, lang, labels, seconds, progress)) as frames:
+            if fmt == "gif":
+                _encode_gif(frames, part, durations(n, seconds))
+            else:
+                _encode_mp4(frames, part, size, hold_counts(n, seconds))
     if progress:
         progress(1.0)
     return path

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, str]] = [
     # nothing of ln_viz but each other: plain text, the translations, the Theory page's text, the label
     # and time rules that the run file and the store share
     ("leaves", "ln_viz text i18n theory runmeta stats"),
-    ("config", "config schedule"),
+    ("config", "config schedule lessons"),
     ("vocabulary", "schema corpus"),
     ("model", "model optim"),
     ("probes", "probes init_grads"),
@@ -56,7 +56,7 @@ LAYERS: list[tuple[str, str]] = [
         "charts",
         "charts charts.style charts.axes charts.sample charts.lr_axis charts.dist charts.entropy charts.grads "
         "charts.init_lab "
-        "charts.instability charts.loss charts.profile charts.seeds words export pack video",
+        "charts.instability charts.loss charts.profile charts.seeds words export video_charts pack video_frames video",
     ),
     # the stability map
     (

@@ -144,3 +144,34 @@ def test_cli_exports_charts_and_refuses_bad_flags(tmp_path: Path, tiny_run: RunD
     assert code == 2 and "is a file; chart exports write one file per chart" in err and err.count("\n") == 1
     code, _, err = cli("runs", "export", str(run_id), "--format", "webm", "--out", str(tmp_path), *store_flag)
     assert code == 2 and "invalid choice" in err
+
+
+def test_the_export_lock_serves_the_least_work_first_then_in_arrival_order() -> None:
+    """Hostile round 4, H1: a long video's batches took the lock back at once (threading.Lock), and in
+    arrival order a small video beside a long one took twice its time. Waiters are served the least work
+    first (a pack or chart files: 0; a video: its frames left), the earliest first among equals."""
+    import threading
+    import time
+
+    from ln_viz.export import _TurnLock
+
+    lock = _TurnLock()
+    lock.acquire()
+    order: list[str] = []
+
+    def wait(name: str, priority: int) -> None:
+        lock.acquire(priority)
+        order.append(name)
+        lock.release()
+
+    threads = []
+    for i, (name, priority) in enumerate((("long video", 60), ("small video", 3), ("pack", 0), ("second small", 3))):
+        threads.append(threading.Thread(target=wait, args=(name, priority)))
+        threads[-1].start()
+        deadline = time.monotonic() + 10
+        while len(lock._waiting) < i + 1 and time.monotonic() < deadline:  # queued in this order
+            time.sleep(0.01)
+    lock.release()
+    for th in threads:
+        th.join(10)
+    assert order == ["pack", "small video", "second small", "long video"]

@@ -110,3 +110,28 @@ def test_cli_writes_a_pack_of_a_run_or_a_pair(tmp_path: Path, tiny_run: RunData)
     assert code == 0 and out.split() == [str(tmp_path / "packs" / f"ln-viz-pack-{b}.en.html")]
     code, _, err = cli("runs", "export", str(b), "--format", "csv", "--vs", str(a), *flags)
     assert code == 2 and "--vs is for --format pack, mp4 and gif only" in err
+
+
+def test_a_pack_of_an_instability_lesson_shows_the_lecture_view_s_chart(tiny_run: RunData) -> None:
+    """UX round 4, M1: the pack (and the video) of an instability scenario showed the gradient heatmaps, not
+    the chart its takeaway talks about. Now the lecture view's choice (ln_viz.lessons.lesson_chart): with
+    z-loss, the log Z chart in the heatmaps' place; a pair gets one chart of both runs across both places."""
+    from ln_viz.lessons import lesson_chart
+    from ln_viz.train import run
+    from tests.runs import TINY
+
+    zloss = run(TINY.replace(z_loss=1e-4))
+    assert lesson_chart(None, [zloss.info.config]) == "log_z"
+    for datas, ids in (
+        ([zloss], ["loss", "heatmap0", "profile", "dist"]),
+        ([zloss, tiny_run], ["loss", "heatmap0", "profile"]),
+    ):
+        page = pack_html(datas, "en")
+        charts = {c["id"]: c for c in _payload(page)["charts"]}
+        assert list(charts) == ids
+        top = charts["heatmap0"]["fig"]
+        assert {tr["type"] for tr in top["data"]} == {"scatter"}  # lines of log Z, no heatmap
+        assert "log Z" in json.dumps(top["layout"]["title"])
+    assert '<main class="pair lesson">' in page
+    plain = {c["id"]: c for c in _payload(pack_html([tiny_run], "en"))["charts"]}
+    assert plain["heatmap0"]["fig"]["data"][0]["type"] == "heatmap"  # no lesson: the heatmap, as before

@@ -4,6 +4,7 @@ bar, then offered for download: the Runs page and Compare."""
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,8 @@ def video_buttons(
     labels: Sequence[str] | None = None,
     row: Any = None,
 ) -> None:
-    """One button per format: "Make the video (MP4)" draws every frame under a progress bar (about two
-    minutes for a 1080p video on 2 cores: the server's time, so only on a click), then its download button
+    """One button per format: "Make the video (MP4)" draws the frames under a progress bar that says how many
+    and about how long (the server's time, so only on a click), then its download button
     replaces it. One made video per `key` is kept in the session, for `token` (what it is of: the run and
     its last change), its format and language. Nothing for runs with no probe step in common."""
     from ln_viz import video
@@ -55,24 +56,44 @@ def video_buttons(
                 st.rerun()
 
 
+def _duration(seconds: float, lang: str) -> str:
+    """'about 2 min' / '40 s' in the page's words."""
+    if seconds >= 90:
+        return t("video.minutes", lang, n=round(seconds / 60))
+    return t("video.seconds", lang, n=max(5, int(round(seconds / 5) * 5)))
+
+
 def _make(datas: Sequence[RunData], fmt: str, lang: str, labels: Sequence[str] | None) -> bytes | None:
-    """The video's bytes, drawn under a progress bar; None (and the reason shown) when it cannot be made."""
+    """The video's bytes, drawn under a progress bar that says how many frames and about how long (from the
+    measured time a frame, then from this video's own frames); None (and the reason shown) when it cannot
+    be made."""
     from ln_viz import video
 
-    text = t("video.drawing", lang)
-    bar = st.progress(0.0, text=text)
+    frames = video.frame_count(len(video.frame_steps(datas)))
+    bar = st.progress(
+        0.0, text=t("video.drawing", lang, frames=frames, time=_duration(video.estimate_seconds(datas, fmt), lang))
+    )
+    start = time.monotonic()
+
+    def progress(share: float) -> None:
+        done = min(frames, round(share / 0.97 * frames))
+        if 0 < done < frames:
+            left = (time.monotonic() - start) / done * (frames - done)
+            text = t("video.progress", lang, done=done, frames=frames, time=_duration(left, lang))
+            bar.progress(min(1.0, max(0.0, share)), text=text)
+
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            path = video.export_video(
-                list(datas),
-                Path(tmp) / f"video.{fmt}",
-                fmt,
-                lang=lang,
-                labels=labels,
-                progress=lambda share: bar.progress(min(1.0, max(0.0, share)), text=text),
-            )
+            path = video.export_video(list(datas), Path(tmp) / f"video.{fmt}", fmt, lang=lang, labels=labels,
+                                      progress=progress)  # fmt: skip
             return path.read_bytes()
     except LocalizedError as e:
         bar.empty()
         st.error(md(e.message(lang)))
+        return None
+    except OSError as e:  # the page's own temporary folder (full, removed): one sentence, no server paths
+        bar.empty()
+        st.error(
+            md(LocalizedError("err.video_temp", path=tempfile.gettempdir(), reason=video.os_reason(e)).message(lang))
+        )
         return None

@@ -91,3 +91,26 @@ def test_a_run_pack_s_slider_moves_the_distribution_to_the_chosen_step(browser, 
     finally:
         context.close()
     assert requests == [] and errors == []
+
+
+def test_an_instability_pair_s_pack_draws_its_lesson_chart_across_the_heatmaps_place(browser, tiny_run, tmp_path):
+    """UX round 4, M1: a z-loss pair's pack draws log Z (the lecture view's chart), one chart of both runs
+    as wide as the two heatmaps were, and Play moves its step marker."""
+    from ln_viz.train import run
+    from tests.runs import TINY
+
+    path = write_pack([run(TINY.replace(z_loss=1e-4)), tiny_run], tmp_path / "pack.html")
+    requests: list[str] = []
+    errors: list[str] = []
+    context, page = _open(browser, path, requests, errors)
+    try:
+        assert page.locator(".js-plotly-plot").count() == 3  # loss, log Z, profile
+        box = page.locator("#heatmap0").bounding_box()
+        profile = page.locator("#profile").bounding_box()
+        assert abs(box["width"] - profile["width"]) < 40  # across both columns, as the profile under it
+        assert page.locator("#heatmap0 .scatterlayer path.js-line").count() >= 2  # both runs' log Z
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "pack_pair_lesson.png"))
+    finally:
+        context.close()
+    assert requests == [] and errors == []
