@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+
 class Stopped(Exception):
     """Raised from the long export's progress call to stop it once the small one is done."""
 
