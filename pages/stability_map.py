@@ -7,15 +7,17 @@ import streamlit as st
 
 from ln_viz.corpus import load_corpus
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.server.sweeps import cap_error, error_text, sweep_caps
 from ln_viz.sweep import charts as sweep_charts
 from ln_viz.sweep import curve_charts
+from ln_viz.sweep.labels import cell_title, lecture_takeaway, lecture_title
 from ln_viz.sweep.results import curves
 from ln_viz.sweep.spec import duration_text, estimate
 from ln_viz.sweep.storage import results_frame
 from ln_viz.ui import language, layout, lecture_switch, lecture_view, links, stability_form
 from ln_viz.ui import stability_view as view
 from ln_viz.ui.safe import md
-from ln_viz.ui.training import sweep_caps
+from ln_viz.urlstate import live_link, live_link_html
 
 lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
@@ -29,7 +31,7 @@ for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
 if lecture:  # one screen: the header strip, the map and its curves sized from the viewport, the takeaway
-    lecture_view.page_header(view.lecture_title(st.session_state["sm_spec"], lang), lang, ("pages/live.py", "nav.live"))
+    lecture_view.page_header(lecture_title(st.session_state["sm_spec"], lang), lang, ("pages/live.py", "nav.live"))
     layout.css(view.LECTURE_CSS)
 else:
     layout.css(view.PHONE_CSS)
@@ -51,7 +53,7 @@ view.write_spec_to_url(spec)
 
 work = estimate(spec, workers=None)
 me = view.session_key()
-refused = view.cap_error(spec, work, sweep_caps())  # a visitor's sweep within the classroom caps
+refused = cap_error(spec, work, sweep_caps())  # a visitor's sweep within the classroom caps
 bar = st.container(horizontal=True, vertical_alignment="center")
 run = bar.button(t("sweep.ui.run", lang), type="primary", key="sm_run", disabled=svc.busy() or refused is not None)
 stop = bar.button(t("sweep.ui.stop", lang), key="sm_stop", disabled=not svc.busy() or not svc.owned_by(me))
@@ -73,7 +75,7 @@ if started or stop:
         svc.stop(me)
     st.rerun()
 if svc.error is not None:
-    st.error(view.error_text(svc.error, lang))
+    st.error(error_text(svc.error, lang))
 
 corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)
 default_init = math.log(corpus.vocab_size)
@@ -135,11 +137,11 @@ def _cell_detail(results) -> None:
         if results:
             st.caption(t("sweep.ui.click_hint", lang))
         return
-    title = view.cell_title(r, lang)
+    title = cell_title(r, lang)
     fig = curve_charts.cell_curve_chart(r.curve, title, corpus.unigram_entropy, lang, lecture, r.norm_position)
     view.chart_box(fig, "sm_cell_chart", view.CELL_BOX, lecture)
     row = st.container(horizontal=True)
-    link = view.live_link_html(view.live_link(r, lang, lecture), t("sweep.ui.open_live", lang))
+    link = live_link_html(live_link(r, lang, lecture), t("sweep.ui.open_live", lang))
     row.markdown(link, unsafe_allow_html=True)  # our own URL and label, escaped
     if not lecture:
         csv = results_frame(results).to_csv(index=False, float_format="%.6g")
@@ -148,4 +150,4 @@ def _cell_detail(results) -> None:
 
 show_map()
 if lecture:
-    lecture_view.sentence(view.lecture_takeaway(spec), lang)
+    lecture_view.sentence(lecture_takeaway(spec), lang)

@@ -1,7 +1,7 @@
 """The stability map's settings form: a sweep preset, the axes (norm positions, learning rates,
 warm-ups, depths, steps, seeds and the variant axes) and the executor the operator offers. Returns what
 the widgets say; the page validates it (ln_viz.sweep.spec) and the service trains it
-(ln_viz.ui.stability_view)."""
+(ln_viz.server.sweeps)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import streamlit as st
 
 from ln_viz.config import FIELDS, NORM_POSITIONS, NORM_TYPES, QK_NORMS
 from ln_viz.i18n import t
+from ln_viz.server.sweeps import error_text, ray_cluster
 from ln_viz.sweep.presets import SWEEP_PRESETS
 from ln_viz.sweep.spec import MAX_SEEDS, SweepConfig
 from ln_viz.ui import language
-from ln_viz.ui import stability_view as view
 
 LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 WARMUP_CHOICES = (0, 10, 30, 50, 100, 200, 400)
@@ -41,7 +41,7 @@ def settings_form(lang: str) -> tuple[SweepConfig, str, str | None]:
         st.rerun()
     candidate = spec_form(st.session_state["sm_spec"], lang, st)
     executor = "local"
-    address, problem = view.ray_cluster()  # the operator's setting, never a visitor's (issue 21, S1)
+    address, problem = ray_cluster()  # the operator's setting, never a visitor's (issue 21, S1)
     if address is not None:
         e1, e2 = st.columns(2)
         executor = e1.radio(t("sweep.ui.executor", lang), ["local", "ray"], horizontal=True, key="sm_executor")
@@ -49,7 +49,7 @@ def settings_form(lang: str) -> tuple[SweepConfig, str, str | None]:
     else:
         st.caption(t("sweep.ui.cluster_none", lang))
     if problem is not None:
-        st.warning(view.error_text(problem, lang))
+        st.warning(error_text(problem, lang))
     return candidate, executor, address
 
 
