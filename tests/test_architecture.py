@@ -374,3 +374,117 @@ def test_the_private_name_check_sees_imports_and_attributes() -> None:
     assert private_uses("ln_viz.sweep.charts", "from ln_viz.charts.style import _f32") == [
         (1, "ln_viz.charts.style._f32")
     ]
+
+
+# --- one registry of session-state keys (issue 30) ------------------------------------------------------
+# Every key of st.session_state is named once, in ln_viz/ui/keys.py. Elsewhere in the app's code a key is
+# that name: a literal string (or a string constant of the module) as a key of st.session_state, as the key
+# given to language.translated (whose widgets are read back through the session state), or as a widget's
+# key= that the registry names, fails here.
+APP_CODE = ("ln_viz/ui/*.py", "pages/*.py", "app.py")
+KEY_REGISTRY = "ln_viz/ui/keys.py"
+# The run view's files (Live, Compare, watch) are being made one component in the same wave: they adopt
+# the registry then, and this list empties.
+KEYS_NOT_YET_FROM_REGISTRY = {
+    "ln_viz/ui/compare_seeds.py",
+    "ln_viz/ui/compare_view.py",
+    "ln_viz/ui/lecture_view.py",
+    "ln_viz/ui/loss_view.py",
+    "ln_viz/ui/page_state.py",
+    "ln_viz/ui/stepper.py",
+    "pages/compare.py",
+    "pages/live.py",
+}
+_STATE_METHODS = {"get", "setdefault", "pop"}
+
+
+def _is_session_state(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "session_state"
+
+
+def _literal_strings(node: ast.AST, constants: dict[str, str]) -> list[str]:
+    """The string literals a key expression is made of: "a", f"a{x}", "a" + x, or a module constant."""
+    if isinstance(node, ast.Name) and node.id in constants:
+        return [constants[node.id]]
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _key_expressions(node: ast.AST) -> list[ast.AST]:
+    """The session-state keys `node` reads or writes: st.session_state[k], its get/setdefault/pop(k),
+    `k in st.session_state`, and language.translated(k)."""
+    if isinstance(node, ast.Subscript) and _is_session_state(node.value):
+        return [node.slice]
+    if isinstance(node, ast.Compare) and any(_is_session_state(c) for c in node.comparators):
+        return [node.left]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        state_call = node.func.attr in _STATE_METHODS and _is_session_state(node.func.value)
+        if state_call or node.func.attr == "translated":
+            return [node.args[0]]
+    return []
+
+
+def literal_keys(source: str, registry: set[str]) -> list[tuple[int, str]]:
+    """(line, key) for each session-state key of `source` written as a literal instead of a registry name,
+    and each widget key= that is a literal the registry names."""
+    tree = ast.parse(source)
+    constants = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    found = []
+    for node in ast.walk(tree):
+        found += [(node.lineno, text) for key in _key_expressions(node) for text in _literal_strings(key, constants)]
+        if isinstance(node, ast.Call):
+            widget_keys = [k.value.value for k in node.keywords if k.arg == "key" and isinstance(k.value, ast.Constant)]
+            found += [(node.lineno, key) for key in widget_keys if key in registry]
+    return sorted(set(found))
+
+
+def _registry() -> set[str]:
+    import ln_viz.ui.keys as registry
+
+    return {v for k, v in vars(registry).items() if k.isupper() and isinstance(v, str)}
+
+
+def test_every_session_state_key_is_named_once_in_the_registry() -> None:
+    registry = _registry()
+    import ln_viz.ui.keys as module
+
+    names = [v for k, v in vars(module).items() if k.isupper() and isinstance(v, str)]
+    assert len(names) == len(set(names)), (
+        f"{KEY_REGISTRY} names a key twice: {sorted(n for n in names if names.count(n) > 1)}"
+    )
+    found, clean = [], []
+    for pattern in APP_CODE:
+        for path in sorted(ROOT.glob(pattern)):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == KEY_REGISTRY:
+                continue
+            hits = literal_keys(path.read_text(encoding="utf-8"), registry)
+            if rel in KEYS_NOT_YET_FROM_REGISTRY:
+                clean += [] if hits else [rel]
+            else:
+                found += [f"{rel}:{line} {key!r}" for line, key in hits]
+    assert not found, f"session-state keys written here, not named from {KEY_REGISTRY}: " + "; ".join(found)
+    assert not clean, f"{', '.join(clean)} take every key from the registry now: remove from KEYS_NOT_YET_FROM_REGISTRY"
+
+
+def test_the_key_check_sees_each_way_a_key_is_written() -> None:
+    registry = {"lang", "sm_cell"}
+    cases = {
+        'st.session_state["x"] = 1': [(1, "x")],
+        'st.session_state.get("x")': [(1, "x")],
+        'st.session_state.setdefault("_x" + key, 1)': [(1, "_x")],
+        'if f"x{n}" in st.session_state: pass': [(1, "x")],
+        'K = "cseeds"\nst.session_state[K]': [(2, "cseeds")],
+        'language.translated("runs_f_norm")': [(1, "runs_f_norm")],
+        'st.radio("Language", key="lang")': [(1, "lang")],  # a registry key as a widget's key=
+        'st.button("Go", key="go")': [],  # a widget whose value is only returned
+        "st.session_state[keys.LANG]": [],
+        'st.session_state[keys.SCROLLED + key] = 1\nst.query_params["lang"]': [],
+    }
+    for source, expected in cases.items():
+        assert literal_keys(source, registry) == expected, source

@@ -20,7 +20,7 @@ from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
 from ln_viz.store.transfer import reload_demo_runs
 from ln_viz.text import one_line
-from ln_viz.ui import language
+from ln_viz.ui import keys, language
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
 from ln_viz.views.runs_list import final_loss_text, runs_frame
@@ -66,7 +66,7 @@ def demo_offer(store: Store, lang: str) -> None:
             except LocalizedError as e:
                 st.error(md(e.message(lang)))
                 return
-        st.session_state["_runs_notice"] = ("success", t("runs.demos_loaded", lang, count=len(added)))
+        st.session_state[keys.RUNS_NOTICE] = ("success", t("runs.demos_loaded", lang, count=len(added)))
         st.rerun()
 
 
@@ -86,19 +86,19 @@ def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     """The filter and sort widgets, in one row; the RunFilter and sort they describe."""
     depths = sorted({r.depth for r in store.list_runs() if r.damage() is None})
     cols = st.columns([2, 1.2, 2, 2, 2])
-    norms = _any_of(cols[0], "ui.norm_position", NORM_POSITIONS, "runs_f_norm", "chart.norm", lang)
+    norms = _any_of(cols[0], "ui.norm_position", NORM_POSITIONS, keys.RUNS_F_NORM, "chart.norm", lang)
     depth = cols[1].selectbox(
         t("runs.col.depth", lang),
         [0, *depths],  # 0: any depth (None would give the box a clear button with no room for it)
-        key=language.translated("runs_f_depth"),
+        key=language.translated(keys.RUNS_F_DEPTH),
         format_func=lambda d: str(d) if d else t("runs.any", lang),
     )
-    status = _any_of(cols[2], "runs.col.status", STATUSES, "runs_f_status", "status", lang)
+    status = _any_of(cols[2], "runs.col.status", STATUSES, keys.RUNS_F_STATUS, "status", lang)
     label = cols[3].text_input(t("runs.filter_label", lang), key="runs_f_label")
     sort = cols[4].selectbox(
         t("runs.sort", lang),
         list(SORTS),
-        key=language.translated("runs_sort"),
+        key=language.translated(keys.RUNS_SORT),
         format_func=lambda k: t(f"runs.sort.{k}", lang),
     )
     run_filter = RunFilter(
@@ -162,7 +162,7 @@ def compare_button(selected: list[int], lang: str) -> None:
         help=note,
         icon=":material/compare:",
     ):
-        st.session_state["compare_runs"] = list(selected)
+        st.session_state[keys.COMPARE_RUNS] = list(selected)
         st.switch_page(COMPARE_PAGE)
 
 
@@ -232,32 +232,32 @@ def label_editor(store: Store, summary: RunSummary, lang: str) -> None:
         except LocalizedError as e:
             st.error(md(e.message(lang)))
             return
-        st.session_state["_runs_notice"] = ("success", t("runs.label_saved", lang, id=summary.id))
+        st.session_state[keys.RUNS_NOTICE] = ("success", t("runs.label_saved", lang, id=summary.id))
         st.rerun()
 
 
 def delete_control(store: Store, summary: RunSummary, lang: str) -> None:
     """Delete, in two steps: the button asks, a second button confirms (or Cancel)."""
-    pending = st.session_state.get("_runs_delete") == summary.id
+    pending = st.session_state.get(keys.RUNS_DELETE) == summary.id
     if not pending:
         if st.button(t("runs.delete", lang), key="runs_delete", icon=":material/delete:"):
-            st.session_state["_runs_delete"] = summary.id
+            st.session_state[keys.RUNS_DELETE] = summary.id
             st.rerun()
         return
     label = summary.label or t("runs.unlabelled", lang)
     st.warning(md(t("runs.delete_confirm", lang, id=summary.id, label=label)))
     row = st.container(horizontal=True)
     if row.button(t("runs.delete_yes", lang), key="runs_delete_confirm", type="primary"):
-        st.session_state.pop("_runs_delete", None)
+        st.session_state.pop(keys.RUNS_DELETE, None)
         try:
             store.delete(summary.id)
         except LocalizedError as e:
             st.error(md(e.message(lang)))
             return
-        st.session_state["_runs_notice"] = ("success", t("runs.deleted", lang, id=summary.id))
+        st.session_state[keys.RUNS_NOTICE] = ("success", t("runs.deleted", lang, id=summary.id))
         st.rerun()
     if row.button(t("runs.delete_cancel", lang), key="runs_delete_cancel"):
-        st.session_state.pop("_runs_delete", None)
+        st.session_state.pop(keys.RUNS_DELETE, None)
         st.rerun()
 
 
@@ -273,7 +273,7 @@ def import_file(store: Store, lang: str) -> None:
     )
     if upload is None:
         return
-    done = st.session_state.setdefault("_runs_imported", {})
+    done = st.session_state.setdefault(keys.RUNS_IMPORTED, {})
     if upload.file_id not in done:
         try:
             run_id, added = add_loaded_run(store, read_run_data(upload.getvalue(), upload.name))
@@ -290,6 +290,6 @@ def import_file(store: Store, lang: str) -> None:
 
 def notice() -> None:
     """The message a button left before its rerun (saved, deleted, loaded), shown once."""
-    note = st.session_state.pop("_runs_notice", None)
+    note = st.session_state.pop(keys.RUNS_NOTICE, None)
     if note:
         getattr(st, note[0])(md(note[1]))

@@ -14,12 +14,12 @@ from ln_viz.server.sweeps import SweepService, read_shipped_default, stored_resu
 from ln_viz.sweep.presets import DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import QUERY_VARIANTS, SweepConfig, spec_from_query, spec_to_query
-from ln_viz.ui import layout
+from ln_viz.ui import keys, layout
 
 
 def session_key() -> str:
     """This browser session's own key (a sweep's owner)."""
-    return st.session_state.setdefault("_sm_session", uuid.uuid4().hex)
+    return st.session_state.setdefault(keys.SM_SESSION, uuid.uuid4().hex)
 
 
 def _shutdown(service: SweepService) -> None:
@@ -118,7 +118,7 @@ def pick_on_select(key: str) -> Any:
     def picked() -> None:
         cells = selected_cells(st.session_state.get(key))
         if cells:
-            st.session_state["sm_cell"] = cells[-1]
+            st.session_state[keys.SM_CELL] = cells[-1]
 
     return picked
 
