@@ -8,7 +8,7 @@ to its first point, and how fast the run trains, alone and beside the largest sw
 The server's own parts, as the app uses them: one Runner at its defaults (as many runs at once as cores,
 one warm worker, one thread a run) trains Live's default preset (Pre-LN, 6 layers, 300 steps); the sweep is
 the page's SweepService on the local executor (its workers at nice 15, below the Runner's 10), with the
-classroom caps (ln_viz.ui.training.sweep_caps): the default grid (16 runs) with as many seeds as the
+classroom caps (ln_viz.server.sweeps.sweep_caps): the default grid (16 runs) with as many seeds as the
 caps allow (on 2 cores, 3 seeds: 48 runs, an estimate of 23 min; 4 would be over the 30 minutes), the
 largest sweep a visitor may start. Figures for the README's "Serving a classroom"."""
 
@@ -64,9 +64,8 @@ def main() -> None:
 
     from ln_viz.config import preset
     from ln_viz.runner import Runner
+    from ln_viz.server.sweeps import SweepService, cap_error, sweep_caps
     from ln_viz.sweep.spec import SweepConfig, estimate
-    from ln_viz.ui.stability_view import SweepService, cap_error
-    from ln_viz.ui.training import sweep_caps
 
     cfg = preset("pre-ln-no-warmup")
     repeats = 1 if args.quick else args.repeats

@@ -142,10 +142,11 @@ def make_huge(path: Path, steps: int, depth: int, runs: int = 2) -> None:
 
 def stored_case(path: Path, case: str) -> dict:
     """One read a page makes, in this fresh process: RSS (MB) before it, after it (the copy held), peak."""
+    from ln_viz.server.store import SHOWN_PROBE_STEPS
     from ln_viz.snapshot import aligned_probe_steps
     from ln_viz.store import Store
 
-    shown = 512  # ln_viz.ui.storage.SHOWN_PROBE_STEPS (not imported: it would import streamlit)
+    shown = SHOWN_PROBE_STEPS  # what the pages' charts read of a stored run
     with Store(path, readonly=True) as store:
         before = rss_mb(os.getpid())
         t0 = time.perf_counter()

@@ -22,6 +22,8 @@ import circle or an import of a higher layer; the README's "The code" names ever
     sweep                         the stability map: spec, executors, driver, results, storage, charts
     cli, urlstate, watchlink      where a configuration enters: command-line flags, a page's link, a
                                   run's watch link
+    server                        what the app's server keeps: the Runner, the sweep slot, the store
+    views                         what the pages show, as data (the Runs page's table)
     ui                            the only streamlit-aware code: widgets, session state, page views
 """
 

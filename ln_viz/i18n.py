@@ -19,12 +19,12 @@ LANGS = ("en", "ko")
 DEFAULT_LANG = "en"
 
 
-def _flatten(table: dict[str, object], prefix: str = "") -> dict[str, str]:
+def flatten_catalog(table: dict[str, object], prefix: str = "") -> dict[str, str]:
     """{"err": {"range": s}} -> {"err.range": s}: TOML's dotted keys are nested tables, ours are flat strings."""
     flat: dict[str, str] = {}
     for name, value in table.items():
         key = prefix + name
-        items = _flatten(value, key + ".") if isinstance(value, dict) else {key: value}
+        items = flatten_catalog(value, key + ".") if isinstance(value, dict) else {key: value}
         for k, v in items.items():
             if not isinstance(v, str):
                 raise TypeError(f"catalog key {k!r} holds a {type(v).__name__}, not a string")
@@ -37,7 +37,7 @@ def _flatten(table: dict[str, object], prefix: str = "") -> dict[str, str]:
 def load_catalog(lang: str) -> dict[str, str]:
     """The catalog of `lang` from ln_viz/locales/<lang>.toml, as {dotted key: template}."""
     text = resources.files(__package__).joinpath("locales", f"{lang}.toml").read_text(encoding="utf-8")
-    return _flatten(tomllib.loads(text))
+    return flatten_catalog(tomllib.loads(text))
 
 
 EN: dict[str, str] = load_catalog("en")

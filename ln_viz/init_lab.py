@@ -207,3 +207,10 @@ def warm_up() -> bool:
 
     init_grads(RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=2), [0])
     return True
+
+
+def warm_pool(pool: Executor, workers: int = 2) -> None:
+    """Start a pool's `workers` processes and pay their one-time costs (`warm_up`), so a first non-default
+    scenario takes ~3 s instead of ~5."""
+    for future in [pool.submit(warm_up) for _ in range(workers)]:
+        future.result(timeout=120)

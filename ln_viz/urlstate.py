@@ -4,17 +4,21 @@
 user's text, which does not fit a URL); `config_from_query` reads them back, ignoring each malformed
 parameter with a notice and keeping the default for it, so a mistyped bookmark still opens a working page.
 `unknown_params`, `lang_from_query` and `present_from_query` give the notices for the rest of a link: a
-parameter no page reads, a language or lecture value that is not one of the choices.
+parameter no page reads, a language or lecture value that is not one of the choices. `live_link`: the
+Live page's address for a stability map's cell.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ln_viz.config import FIELDS, ConfigError, RunConfig
 from ln_viz.i18n import DEFAULT_LANG, LANGS, LocalizedError, t
+
+if TYPE_CHECKING:
+    from ln_viz.sweep.results import CellResult
 
 # short, readable parameter names -> RunConfig fields (config.FIELDS names them)
 QUERY_FIELDS: dict[str, str] = {spec.url: spec.name for spec in FIELDS.values() if spec.url}
@@ -197,3 +201,24 @@ def loss_view_to_query(smoothing: float, log_y: bool) -> dict[str, str]:
     """The loss charts' settings as query parameters: each only when it is not the default."""
     out = {"smooth": f"{smoothing:g}"} if smoothing > 0 else {}
     return out | ({"logy": "1"} if log_y else {})
+
+
+def live_link(r: CellResult, lang: str, lecture: bool) -> str:
+    """The Live page's address with this cell's config, the language and the lecture view (Live reads the
+    URL when a session starts: the link loads the page afresh, in the same tab, see `live_link_html`)."""
+    from urllib.parse import urlencode
+
+    cfg = RunConfig.from_dict(r.config).replace(probe_every=10, eval_every=50)  # the Live page's probes
+    query = config_to_query(cfg) | {"lang": lang} | ({"present": "1"} if lecture else {})
+    return "./?" + urlencode(query)
+
+
+def live_link_html(url: str, label: str) -> str:
+    """A link drawn as a button that opens `url` in this tab (st.link_button always opens a new one)."""
+    from html import escape
+
+    style = (
+        "display:inline-block;padding:0.25rem 0.75rem;border:1px solid rgba(49,51,63,0.2);border-radius:0.5rem;"
+        "color:inherit;text-decoration:none"
+    )
+    return f'<a href="{escape(url)}" target="_self" style="{style}">{escape(label)}</a>'

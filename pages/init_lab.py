@@ -8,7 +8,7 @@ from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.init_lab import DEFAULT_SCENARIO
 from ln_viz.schema import PARAM_NAMES
-from ln_viz.ui import init_lab_cache, language, lecture_switch, links, page_state
+from ln_viz.ui import init_lab_cache, keys, language, lecture_switch, links, page_state
 from ln_viz.ui.config_form import widget_bounds
 from ln_viz.ui.safe import md
 
@@ -23,28 +23,28 @@ D = DEFAULT_SCENARIO  # shipped measured: the page draws at once
 # The form's defaults are set in code (no default= beside a key set in code), so the values kept for
 # the session (ln_viz.ui.page_state) come back after a visit to another page.
 DEFAULTS = {
-    "init_positions": list(D["positions"]), "init_depth": D["depth"], "init_seeds": D["seeds"],
-    "init_param": D["param"], "init_d_model": D["d_model"], "init_heads": D["heads"],
-    "init_batch": D["batch_size"], "init_seq": D["seq_len"], "init_depths": list(D["depths"]),
+    keys.INIT_POSITIONS: list(D["positions"]), keys.INIT_DEPTH: D["depth"], keys.INIT_SEEDS: D["seeds"],
+    keys.INIT_PARAM: D["param"], keys.INIT_D_MODEL: D["d_model"], keys.INIT_HEADS: D["heads"],
+    keys.INIT_BATCH: D["batch_size"], keys.INIT_SEQ: D["seq_len"], keys.INIT_DEPTHS: list(D["depths"]),
 }  # fmt: skip
 page_state.keep(DEFAULTS)
 for key, value in DEFAULTS.items():
     st.session_state.setdefault(key, value)
 c1, c2, c3, c4 = st.columns(4)
 positions = c1.multiselect(
-    t("ui.norm_position", lang), NORM_POSITIONS, key=language.translated("init_positions"),
+    t("ui.norm_position", lang), NORM_POSITIONS, key=language.translated(keys.INIT_POSITIONS),
     format_func=lambda v: t(f"norm.{v}", lang),
 )  # fmt: skip
-depth = c2.slider(t("ui.depth", lang), key="init_depth", **widget_bounds("depth"))
-seeds = c3.slider(t("init.seeds", lang), 1, 10, key="init_seeds")
-param = c4.selectbox(t("init.param", lang), PARAM_NAMES, key="init_param")
+depth = c2.slider(t("ui.depth", lang), key=keys.INIT_DEPTH, **widget_bounds("depth"))
+seeds = c3.slider(t("init.seeds", lang), 1, 10, key=keys.INIT_SEEDS)
+param = c4.selectbox(t("init.param", lang), PARAM_NAMES, key=keys.INIT_PARAM)
 with st.expander(t("ui.advanced", lang)):
     a1, a2, a3, a4 = st.columns(4)
-    d_model = a1.number_input(t("ui.d_model", lang), key="init_d_model", **widget_bounds("d_model"))
-    heads = a2.number_input(t("ui.heads", lang), key="init_heads", **widget_bounds("heads"))
-    batch = a3.number_input(t("ui.batch_size", lang), key="init_batch", **widget_bounds("batch_size"))
-    seq = a4.number_input(t("ui.seq_len", lang), key="init_seq", **widget_bounds("seq_len"))
-    depths = st.multiselect(t("init.depths", lang), [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48], key="init_depths")
+    d_model = a1.number_input(t("ui.d_model", lang), key=keys.INIT_D_MODEL, **widget_bounds("d_model"))
+    heads = a2.number_input(t("ui.heads", lang), key=keys.INIT_HEADS, **widget_bounds("heads"))
+    batch = a3.number_input(t("ui.batch_size", lang), key=keys.INIT_BATCH, **widget_bounds("batch_size"))
+    seq = a4.number_input(t("ui.seq_len", lang), key=keys.INIT_SEQ, **widget_bounds("seq_len"))
+    depths = st.multiselect(t("init.depths", lang), [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48], key=keys.INIT_DEPTHS)
 st.caption(t("init.noise_note", lang))
 
 try:

@@ -6,9 +6,10 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.store import LIVE_STATUSES
-from ln_viz.ui import language, layout, links, live, loss_view, run_downloads, runs_view, stepper, watch_share
+from ln_viz.ui import keys, language, layout, links, live, loss_view, run_downloads, runs_view, stepper, watch_share
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_store
+from ln_viz.views.runs_list import group_together
 
 lang = language.current_lang()
 store = get_store()
@@ -16,7 +17,7 @@ store = get_store()
 
 # Play's tick, read once per full run: a click inside the fragment reruns only the fragment, and its timer
 # is set only by a full run, so the step control compares the two and asks for one when they differ.
-timer = stepper.timer("runs_probe_step", None)
+timer = stepper.timer(keys.RUNS_PROBE_STEP, None)
 
 
 @st.fragment(run_every=timer)  # Play ticks here: the rest stays put
@@ -40,7 +41,7 @@ if not store.list_runs(limit=1):
 else:
     st.caption(t("runs.intro", lang))
     run_filter, sort = runs_view.filters(store, lang)
-    runs = runs_view.group_together(store.list_runs(run_filter, sort=sort))  # a seed group's runs side by side
+    runs = group_together(store.list_runs(run_filter, sort=sort))  # a seed group's runs side by side
     groups = store.group_sizes()
     if not runs:
         st.info(t("runs.none_match", lang))

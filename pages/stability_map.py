@@ -7,29 +7,31 @@ import streamlit as st
 
 from ln_viz.corpus import load_corpus
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.server.sweeps import cap_error, error_text, sweep_caps
 from ln_viz.sweep import charts as sweep_charts
 from ln_viz.sweep import curve_charts
+from ln_viz.sweep.labels import cell_title, lecture_takeaway, lecture_title
 from ln_viz.sweep.results import curves
 from ln_viz.sweep.spec import duration_text, estimate
 from ln_viz.sweep.storage import results_frame
-from ln_viz.ui import language, layout, lecture_switch, lecture_view, links, stability_form
+from ln_viz.ui import keys, language, layout, lecture_switch, lecture_view, links, stability_form
 from ln_viz.ui import stability_view as view
 from ln_viz.ui.safe import md
-from ln_viz.ui.training import sweep_caps
+from ln_viz.urlstate import live_link, live_link_html
 
 lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
 svc = view.service()
 
-if "sm_spec" not in st.session_state:  # a shared link sets the form once per session
-    st.session_state["sm_spec"], st.session_state["sm_bad"] = view.read_spec_from_url()
-for bad in st.session_state["sm_bad"]:  # each says why, as Live's do; it quotes the link
+if keys.SM_SPEC not in st.session_state:  # a shared link sets the form once per session
+    st.session_state[keys.SM_SPEC], st.session_state[keys.SM_BAD] = view.read_spec_from_url()
+for bad in st.session_state[keys.SM_BAD]:  # each says why, as Live's do; it quotes the link
     st.warning(md(t("ui.url_ignored", lang, param=bad.param, value=bad.value, reason=bad.reason.message(lang))))
 for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
 if lecture:  # one screen: the header strip, the map and its curves sized from the viewport, the takeaway
-    lecture_view.page_header(view.lecture_title(st.session_state["sm_spec"], lang), lang, ("pages/live.py", "nav.live"))
+    lecture_view.page_header(lecture_title(st.session_state[keys.SM_SPEC], lang), lang, ("pages/live.py", "nav.live"))
     layout.css(view.LECTURE_CSS)
 else:
     layout.css(view.PHONE_CSS)
@@ -37,21 +39,21 @@ else:
     st.caption(t("sweep.ui.intro", lang))
 
 if lecture:  # the settings stay as they are: the lecture view shows the map, Run and Stop
-    candidate, executor, address = st.session_state["sm_spec"], "local", None
+    candidate, executor, address = st.session_state[keys.SM_SPEC], "local", None
 else:
     with st.expander(t("sweep.ui.settings", lang), expanded=False):
         candidate, executor, address = stability_form.settings_form(lang)
 try:
     spec = candidate.validate()
-    st.session_state["sm_spec"] = spec
+    st.session_state[keys.SM_SPEC] = spec
 except LocalizedError as e:
     st.error(e.message(lang))
-    spec = st.session_state["sm_spec"]
+    spec = st.session_state[keys.SM_SPEC]
 view.write_spec_to_url(spec)
 
 work = estimate(spec, workers=None)
 me = view.session_key()
-refused = view.cap_error(spec, work, sweep_caps())  # a visitor's sweep within the classroom caps
+refused = cap_error(spec, work, sweep_caps())  # a visitor's sweep within the classroom caps
 bar = st.container(horizontal=True, vertical_alignment="center")
 run = bar.button(t("sweep.ui.run", lang), type="primary", key="sm_run", disabled=svc.busy() or refused is not None)
 stop = bar.button(t("sweep.ui.stop", lang), key="sm_stop", disabled=not svc.busy() or not svc.owned_by(me))
@@ -73,7 +75,7 @@ if started or stop:
         svc.stop(me)
     st.rerun()
 if svc.error is not None:
-    st.error(view.error_text(svc.error, lang))
+    st.error(error_text(svc.error, lang))
 
 corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)
 default_init = math.log(corpus.vocab_size)
@@ -91,10 +93,10 @@ def show_map() -> None:
         st.progress(
             progress.fraction, text=t("sweep.ui.progress", lang, done=done, total=total, running=running, eta=eta)
         )
-    elif st.session_state.get("sm_was_busy"):
-        st.session_state["sm_was_busy"] = False
+    elif st.session_state.get(keys.SM_WAS_BUSY):
+        st.session_state[keys.SM_WAS_BUSY] = False
         st.rerun(scope="app")  # the sweep ended: the buttons change
-    st.session_state["sm_was_busy"] = progress is not None
+    st.session_state[keys.SM_WAS_BUSY] = progress is not None
     if shipped:
         st.caption(t("sweep.ui.shipped", lang, date=view.shipped_default().get("measured", "?")))
     elif not results and progress is None:
@@ -102,12 +104,12 @@ def show_map() -> None:
     zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init, corpus.unigram_entropy)
     # the lecture view: map and curves side by side, one screen; else the map full width, curves and a cell below
     top = st.columns([1.25, 1]) if lecture else [st.container()]
-    cell = st.session_state.get("sm_cell")  # set by a click's callback, before this rerun
+    cell = st.session_state.get(keys.SM_CELL)  # set by a click's callback, before this rerun
     with top[0]:
         pairs = (("lr", spec.lr), ("depth", spec.depth))
         axes = [x for x, axis in pairs if len(axis) > 1 or (x == "lr" and len(spec.depth) == 1)]
         for x_axis in axes:
-            key, draw = f"sm_map_{x_axis}", sweep_charts.stability_heatmap
+            key, draw = keys.SM_MAP + x_axis, sweep_charts.stability_heatmap
             fig = draw(spec, results, zrange, lang, lecture, x_axis, picked=cell)
             box = view.MAP_BOX if len(axes) == 1 else view.HALF_BOX
             if lecture:
@@ -130,16 +132,16 @@ def show_map() -> None:
 
 def _cell_detail(results) -> None:
     by_fp = {r.fingerprint: r for r in results}
-    r = by_fp.get(st.session_state.get("sm_cell", ""))
+    r = by_fp.get(st.session_state.get(keys.SM_CELL, ""))
     if r is None:
         if results:
             st.caption(t("sweep.ui.click_hint", lang))
         return
-    title = view.cell_title(r, lang)
+    title = cell_title(r, lang)
     fig = curve_charts.cell_curve_chart(r.curve, title, corpus.unigram_entropy, lang, lecture, r.norm_position)
     view.chart_box(fig, "sm_cell_chart", view.CELL_BOX, lecture)
     row = st.container(horizontal=True)
-    link = view.live_link_html(view.live_link(r, lang, lecture), t("sweep.ui.open_live", lang))
+    link = live_link_html(live_link(r, lang, lecture), t("sweep.ui.open_live", lang))
     row.markdown(link, unsafe_allow_html=True)  # our own URL and label, escaped
     if not lecture:
         csv = results_frame(results).to_csv(index=False, float_format="%.6g")
@@ -148,4 +150,4 @@ def _cell_detail(results) -> None:
 
 show_map()
 if lecture:
-    lecture_view.sentence(view.lecture_takeaway(spec), lang)
+    lecture_view.sentence(lecture_takeaway(spec), lang)

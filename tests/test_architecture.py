@@ -67,6 +67,11 @@ LAYERS: list[tuple[str, str]] = [
     ),
     # where a configuration enters: the command line's flags and a page's link
     ("entry", "cli cli.parser cli.train cli.runs cli.compare __main__ urlstate watchlink"),
+    # what the app's server keeps for every visitor, without Streamlit: the Runner and its Ray backend, a
+    # tab's runs, the sweep slot and its caps, the store and the runs the charts share, the early workers
+    ("server", "server server.runs server.sweeps server.store server.lifespan"),
+    # what the pages show, as data and text, without Streamlit (the Runs page's table)
+    ("views", "views views.runs_list"),
     ("ui", "ui.*"),  # the only streamlit-aware code: ln_viz/ui/ and everything in it
 ]
 # Everything outside ln_viz/ui/ is the engine: the app's pages and the CLI share it, so it never needs a
@@ -288,3 +293,228 @@ def test_no_library_file_is_over_400_lines_and_no_function_over_60() -> None:
                     long_functions.append(f"{rel}:{node.lineno} {node.name} ({n} lines)")
     assert not long_files, f"over {MAX_FILE_LINES} lines: split by concern: {', '.join(long_files)}"
     assert not long_functions, f"over {MAX_FUNCTION_LINES} lines: {', '.join(long_functions)}"
+
+
+# --- no private name used across packages (issue 30) ---------------------------------------------------
+# A leading underscore says "this module's own": another package that imports or reads it (`from x import
+# _y`, `x._y` for a module x) is tied to a detail its owner may change without warning. Within one package
+# (ln_viz/charts/ among its modules, say) the package's parts may share their helpers.
+TREE = ("ln_viz", "pages", "app.py", "scripts", "benchmarks", "tests")
+# (file, name): each exception, with why it stays
+PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
+    **{
+        ("tests/test_chart_data.py", f"ln_viz.charts.{name}"): "the charts' data preparation apart from the "
+        "drawing (optuna's `_get_*_info`): private to its chart module, tested directly"
+        for name in (
+            "dist._prepare_act grads._prepare_heatmap init_lab._prepare_depth loss._prepare_loss "
+            "profile._prepare_profile instability._prepare_attn_logits instability._prepare_log_z "
+            "instability._prepare_dyt instability._prepare_massive instability._prepare_compared_log_z "
+            "instability._prepare_compared_logits instability._largest_logit"
+        ).split()
+    },
+    ("tests/test_ray_address.py", "ln_viz.sweep.ray_exec._Driver"): "makes the Ray driver thread's connect "
+    "hang as an unreachable cluster's ray.init does; no public seam reaches it",
+}
+
+
+@cache
+def tree_modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of the tree (the library, the pages, the app, scripts, benchmarks, tests): dotted
+    name -> (file, is a package's __init__)."""
+    paths = []
+    for top in TREE:
+        path = ROOT / top
+        paths += [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+    found = {}
+    for path in paths:
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def _package(module: str) -> str:
+    """The package a module belongs to: itself for a package's __init__, else its parent."""
+    return module if tree_modules()[module][1] else module.rpartition(".")[0]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_uses(module: str, source: str | None = None) -> list[tuple[int, str]]:
+    """(line, 'pkg.mod._name') for each private name of another package's module that `module` imports
+    (`from x import _y`) or reads from a module it imported (`x._y`, `pkg.x._y`)."""
+    path, is_package = tree_modules()[module]
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"), str(path))
+    found, bound = [], {}  # bound: a local name -> the tree module it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _from_base(module, is_package, node)
+            for alias in node.names:
+                if f"{base}.{alias.name}" in tree_modules():
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+                elif base in tree_modules() and _private(alias.name) and _package(base) != _package(module):
+                    found.append((node.lineno, f"{base}.{alias.name}"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.name if alias.asname else alias.name.split(".")[0]
+                bound[alias.asname or name] = name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            chain, value = [], node.value
+            while isinstance(value, ast.Attribute):
+                chain.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in bound:
+                target = ".".join([bound[value.id], *reversed(chain)])
+                if target in tree_modules() and _package(target) != _package(module):
+                    found.append((node.lineno, f"{target}.{node.attr}"))
+    return sorted(set(found))
+
+
+def test_no_module_uses_a_private_name_of_another_package() -> None:
+    found, used = [], set()
+    for module, (path, _) in tree_modules().items():
+        rel = path.relative_to(ROOT).as_posix()
+        for line, name in private_uses(module):
+            if (rel, name) in PRIVATE_ALLOWED:
+                used.add((rel, name))
+            else:
+                found.append(f"{rel}:{line} {name}")
+    assert not found, f"{len(found)} private name(s) of another package: give each a public name: " + "; ".join(found)
+    stale = sorted(f"{rel} {name}" for rel, name in set(PRIVATE_ALLOWED) - used)
+    assert not stale, f"PRIVATE_ALLOWED lists what no module uses any more: remove {', '.join(stale)}"
+
+
+def test_the_private_name_check_sees_imports_and_attributes() -> None:
+    """On parsed lines: each way a private name is reached, and what is allowed (the same package, a
+    dunder, a public name)."""
+    uses = {
+        "from ln_viz.sweep.ray_exec import _Driver": [(1, "ln_viz.sweep.ray_exec._Driver")],
+        "from ln_viz.sweep import ray_exec\nray_exec._Driver.get()": [(2, "ln_viz.sweep.ray_exec._Driver")],
+        "import ln_viz.i18n\nln_viz.i18n._x": [(2, "ln_viz.i18n._x")],
+        "import ln_viz.i18n as i\ni._x": [(2, "ln_viz.i18n._x")],
+        "from ln_viz.sweep.ray_exec import connect, __doc__": [],
+        "from ln_viz.ui import storage\nstorage.get_store()._entries": [],  # an object's, not a module's
+    }
+    for source, expected in uses.items():
+        assert private_uses("ln_viz.ui.training", source) == expected, source
+    assert private_uses("ln_viz.charts.loss", "from ln_viz.charts.style import _f32") == []  # one package
+    assert private_uses("ln_viz.sweep.charts", "from ln_viz.charts.style import _f32") == [
+        (1, "ln_viz.charts.style._f32")
+    ]
+
+
+# --- one registry of session-state keys (issue 30) ------------------------------------------------------
+# Every key of st.session_state is named once, in ln_viz/ui/keys.py. Elsewhere in the app's code a key is
+# that name: a literal string (or a string constant of the module) as a key of st.session_state, as the key
+# given to language.translated (whose widgets are read back through the session state), or as a widget's
+# key= that the registry names, fails here.
+APP_CODE = ("ln_viz/ui/*.py", "pages/*.py", "app.py")
+KEY_REGISTRY = "ln_viz/ui/keys.py"
+# The run view's files (Live, Compare, watch) are being made one component in the same wave: they adopt
+# the registry then, and this list empties.
+KEYS_NOT_YET_FROM_REGISTRY = {
+    "ln_viz/ui/compare_seeds.py",
+    "ln_viz/ui/compare_view.py",
+    "ln_viz/ui/lecture_view.py",
+    "ln_viz/ui/loss_view.py",
+    "ln_viz/ui/page_state.py",
+    "ln_viz/ui/stepper.py",
+    "pages/compare.py",
+    "pages/live.py",
+}
+_STATE_METHODS = {"get", "setdefault", "pop"}
+
+
+def _is_session_state(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "session_state"
+
+
+def _literal_strings(node: ast.AST, constants: dict[str, str]) -> list[str]:
+    """The string literals a key expression is made of: "a", f"a{x}", "a" + x, or a module constant."""
+    if isinstance(node, ast.Name) and node.id in constants:
+        return [constants[node.id]]
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _key_expressions(node: ast.AST) -> list[ast.AST]:
+    """The session-state keys `node` reads or writes: st.session_state[k], its get/setdefault/pop(k),
+    `k in st.session_state`, and language.translated(k)."""
+    if isinstance(node, ast.Subscript) and _is_session_state(node.value):
+        return [node.slice]
+    if isinstance(node, ast.Compare) and any(_is_session_state(c) for c in node.comparators):
+        return [node.left]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        state_call = node.func.attr in _STATE_METHODS and _is_session_state(node.func.value)
+        if state_call or node.func.attr == "translated":
+            return [node.args[0]]
+    return []
+
+
+def literal_keys(source: str, registry: set[str]) -> list[tuple[int, str]]:
+    """(line, key) for each session-state key of `source` written as a literal instead of a registry name,
+    and each widget key= that is a literal the registry names."""
+    tree = ast.parse(source)
+    constants = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    found = []
+    for node in ast.walk(tree):
+        found += [(node.lineno, text) for key in _key_expressions(node) for text in _literal_strings(key, constants)]
+        if isinstance(node, ast.Call):
+            widget_keys = [k.value.value for k in node.keywords if k.arg == "key" and isinstance(k.value, ast.Constant)]
+            found += [(node.lineno, key) for key in widget_keys if key in registry]
+    return sorted(set(found))
+
+
+def _registry() -> set[str]:
+    import ln_viz.ui.keys as registry
+
+    return {v for k, v in vars(registry).items() if k.isupper() and isinstance(v, str)}
+
+
+def test_every_session_state_key_is_named_once_in_the_registry() -> None:
+    registry = _registry()
+    import ln_viz.ui.keys as module
+
+    names = [v for k, v in vars(module).items() if k.isupper() and isinstance(v, str)]
+    assert len(names) == len(set(names)), (
+        f"{KEY_REGISTRY} names a key twice: {sorted(n for n in names if names.count(n) > 1)}"
+    )
+    found, clean = [], []
+    for pattern in APP_CODE:
+        for path in sorted(ROOT.glob(pattern)):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == KEY_REGISTRY:
+                continue
+            hits = literal_keys(path.read_text(encoding="utf-8"), registry)
+            if rel in KEYS_NOT_YET_FROM_REGISTRY:
+                clean += [] if hits else [rel]
+            else:
+                found += [f"{rel}:{line} {key!r}" for line, key in hits]
+    assert not found, f"session-state keys written here, not named from {KEY_REGISTRY}: " + "; ".join(found)
+    assert not clean, f"{', '.join(clean)} take every key from the registry now: remove from KEYS_NOT_YET_FROM_REGISTRY"
+
+
+def test_the_key_check_sees_each_way_a_key_is_written() -> None:
+    registry = {"lang", "sm_cell"}
+    cases = {
+        'st.session_state["x"] = 1': [(1, "x")],
+        'st.session_state.get("x")': [(1, "x")],
+        'st.session_state.setdefault("_x" + key, 1)': [(1, "_x")],
+        'if f"x{n}" in st.session_state: pass': [(1, "x")],
+        'K = "cseeds"\nst.session_state[K]': [(2, "cseeds")],
+        'language.translated("runs_f_norm")': [(1, "runs_f_norm")],
+        'st.radio("Language", key="lang")': [(1, "lang")],  # a registry key as a widget's key=
+        'st.button("Go", key="go")': [],  # a widget whose value is only returned
+        "st.session_state[keys.LANG]": [],
+        'st.session_state[keys.SCROLLED + key] = 1\nst.query_params["lang"]': [],
+    }
+    for source, expected in cases.items():
+        assert literal_keys(source, registry) == expected, source

@@ -621,7 +621,7 @@ def test_attention_entropy_chart(post_run: RunData) -> None:
 
 def test_runs_table_says_diverged_not_a_huge_loss() -> None:
     from ln_viz.store import RunSummary
-    from ln_viz.ui.runs_view import final_loss_text
+    from ln_viz.views.runs_list import final_loss_text
 
     row = RunSummary(
         1,
@@ -649,13 +649,13 @@ def test_runs_table_says_diverged_not_a_huge_loss() -> None:
 
 
 def test_theory_states_the_range_that_is_drawn() -> None:
-    from ln_viz.charts.dist import _WIDTHS
+    from ln_viz.charts.dist import VALUE_WIDTHS
     from ln_viz.schema import HIST_LIMIT
 
     for lang in ("en", "ko"):
         text = (DEMO_DIR.parents[1] / "content" / f"theory.{lang}.md").read_text()
         assert f"−{HIST_LIMIT:g}" in text and "(from −16 to 16)" not in text and "(−16에서 16까지)" not in text
-        for w in (*_WIDTHS, HIST_LIMIT):
+        for w in (*VALUE_WIDTHS, HIST_LIMIT):
             assert f"±{w:g}" in text, (lang, w)
         assert "asinh" in text
 

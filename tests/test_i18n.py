@@ -25,12 +25,12 @@ def test_toml_keys_round_trip_to_the_dotted_keys_of_the_code():
     assert {"runs.sort", "runs.sort.newest", "err.range"} <= set(EN) & set(KO)
     assert all(isinstance(v, str) and v for v in EN.values())
     assert not [k for k in EN if k.startswith("theory.")]  # the Theory prose lives in ln_viz/content/
-    flat = i18n._flatten(tomllib.loads('"a.b" = "x"\na.b.c = "y"\na.d = "z"\n'))
+    flat = i18n.flatten_catalog(tomllib.loads('"a.b" = "x"\na.b.c = "y"\na.d = "z"\n'))
     assert flat == {"a.b": "x", "a.b.c": "y", "a.d": "z"}
     with pytest.raises(KeyError, match="twice"):
-        i18n._flatten(tomllib.loads('"a.b" = "x"\na.b = "y"\n'))
+        i18n.flatten_catalog(tomllib.loads('"a.b" = "x"\na.b = "y"\n'))
     with pytest.raises(TypeError, match="not a string"):
-        i18n._flatten(tomllib.loads("a.b = 1\n"))
+        i18n.flatten_catalog(tomllib.loads("a.b = 1\n"))
 
 
 def test_korean_is_korean():

@@ -100,7 +100,7 @@ def draw_everything(data: RunData) -> None:
 
 def use_everywhere(store: Store, run_id: int, out: Path, html: bool = True) -> None:
     """List (the page's table, `runs list` and `--json`), open, draw and export an accepted run."""
-    from ln_viz.ui.runs_view import runs_frame
+    from ln_viz.views.runs_list import runs_frame
 
     for lang in ("en", "ko"):
         runs_frame(store.list_runs(), lang)

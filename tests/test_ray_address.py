@@ -190,9 +190,9 @@ def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp
     probe now answers such addresses at once, so the hang is made here: the driver thread's connect blocks
     (as `ray.init` does, uninterruptibly) until the test ends. Stop frees the slot within a second."""
     from ln_viz.config import RunConfig
+    from ln_viz.server.sweeps import SweepService
     from ln_viz.sweep import ray_exec
     from ln_viz.sweep.spec import SweepConfig
-    from ln_viz.ui.stability_view import SweepService
 
     monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
     entered, release = threading.Event(), threading.Event()

@@ -17,8 +17,8 @@ from ln_viz.i18n import t  # noqa: E402
 from ln_viz.runner import Runner
 from ln_viz.runner.handle import MSG_WORKER_LOST  # noqa: E402
 from ln_viz.runner.ray_worker import RayBackend  # noqa: E402
-from ln_viz.sweep.ray_exec import _Driver, disconnect  # noqa: E402
-from ln_viz.ui.training import where_line  # noqa: E402
+from ln_viz.server.runs import where_line  # noqa: E402
+from ln_viz.sweep.ray_exec import connect, disconnect  # noqa: E402
 
 from .ray_cluster import HeadNode, alive, descendants  # noqa: E402
 
@@ -31,8 +31,7 @@ def ray_runner():
     """A Runner on a 2-CPU loopback head; yields (runner, backend, head)."""
     head = HeadNode(cpus=2).start()
     try:
-        driver = _Driver.get()
-        ray = driver.call(lambda: driver.connect(head.address, None), timeout=60)
+        ray = connect(head.address)  # as the app's server connects (ln_viz.server.runs.ray_backend)
         backend = RayBackend(ray)
         runner = Runner(max_concurrent=2, warm_workers=0, new_worker=backend)
         yield runner, backend, head

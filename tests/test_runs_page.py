@@ -324,8 +324,8 @@ def test_play_on_two_stored_runs_in_compare_moves_and_stops(two_runs: dict[str, 
 
 @pytest.fixture(scope="module")
 def long_run() -> RunData:
-    """A run with 88 probe steps more than the charts draw (storage.SHOWN_PROBE_STEPS), trained once."""
-    from ln_viz.ui.storage import SHOWN_PROBE_STEPS
+    """A run with 88 probe steps more than the charts draw (ln_viz.server.store.SHOWN_PROBE_STEPS), trained once."""
+    from ln_viz.server.store import SHOWN_PROBE_STEPS
 
     return run(TINY.replace(steps=SHOWN_PROBE_STEPS + 88, probe_every=1, eval_every=0))
 
@@ -337,6 +337,7 @@ def test_compare_of_two_long_stored_runs_reads_them_thinned_with_their_steps_ali
     """Issue 21 X5: Compare read its two stored runs whole (two 10,000-step depth-48 runs probed every step:
     the server from 157 MB to 2.4 GB). Each is now read with at most SHOWN_PROBE_STEPS probe steps, the
     same ones in both, so the step control still moves over steps both measured."""
+    from ln_viz.server.store import SHOWN_PROBE_STEPS
     from ln_viz.ui import storage
 
     with Store(store_path) as store:
@@ -346,7 +347,7 @@ def test_compare_of_two_long_stored_runs_reads_them_thinned_with_their_steps_ali
     at.switch_page("pages/compare.py").run()
     assert not at.exception, at.exception
     steps = [int(s) for s in at.select_slider(key="compare_step").options]
-    assert 2 <= len(steps) <= storage.SHOWN_PROBE_STEPS and steps[-1] == long_run.probe_steps[-1]
+    assert 2 <= len(steps) <= SHOWN_PROBE_STEPS and steps[-1] == long_run.probe_steps[-1]
     held = [entry for entry, _ in storage.run_cache()._entries.values()]
     assert len(held) == 2 and all(d.probe_steps == steps for d in held)  # thinned alike, not whole
     assert storage.run_cache().held_bytes == sum(d.nbytes() for d in held)
@@ -356,7 +357,7 @@ def test_compare_of_two_long_stored_runs_reads_them_thinned_with_their_steps_ali
 def test_the_run_cache_holds_at_most_its_bytes_least_recently_used_out_first(long_run: RunData) -> None:
     """Issue 21 X5: the cache of stored runs kept 8 runs whatever their size (8 whole 10,000-step depth-48
     runs: about 6 GB); it is bounded in bytes now."""
-    from ln_viz.ui.storage import MAX_CACHED_BYTES, RunCache
+    from ln_viz.server.store import MAX_CACHED_BYTES, RunCache
 
     size = long_run.nbytes()
     assert MAX_CACHED_BYTES < 512 * 1024**2  # what all visitors' opened runs may hold together
@@ -373,15 +374,15 @@ def test_the_run_cache_holds_at_most_its_bytes_least_recently_used_out_first(lon
 
 @pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
 def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_path: Path, long_run: RunData) -> None:
-    """A run with more probe steps than the charts draw (storage.SHOWN_PROBE_STEPS) is read into the
+    """A run with more probe steps than the charts draw (ln_viz.server.store.SHOWN_PROBE_STEPS) is read into the
     shared cache thinned, not whole (a 10,000-step depth-48 run probed every step would hold ~750 MB per
     cached copy), the page says so, and the tables and the run file still hold every probe step."""
     import gzip
     import io
     import zipfile
 
+    from ln_viz.server.store import SHOWN_PROBE_STEPS
     from ln_viz.ui import run_downloads, runs_view
-    from ln_viz.ui.storage import SHOWN_PROBE_STEPS
 
     with Store(store_path) as store:
         run_id = store.add_run(long_run, label="long", source="train")

@@ -328,7 +328,7 @@ def st_cache_clear() -> None:
 
     from ln_viz.ui import storage
 
-    store = storage._open_store()
+    store = storage.server_store()
     if store is not None:
         store.close()
     st.cache_resource.clear()

@@ -99,14 +99,14 @@ def test_a_finite_loss_far_above_the_unigram_is_a_mark_on_the_top_edge_too():
 
 
 def test_open_in_live_keeps_the_language_and_the_lecture_view_in_the_same_tab():
-    from ln_viz.ui import stability_view as view
+    from ln_viz.urlstate import live_link, live_link_html
 
     _, rs = _no_norm_sweep()
-    url = view.live_link(rs[1], "ko", lecture=True)
+    url = live_link(rs[1], "ko", lecture=True)
     query = parse_qs(urlsplit(url).query)
     assert query["lang"] == ["ko"] and query["present"] == ["1"] and query["lr"] == ["0.03"]
-    assert "present" not in parse_qs(urlsplit(view.live_link(rs[1], "en", lecture=False)).query)
-    html = view.live_link_html(url, "Live에서 열기")
+    assert "present" not in parse_qs(urlsplit(live_link(rs[1], "en", lecture=False)).query)
+    html = live_link_html(url, "Live에서 열기")
     assert 'target="_self"' in html and "&amp;lang=ko" in html  # this tab; the URL escaped in the attribute
 
 
@@ -116,14 +116,14 @@ def test_live_says_the_learning_rate_as_the_map_does(start_app):
 
 
 def test_a_cells_curve_is_in_its_norms_colour_and_a_diverged_cell_says_diverged():
-    from ln_viz.ui import stability_view as view
+    from ln_viz.sweep.labels import cell_title
 
     _, rs = _no_norm_sweep()
     post = rs[1]
-    fig = curve_charts.cell_curve_chart(post.curve, view.cell_title(post, "en"), UNIGRAM, "en", False, "post")
+    fig = curve_charts.cell_curve_chart(post.curve, cell_title(post, "en"), UNIGRAM, "en", False, "post")
     assert fig.data[0].line.color == NORM_COLORS["post"]
     diverged = rs[5]
-    title = view.cell_title(diverged, "en")
+    title = cell_title(diverged, "en")
     assert "diverged at step 12" in title and "final loss" not in title, title
 
 

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ln_viz.server.sweeps import SweepCaps, SweepService, cap_error, sweep_caps
 from ln_viz.sweep.presets import SWEEP_PRESETS
 from ln_viz.sweep.spec import SweepError, spec_from_query
 from ln_viz.sweep.storage import SweepStore
-from ln_viz.ui.stability_view import SweepService, cap_error
-from ln_viz.ui.training import SweepCaps, sweep_caps
 
 from .test_store_faults import fill, mounted_tmpfs
 from .test_sweep import tiny_spec

@@ -223,11 +223,11 @@ def test_a_bad_export_path_is_refused_before_any_training(tmp_path: Path, where:
 def test_an_export_that_fails_after_training_says_the_results_are_printed_and_stored(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from ln_viz.sweep.cli import _export
+    from ln_viz.sweep.cli import write_export
 
     store = SweepStore(tmp_path / "runs.sqlite")
     store.close()
-    assert not _export([], str(tmp_path / "gone" / "x.csv"), store)
+    assert not write_export([], str(tmp_path / "gone" / "x.csv"), store)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot write the export" in err
     assert "the results are printed above and stored in" in err and str(store.path) in err

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ln_viz.charts.style import _plot_height, _px, _scale, _text_px, _wrap
+from ln_viz.charts.style import _plot_height, _scale, _text_px, _wrap, scaled_px
 
 _NICE = (1.0, 2.0, 5.0)
 _FINE = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)  # ticks within one decade (a loss spans 1-5 nats)
@@ -166,7 +166,7 @@ def _colorbar(
         "tickvals": [tickvals[i] for i in keep],
         "ticktext": [ticktext[i] for i in keep],
         "tickfont": {"size": font},
-        "thickness": _px(16, lecture),
+        "thickness": scaled_px(16, lecture),
         "len": 0.9,
     }
 

@@ -18,7 +18,7 @@ from plotly.colors import sample_colorscale
 
 from ln_viz.charts.axes import _colorbar, _layer_ticks
 from ln_viz.charts.sample import _probe_index, _run_key
-from ln_viz.charts.style import _empty_note, _f32, _hover, _layout, _px, _scale, _title_text, _top_margin
+from ln_viz.charts.style import _empty_note, _f32, _hover, _layout, _scale, _title_text, _top_margin, scaled_px
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
@@ -58,7 +58,7 @@ def _act_code_ticks() -> tuple[list[float], list[str]]:
     return vals, labels
 
 
-_WIDTHS = (4.0, 16.0, 64.0)  # real units: the value axis spans the smallest of these (or the edges) that fits
+VALUE_WIDTHS = (4.0, 16.0, 64.0)  # real units: the value axis spans the smallest of these (or the edges) that fits
 
 
 def _u(x: Any) -> np.ndarray:
@@ -86,7 +86,7 @@ class _ActGrid:
             used = np.nansum(data.probe("resid_hist"), axis=(0, 1)) > 0
             if used.any() and not self.overflow:
                 reach = max(abs(edges[:-1][used].min()), abs(edges[1:][used].max()))
-        self.width = next((w for w in _WIDTHS if w < self.edge and reach <= w + 1e-9), self.edge)
+        self.width = next((w for w in VALUE_WIDTHS if w < self.edge and reach <= w + 1e-9), self.edge)
         self.cols = np.flatnonzero((edges[:-1] >= -self.width - 1e-9) & (edges[1:] <= self.width + 1e-9))
         x = _u(edges[self.cols[0] : self.cols[-1] + 2])  # cell edges (one more than columns)
         self.u_width = float(x[-1])
@@ -217,7 +217,7 @@ def _std_scatter(info: _ActInfo, stat_names: Sequence[str], lang: str, lecture: 
         mode="lines+markers",
         name=t("chart.std_pm_lecture" if lecture else "chart.std_pm", lang),  # at 24 px the long one met the subtitle
         line={"color": "#D55E00", "width": 2},  # thin: at 24 layers thick lines merged into solid bars
-        marker={"size": _px(5, lecture), "symbol": std["marker"]["symbol"]},
+        marker={"size": scaled_px(5, lecture), "symbol": std["marker"]["symbol"]},
         hovertemplate=_hover(lang, ("chart.layer", "%{y}"), ("chart.std", "%{customdata:.3g}")),
     )
 
@@ -356,7 +356,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "xanchor": "left",
         "yanchor": "top",
         "pad": {"t": round(70 * s)},
-        "font": {"size": _px(15, lecture)},
+        "font": {"size": scaled_px(15, lecture)},
         "buttons": [
             {"label": "▶ " + t("chart.play", lang), "method": "animate", "args": [None, _PLAY]},
             {"label": "❚❚ " + t("chart.pause", lang), "method": "animate", "args": [[None], _JUMP]},
@@ -367,7 +367,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "currentvalue": {
             "prefix": t("chart.step", lang) + " ",
             "xanchor": "right",
-            "font": {"size": _px(15, lecture), "color": "#222222"},
+            "font": {"size": scaled_px(15, lecture), "color": "#222222"},
         },
         "pad": {"t": round(108 * s), "b": 0, "l": 0, "r": 0},
         "len": 1.0,
@@ -376,7 +376,7 @@ def _play_controls(fig: go.Figure, steps: Sequence[int], start: int, lang: str, 
         "yanchor": "top",
         "ticklen": 4 if many else 7,
         "minorticklen": 0 if many else 4,
-        "font": {"size": _px(14, lecture), "color": "rgba(0,0,0,0)" if many else "#444444"},
+        "font": {"size": scaled_px(14, lecture), "color": "rgba(0,0,0,0)" if many else "#444444"},
         "steps": [{"label": str(st), "method": "animate", "args": [[str(st)], _JUMP]} for st in steps],
     }
     fig.update_layout(updatemenus=[buttons], sliders=[slider])  # the room under the axis: `_bottom`

@@ -13,7 +13,7 @@ from plotly.colors import sample_colorscale
 
 from ln_viz.charts.axes import _colorbar, _layer_ticks, _log10, _log_axis, _log_colorbar, _nice_log_range
 from ln_viz.charts.sample import _run_key, heatmap_columns, step_range
-from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout, _px
+from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout, scaled_px
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
@@ -36,7 +36,7 @@ def _diverged_line(fig: go.Figure, data: RunData, lang: str, lecture: bool) -> N
         xshift=4 if right else -4,
         showarrow=False,
         text=t("chart.diverged_at", lang, step=data.diverged_at),
-        font={"color": "#B00000", "size": _px(14, lecture)},
+        font={"color": "#B00000", "size": scaled_px(14, lecture)},
         bgcolor="rgba(255,255,255,0.8)",
     )
 
@@ -243,7 +243,7 @@ def _ref_label(fig: go.Figure, x: float, lang: str, lecture: bool) -> None:
         yanchor="bottom",
         showarrow=False,
         text=t("chart.ratio_ref", lang),
-        font={"size": _px(14, lecture), "color": GREY},
+        font={"size": scaled_px(14, lecture), "color": GREY},
         bgcolor="rgba(255,255,255,0.7)",
     )
 

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range
-from ln_viz.charts.style import GREY, NORM_COLORS, _empty_note, _f32, _hover, _layout, _px, norm_label
+from ln_viz.charts.style import GREY, NORM_COLORS, _empty_note, _f32, _hover, _layout, norm_label, scaled_px
 from ln_viz.i18n import t
 
 
@@ -57,7 +57,7 @@ def _seed_band_and_mean(
             name=t("chart.seed_mean", lang, name=name, n=n_seeds),
             legendgroup=pos,
             line={"color": color, "width": 3},
-            marker={"size": _px(7, lecture)},
+            marker={"size": scaled_px(7, lecture)},
             hovertemplate=name + "<br>" + _hover(lang, ("chart.layer", "%{x}"), (f"chart.{column}", "%{y:.3g}")),
         )
     )
@@ -158,7 +158,7 @@ def _depth_trace(line: _DepthLine, lang: str, lecture: bool) -> go.Scatter:
         mode="lines+markers",
         name=name,
         line={"color": color, "width": 3},
-        marker={"size": _px(10, lecture)},
+        marker={"size": scaled_px(10, lecture)},
         error_y={
             "type": "data",
             "array": _f32(line.hi - m),

@@ -30,8 +30,8 @@ from ln_viz.charts.style import (
     _hover,
     _layout,
     _note_lines,
-    _px,
     norm_label,
+    scaled_px,
     two_lines,
 )
 from ln_viz.i18n import t
@@ -165,7 +165,7 @@ def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, lecture:
             name=t("chart.eval_loss", lang),
             marker={
                 "symbol": "diamond",
-                "size": _px(11, lecture),
+                "size": scaled_px(11, lecture),
                 "color": "white",
                 "line": {"color": color, "width": 2.5},
             },
@@ -200,7 +200,7 @@ def _reference_line(
             yanchor="top",  # under the line: a stalled Post-LN loss runs along its top side
             showarrow=False,
             text=two_lines(t(key, lang)),  # narrow enough for a phone's plot (~220 px)
-            font={"size": _px(14, lecture), "color": color},
+            font={"size": scaled_px(14, lecture), "color": color},
             bgcolor="rgba(255,255,255,0.75)",
         )
 
@@ -222,7 +222,7 @@ def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, lecture:
         yanchor="top",
         showarrow=False,
         text=two_lines(t("chart.stalled_since", lang, step=data.stalled_since)),
-        font={"color": "#8A5A00", "size": _px(15, lecture)},
+        font={"color": "#8A5A00", "size": scaled_px(15, lecture)},
         bgcolor="rgba(255,255,255,0.8)",
     )
 
@@ -242,7 +242,7 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, lectur
             mode="markers",
             name=text,
             showlegend=False,  # labelled beside it
-            marker={"symbol": "x-thin", "size": _px(22, lecture), "line": {"width": 4, "color": color}},
+            marker={"symbol": "x-thin", "size": scaled_px(22, lecture), "line": {"width": 4, "color": color}},
             hovertemplate=text + "<extra></extra>",
         )
     )
@@ -261,7 +261,7 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, lectur
         ay=40 if high else -40,
         xanchor="left" if right else "right",
         yanchor="top" if high else "bottom",
-        font={"color": color, "size": _px(16, lecture)},
+        font={"color": color, "size": scaled_px(16, lecture)},
         bgcolor="rgba(255,255,255,0.85)",
     )
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _short_number
 from ln_viz.charts.sample import MAX_LR_POINTS, downsample_index
-from ln_viz.charts.style import _f32, _hover, _px
+from ln_viz.charts.style import _f32, _hover, scaled_px
 from ln_viz.i18n import t
 from ln_viz.schedule import lr_schedule
 from ln_viz.snapshot import RunData
@@ -63,7 +63,7 @@ def schedule(fig: go.Figure, data: RunData, sched: np.ndarray, lang: str, lectur
                 yaxis="y2",
                 mode="markers",
                 showlegend=False,
-                marker={"color": LR_GREY, "size": _px(9, lecture)},
+                marker={"color": LR_GREY, "size": scaled_px(9, lecture)},
                 hovertemplate=_hover(lang, ("chart.step", "%{x}"), ("chart.lr", "%{y:.2e}")),
             )
         )

@@ -25,9 +25,9 @@ from ln_viz.charts.style import (
     _hover,
     _layout,
     _plot_height,
-    _px,
     _top_margin,
     norm_label,
+    scaled_px,
 )
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
@@ -41,7 +41,7 @@ def _spacing(height: int | None, lecture: bool) -> float:
     """The gap between the panels as a share of the plot height: room for the lower panel's title
     (about 1.6 lines of its font) at any height, at least PROFILE_SPACING."""
     plot_px = _plot_height(height, 110, 70)
-    return min(max(PROFILE_SPACING, (_px(16, lecture) * 1.6 + 8) / plot_px), 0.3)
+    return min(max(PROFILE_SPACING, (scaled_px(16, lecture) * 1.6 + 8) / plot_px), 0.3)
 
 
 def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | None, std: bool = True) -> go.Figure:
@@ -61,7 +61,7 @@ def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | Non
             "yanchor": "bottom",
             "yref": "paper",
             "showarrow": False,
-            "font": {"size": _px(16, lecture)},
+            "font": {"size": scaled_px(16, lecture)},
         }
 
     if not std:  # the panel's title is the chart's (`layer_profile`)
@@ -101,7 +101,7 @@ def _profile_axes(
     layers = {"range": [-0.5, L + 0.5], **_layer_ticks(L, 0)}
     share = PROFILE_HEIGHTS[0] * 0.85 if std else 1.0
     panel_px = _plot_height(height, _top_margin(title, lecture) + 30, 100) * share
-    max_ticks = max(3, int(panel_px / (_px(BASE_FONT, lecture) * 1.4)))
+    max_ticks = max(3, int(panel_px / (scaled_px(BASE_FONT, lecture) * 1.4)))
     legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
     if lecture:  # the six matrices at 24 px are taller than the plot: down the figure's side, not in a scroll box
         legend["maxheight"] = height or DEFAULT_HEIGHT
@@ -109,7 +109,7 @@ def _profile_axes(
         layers = {"range": [0.5, L + 0.5], **_layer_ticks(L), "title": {"text": t("chart.layer_axis", lang)}}
         margin = {"t": _top_margin(title, lecture)}
         return {"xaxis": layers, "yaxis": _log_axis(grad_rng, max_ticks), "legend": legend, "margin": margin}
-    margin = {"t": _top_margin(title, lecture) + round(_px(16, lecture) * 1.4)}
+    margin = {"t": _top_margin(title, lecture) + round(scaled_px(16, lecture) * 1.4)}
     # the lecture view's shorter title: at 24 px the whole one was cut at a 1280-px screen's profile
     bottom_title = t("chart.layer_axis0_lecture" if lecture else "chart.layer_axis0", lang)
     return {
@@ -118,7 +118,10 @@ def _profile_axes(
         "xaxis": {**layers, "showticklabels": False, "ticks": ""},
         "xaxis2": {**layers, "title": {"text": bottom_title}},
         "yaxis": _log_axis(grad_rng, max_ticks),
-        "yaxis2": {"range": [0, std_top], "nticks": max(2, int(panel_px * 0.6 / (_px(BASE_FONT, lecture) * 1.5)))},
+        "yaxis2": {
+            "range": [0, std_top],
+            "nticks": max(2, int(panel_px * 0.6 / (scaled_px(BASE_FONT, lecture) * 1.5))),
+        },
         "legend": legend,
         "margin": margin,
     }
@@ -273,7 +276,7 @@ def _param_lines(
                 mode="lines+markers",
                 name=name,
                 line={"color": PARAM_COLORS.get(name, GREY), "width": 4 if w2 else 1.8},
-                marker={"size": _px(7 if w2 else 5, lecture)},
+                marker={"size": scaled_px(7 if w2 else 5, lecture)},
                 opacity=1.0 if w2 else 0.85,
                 legendrank=0 if w2 else 10 + j,
                 hovertemplate=f"{name}<br>"
@@ -300,7 +303,7 @@ def _profile_line(
         mode="lines+markers",
         name=name,
         line=line,
-        marker={"size": _px(6, lecture)},
+        marker={"size": scaled_px(6, lecture)},
         hovertemplate=prefix + _hover(lang, ("chart.layer", "%{x}"), (value, "%{customdata:.3g}")),
         **kw,
     )

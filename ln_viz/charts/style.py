@@ -60,7 +60,7 @@ def _scale(lecture: bool) -> float:
     return LECTURE_SCALE if lecture else 1.0
 
 
-def _px(size: float, lecture: bool) -> int:
+def scaled_px(size: float, lecture: bool) -> int:
     return round(size * _scale(lecture))
 
 
@@ -68,9 +68,9 @@ LECTURE_MIN_TEXT = 24  # px: the back row's least (issue 21 N19: 2.2 % of a 1080
 
 
 def _text_px(size: float, lecture: bool) -> int:
-    """A font size that must read from the back of a room: `_px`, and in the lecture view at least
+    """A font size that must read from the back of a room: `scaled_px`, and in the lecture view at least
     LECTURE_MIN_TEXT (tick labels, legend entries, colour-bar labels)."""
-    return max(_px(size, lecture), LECTURE_MIN_TEXT) if lecture else _px(size, lecture)
+    return max(scaled_px(size, lecture), LECTURE_MIN_TEXT) if lecture else scaled_px(size, lecture)
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +102,7 @@ def _title(text: str, lecture: bool, note: str | None = None) -> dict[str, Any]:
         parts["subtitle"]["text"] = f"{tail}<br>{note}" if tail else note
     title: dict[str, Any] = {
         "text": parts["text"],
-        "font": {"size": _px(20, lecture)},
+        "font": {"size": scaled_px(20, lecture)},
         "x": 0.01,
         "xanchor": "left",
         "xref": "container",
@@ -112,7 +112,7 @@ def _title(text: str, lecture: bool, note: str | None = None) -> dict[str, Any]:
         "pad": {"t": 8},
     }
     if parts["subtitle"]["text"]:
-        title["subtitle"] = {**parts["subtitle"], "font": {"size": _px(15, lecture), "color": GREY}}
+        title["subtitle"] = {**parts["subtitle"], "font": {"size": scaled_px(15, lecture), "color": GREY}}
     return title
 
 
@@ -128,11 +128,11 @@ def _top_margin(text: str, lecture: bool, note: str | None = None) -> int:
     not a scaled constant."""
     sub_lines = (" · " in text) + (note.count("<br>") + 1 if note else 0)
     lines = (
-        _px(20, lecture) * 1.4
-        + _px(15, lecture) * (1.7 if sub_lines else 0)
-        + _px(15, lecture) * 1.3 * max(sub_lines - 1, 0)
+        scaled_px(20, lecture) * 1.4
+        + scaled_px(15, lecture) * (1.7 if sub_lines else 0)
+        + scaled_px(15, lecture) * 1.3 * max(sub_lines - 1, 0)
     )
-    return round(lines + _px(BASE_FONT, lecture) * 0.6 + 14)  # + half a tick label above the plot
+    return round(lines + scaled_px(BASE_FONT, lecture) * 0.6 + 14)  # + half a tick label above the plot
 
 
 def _plot_height(height: int | None, top: int, bottom: int) -> float:
@@ -194,7 +194,7 @@ def _fit_y_titles(layout: dict[str, Any], plot_px: float, lecture: bool) -> None
         if name.startswith("yaxis") and isinstance(axis, dict):
             lo, hi = axis.get("domain", (0.0, 1.0))
             # Plotly draws axis titles at 1.2x the layout font (the default when none is set)
-            _fit_axis_title(axis, plot_px * (hi - lo), round(_px(BASE_FONT, lecture) * 1.2))
+            _fit_axis_title(axis, plot_px * (hi - lo), round(scaled_px(BASE_FONT, lecture) * 1.2))
 
 
 def _legend_px(fig: go.Figure, lecture: bool) -> float:
@@ -227,7 +227,7 @@ def _layout(
         "font": {"family": FONT_FAMILY, "size": _text_px(BASE_FONT, lecture), "color": "#222222"},
         "title": _title(title, lecture, note),
         "margin": {**_MARGIN, "t": top},
-        "hoverlabel": {"font": {"size": _px(15, lecture), "family": FONT_FAMILY}},
+        "hoverlabel": {"font": {"size": scaled_px(15, lecture), "family": FONT_FAMILY}},
         "uirevision": uirevision,
         "showlegend": True,
     }
@@ -258,12 +258,12 @@ def plain_layout(fig: go.Figure, title: str, lecture: bool, height: int, **extra
     it, replacing any key it names."""
     layout: dict[str, Any] = {
         "font": {"family": FONT_FAMILY, "size": _text_px(BASE_FONT, lecture), "color": "#222222"},
-        "title": {"text": title, "font": {"size": _px(19, lecture)}, "x": 0.01, "xanchor": "left"},
+        "title": {"text": title, "font": {"size": scaled_px(19, lecture)}, "x": 0.01, "xanchor": "left"},
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
-        "height": _px(height, lecture),
+        "height": scaled_px(height, lecture),
         "margin": margin(lecture, top=70),
-        "hoverlabel": {"font": {"size": _px(14, lecture), "family": FONT_FAMILY}},
+        "hoverlabel": {"font": {"size": scaled_px(14, lecture), "family": FONT_FAMILY}},
     }
     fig.update_layout(**{**layout, **extra})
     return fig
@@ -272,10 +272,10 @@ def plain_layout(fig: go.Figure, title: str, lecture: bool, height: int, **extra
 def margin(lecture: bool, top: int, bottom: int = 60, left: int = 70, right: int = 20) -> dict[str, int]:
     """Plot margins (px at normal size) scaled as the text is in the lecture view (for `plain_layout`)."""
     return {
-        "l": _px(left, lecture),
-        "r": _px(right, lecture),
-        "t": _px(top, lecture),
-        "b": _px(bottom, lecture),
+        "l": scaled_px(left, lecture),
+        "r": scaled_px(right, lecture),
+        "t": scaled_px(top, lecture),
+        "b": scaled_px(bottom, lecture),
     }
 
 
@@ -285,7 +285,7 @@ def step_line(fig: go.Figure, step: int, lecture: bool = False) -> go.Figure:
     a room sees where the profile is on the loss and the heatmaps. `fig` itself is left as it was (a
     finished run's figures are cached and shared)."""
     marked = go.Figure(fig)
-    marked.add_vline(x=step, line={"color": GREY, "width": _px(2, lecture), "dash": "dot"}, layer="above")
+    marked.add_vline(x=step, line={"color": GREY, "width": scaled_px(2, lecture), "dash": "dot"}, layer="above")
     return marked
 
 
@@ -314,7 +314,7 @@ def _empty_note(
         x=0.5,
         y=0.5,
         showarrow=False,
-        font={"size": _px(18, lecture), "color": GREY},
+        font={"size": scaled_px(18, lecture), "color": GREY},
         bgcolor="white",  # readable over reference lines
     )
 
@@ -333,6 +333,6 @@ def _corner_note(fig: go.Figure, text: str, lecture: bool, inside: str) -> None:
         yanchor="bottom",
         showarrow=False,
         text=text,
-        font={"size": _px(13, lecture), "color": GREY},
+        font={"size": scaled_px(13, lecture), "color": GREY},
         bgcolor="rgba(255,255,255,0.8)",
     )

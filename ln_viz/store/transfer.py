@@ -100,3 +100,15 @@ def load_demo_runs(store: Store, folder: str | Path = DEMO_DIR) -> list[int]:
         if run_id is not None:
             added.append(run_id)
     return added
+
+
+def reload_demo_runs(store: Store, folder: str | Path = DEMO_DIR) -> list[int]:
+    """The Runs page's "Load the demo runs" button: add every bundled demo not stored now (an explicit
+    request, so demos deleted earlier come back); the ids added. Idempotent: a stored demo is found by
+    fingerprint."""
+    added = []
+    for path in sorted(Path(folder).glob("*.json.gz")):
+        run_id, new = add_loaded_run(store, read_run_file(path), source="demo")
+        if new:
+            added.append(run_id)
+    return added

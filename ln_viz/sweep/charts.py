@@ -23,7 +23,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ln_viz.charts.style import _px, norm_label, plain_layout
+from ln_viz.charts.style import norm_label, plain_layout, scaled_px
 from ln_viz.i18n import t
 from ln_viz.sweep.labels import PANEL_X_TITLE, lr_label, variant_text
 from ln_viz.sweep.results import CellResult
@@ -174,7 +174,7 @@ def stability_heatmap(
         _frame_picked(fig, p, where, picked, x_axis, lecture)
     _warmup_axes(fig, sorted(spec.warmup_steps), lang, rows=len(panels) if stacked else 1)
     for a in fig.layout.annotations:
-        a.font = {"size": _px(17, lecture)}
+        a.font = {"size": scaled_px(17, lecture)}
     _notes(fig, panels, lang, lecture)
     if stacked:  # a phone's cell is ~70 px wide: "stalled" at 14 px ran into its frame
         fig.update_traces(textfont_size=12, selector={"type": "heatmap"})
@@ -210,7 +210,7 @@ def _notes(fig: go.Figure, panels: list[Panel], lang: str, lecture: bool) -> Non
     if notes:
         note = "<br>".join(notes)
         fig.add_annotation(text=note, x=1.0, y=-0.02, xref="paper", yref="paper", xanchor="left", yanchor="top",
-                           showarrow=False, align="left", font={"size": _px(13, lecture)})  # fmt: skip
+                           showarrow=False, align="left", font={"size": scaled_px(13, lecture)})  # fmt: skip
 
 
 def _draw_panel(
@@ -232,7 +232,7 @@ def _draw_panel(
     for j, i in _marked(p):  # a frame inside the cell, whatever its colour
         pad = 0.06 * (edges[i + 1] - edges[i])
         x0, x1 = edges[i] + pad, edges[i + 1] - pad
-        frame = {"color": MARK, "width": _px(3, lecture)}
+        frame = {"color": MARK, "width": scaled_px(3, lecture)}
         fig.add_shape(type="rect", x0=x0, x1=x1, y0=j - 0.44, y1=j + 0.44, line=frame, row=row, col=col)
     title = {"title_text": t(PANEL_X_TITLE[x_axis], lang)} if titled else {}
     fig.update_xaxes(
@@ -258,7 +258,7 @@ def _frame_picked(fig: go.Figure, p: Panel, where: tuple[int, int], picked: str 
     cells = [(j, i) for j, row in enumerate(p.fingerprints) for i, fp in enumerate(row) if picked and fp == picked]
     edges = _edges(_cell_xs(p, x_axis))
     for (j, i), (colour, width) in itertools.product(cells, ((PICKED_HALO, 7), (PICKED, 3))):
-        line = {"color": colour, "width": _px(width, lecture)}
+        line = {"color": colour, "width": scaled_px(width, lecture)}
         box = {"x0": edges[i], "x1": edges[i + 1], "y0": j - 0.5, "y1": j + 0.5}
         fig.add_shape(type="rect", **box, line=line, row=where[0], col=where[1])
 
@@ -290,7 +290,7 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
         colorbar=_colour_bar(zrange, lang, lecture),
         text=[["" if off else s for s, off in zip(*rows)] for rows in zip(p.text, off_scale)],
         texttemplate="%{text}",
-        textfont={"size": _px(14, lecture)},
+        textfont={"size": scaled_px(14, lecture)},
         hovertext=hover,
         hoverinfo="skip",  # the click trace on top shows it
         xgap=2,
@@ -305,7 +305,7 @@ def _colour_bar(zrange: tuple[float, float], lang: str, lecture: bool) -> dict[s
     labels = [f"{v:.1f}" for v in ticks] + [t("sweep.chart.scale_top", lang, value=f"{hi:.1f}")]
     return {
         "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
-        "thickness": _px(14, lecture),
+        "thickness": scaled_px(14, lecture),
         "tickvals": [*ticks, hi],
         "ticktext": labels,
     }
@@ -316,7 +316,7 @@ def _diverged_trace(p: Panel, xs, ys, lang: str, lecture: bool) -> go.Heatmap:
     their words; the legend note under the colour bar names the colour."""
     z = [[1 if s == "diverged" else None for s in row] for row in p.status]
     text = [[w if s == "diverged" else "" for s, w in zip(srow, trow)] for srow, trow in zip(p.status, p.text)]
-    return _flat_cells(xs, ys, z, text, DIVERGED_FILL, {"size": _px(14, lecture), "color": "black"})
+    return _flat_cells(xs, ys, z, text, DIVERGED_FILL, {"size": scaled_px(14, lecture), "color": "black"})
 
 
 def _flat_cells(xs, ys, z, text, colour: str, textfont: dict | None = None) -> go.Heatmap:
@@ -366,7 +366,12 @@ def _mixed_trace(p: Panel, xs, edges: list[float], lecture: bool) -> go.Scatter:
         x=[edges[i + 1] - 0.16 * (edges[i + 1] - edges[i]) for _, i in cells],
         y=[j + 0.28 for j, _ in cells],
         mode="markers",
-        marker={"symbol": "diamond", "size": _px(11, lecture), "color": MARK, "line": {"width": 1, "color": "white"}},
+        marker={
+            "symbol": "diamond",
+            "size": scaled_px(11, lecture),
+            "color": MARK,
+            "line": {"width": 1, "color": "white"},
+        },
         hoverinfo="skip",
         showlegend=False,
     )

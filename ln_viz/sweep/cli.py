@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     kept = final.store_problem is None
     if not kept:  # trained, but not (all) stored: said last, after the report that has every cell
         sys.stderr.write(f"error: {final.store_problem}\n")
-    if args.export and not _export(final.results, args.export, store):
+    if args.export and not write_export(final.results, args.export, store):
         kept = False
     if final.state == "stopped":
         return 130
@@ -169,7 +169,7 @@ def _warn(problem: Any) -> None:
         sys.stderr.write(f"\nwarning: {problem}\n")
 
 
-def _export(results: Any, path: str, store: Any) -> bool:
+def write_export(results: Any, path: str, store: Any) -> bool:
     """Write the export; a failure after the training says where the results still are."""
     from ln_viz.sweep.storage import export_results
     from ln_viz.text import error_line, one_line

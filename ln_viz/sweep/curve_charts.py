@@ -14,7 +14,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ln_viz.charts.style import GREY, GRID, NORM_COLORS, _px, margin, norm_label, plain_layout
+from ln_viz.charts.style import GREY, GRID, NORM_COLORS, margin, norm_label, plain_layout, scaled_px
 from ln_viz.i18n import t
 from ln_viz.sweep.charts import TOP_ABOVE_UNIGRAM
 from ln_viz.sweep.labels import lr_label, variant_text
@@ -50,7 +50,7 @@ def sensitivity_chart(
         dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
         lines.append(_curve_trace(c, lang, lecture, with_depth, dash, varied))
     fig.add_traces(lines)
-    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": _px(13, lecture)}}
+    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": scaled_px(13, lecture)}}
     fig.add_hline(
         y=unigram,
         line={"color": GREY, "dash": "dot", "width": 2},
@@ -70,7 +70,7 @@ def sensitivity_chart(
     rows = math.ceil(entries / columns) + math.ceil(len(curves) / columns)  # legend lines: two a curve
     room = margin(lecture, top=118, bottom=95 + 21 * rows)  # the title: 4 lines
     height += 0 if lecture else 21 * len(curves) + 80  # the second lines, the subtitle: the plot as tall as before
-    plot_px = max(_px(height, lecture) - room["t"] - room["b"], 50)
+    plot_px = max(scaled_px(height, lecture) - room["t"] - room["b"], 50)
     if diverged:  # a band reaching a diverged seed's loss at init runs off the top, as it should
         fig.add_trace(_diverged_marks(curves, hi, lang, lecture))
     if above:
@@ -80,18 +80,18 @@ def sensitivity_chart(
     yaxis = {"title": t("sweep.axis.final_loss", lang), "gridcolor": GRID, "range": [lo, hi]}
     title = t("sweep.chart.sens_title", lang)
     fig = plain_layout(fig, title, lecture, height, xaxis=_lr_axis(lrs, lang), yaxis=yaxis, legend=legend, margin=room)
-    definition = {"text": t("sweep.chart.sens_definition", lang), "font": {"size": _px(12, lecture), "color": GREY}}
-    fig.layout.title.subtitle = definition
+    font = {"size": scaled_px(12, lecture), "color": GREY}
+    fig.layout.title.subtitle = {"text": t("sweep.chart.sens_definition", lang), "font": font}
     return fig
 
 
 def _legend(lecture: bool, columns: int, plot_px: float) -> dict[str, Any]:
     """The legend under the axis, in `columns` columns (`plot_px`: the plot area's height)."""
     return {
-        "font": {"size": _px(13, lecture)},
+        "font": {"size": scaled_px(13, lecture)},
         "orientation": "h",
         # clear of the x title (at 68 px the seed band's entry was 3 px over it at 1280x720, 12 at 1080)
-        "y": -_px(80, lecture) / plot_px,
+        "y": -scaled_px(80, lecture) / plot_px,
         "yanchor": "top",
         "entrywidth": 1 / columns,
         "entrywidthmode": "fraction",
@@ -112,7 +112,7 @@ def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str
         name=label,
         mode="lines+markers",
         line={"color": NORM_COLORS.get(c.norm_position, GREY), "width": 3, "dash": dash},
-        marker={"symbol": symbols, "size": _px(11, lecture), "line": {"width": 2}},
+        marker={"symbol": symbols, "size": scaled_px(11, lecture), "line": {"width": 2}},
         hovertemplate="lr %{x:.0e}<br>%{y:.3f}"
         + ("<br>%{customdata}" if c.seeds > 1 else "")
         + "<extra>"
@@ -167,7 +167,12 @@ def _edge_marks(name: str, symbol: str, xs: list, top: float, colors: list, hove
         name=name,
         mode="markers",
         cliponaxis=False,
-        marker={"symbol": symbol, "size": _px(13, lecture), "color": colors, "line": {"width": 1, "color": "black"}},
+        marker={
+            "symbol": symbol,
+            "size": scaled_px(13, lecture),
+            "color": colors,
+            "line": {"width": 1, "color": "black"},
+        },
         hovertext=hover,
         **kw,
     )

@@ -1,5 +1,6 @@
 """The stability map's short labels: an lr as 3e-4, a curve's or a panel's variant (QK-norm, norm type,
-weight decay) as ", QK-norm LayerNorm", in the user's language. Used by the charts and the page."""
+weight decay) as ", QK-norm LayerNorm", a cell's title, the lecture view's header and takeaway, in the
+user's language. Used by the charts and the page."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ln_viz.i18n import t
-from ln_viz.sweep.spec import VARIANT_AXES
+from ln_viz.sweep.presets import DEFAULT_SWEEP, SWEEP_PRESETS
+from ln_viz.sweep.results import CellResult
+from ln_viz.sweep.spec import VARIANT_AXES, SweepConfig
 
 
 def lr_label(lr: float) -> str:
@@ -32,3 +35,30 @@ def _variant_value(name: str, value: Any, lang: str) -> str:
 # One x title under each panel of the map: short enough that two side by side do not run into each other
 # (the log scale shows in the ticks 3e-4, 1e-3, ...).
 PANEL_X_TITLE = {"lr": "sweep.axis.lr_panel", "depth": "sweep.axis.depth"}
+
+
+def lecture_title(spec: SweepConfig, lang: str) -> str:
+    """The lecture view's header: the norm positions, depth and steps the map is of."""
+    from ln_viz.charts import norm_label
+
+    norms = " / ".join(norm_label(n, lang) for n in spec.norm_position)
+    return t("sweep.lecture.title", lang, norms=norms, depth=", ".join(map(str, spec.depth)), steps=spec.steps)
+
+
+def lecture_takeaway(spec: SweepConfig) -> str | None:
+    """The takeaway's catalog key: the default map's sentence (read off the shipped map), else None (a
+    map nobody has read yet has no sentence)."""
+    return "sweep.lecture.takeaway" if spec == SWEEP_PRESETS[DEFAULT_SWEEP] else None
+
+
+def cell_title(r: CellResult, lang: str) -> str:
+    """Post-LN, lr 3e-3, warm-up 0, depth 6: learned, final loss 2.16."""
+    from ln_viz.charts import norm_label
+
+    loss = f"{r.final_loss:.2f}" if r.final_loss is not None else "-"
+    status = t(f"sweep.status.{r.status}", lang)
+    norm = norm_label(r.norm_position, lang)
+    # a diverged run's "final loss" is the mean of its last finite steps (1181043.93, say): not a result
+    key = "sweep.ui.cell_title_diverged" if r.status == "diverged" else "sweep.ui.cell_title"
+    words = {"norm": norm, "lr": lr_label(r.lr), "warmup": r.warmup_steps, "depth": r.depth}
+    return t(key, lang, **words, status=status, loss=loss, step=r.diverged_step if r.diverged_step else "-")

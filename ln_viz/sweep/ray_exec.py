@@ -288,3 +288,11 @@ def disconnect(timeout: float = 10.0) -> None:
         _Driver._instance.call(end, timeout=timeout)
     except TimeoutError:
         pass  # stuck in a ray.init that never returns: there is no connection to end
+
+
+def connect(address: str) -> Any:
+    """Connect this process to the Ray cluster at `address` through its one driver thread, as a sweep does
+    (the address checked first, the ln_viz package sent to a cluster this process did not start), and
+    return the `ray` module: for the Runner's Ray backend. TimeoutError after CONNECT_TIMEOUT_S."""
+    driver = _Driver.get()
+    return driver.call(lambda: driver.connect(address, None), timeout=CONNECT_TIMEOUT_S)

@@ -15,7 +15,7 @@ from ln_viz.config import DEFAULT_PRESET, FIELDS, PRESETS, ConfigError, FieldSpe
 from ln_viz.corpus import MAX_USER_FILE_BYTES, decode_text
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.sweep.labels import lr_label
-from ln_viz.ui import language
+from ln_viz.ui import keys, language
 from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
 
 # The learning-rate slider's stops: a log scale from 1e-5 to 1 (four per decade). A value from a preset
@@ -49,7 +49,7 @@ FORM_FIELDS = MAIN_FIELDS + ADVANCED_FIELDS
 
 def form_keys(prefix: str = "") -> list[str]:
     """The session-state keys of one form's settings: its preset, every field, the user's text."""
-    return [prefix + "preset", *(prefix + name for name in FORM_FIELDS), prefix + "user_text"]
+    return [prefix + keys.PRESET, *(prefix + name for name in FORM_FIELDS), prefix + keys.USER_TEXT]
 
 
 def widget_bounds(name: str) -> dict[str, int]:
@@ -89,21 +89,21 @@ def set_form(cfg: RunConfig, prefix: str = "") -> None:
 
 
 def _apply_preset(prefix: str) -> None:
-    name = st.session_state[prefix + "preset"]
+    name = st.session_state[prefix + keys.PRESET]
     if name in PRESETS:
         set_form(PRESETS[name].config, prefix)
 
 
 def choose_preset(name: str, prefix: str = "") -> None:
     """Pick a preset as its selectbox does (a callback: before the widgets are drawn)."""
-    st.session_state[prefix + "preset"] = name
+    st.session_state[prefix + keys.PRESET] = name
     _apply_preset(prefix)
 
 
 def mark_custom(prefix: str = "") -> None:
     """Once a setting no longer matches the chosen preset, the preset box says "your own settings"
     (and the link drops the preset). Called before the preset box is drawn."""
-    name = st.session_state.get(prefix + "preset")
+    name = st.session_state.get(prefix + keys.PRESET)
     if name not in PRESETS:
         return
     try:
@@ -111,14 +111,14 @@ def mark_custom(prefix: str = "") -> None:
     except LocalizedError:
         return
     if any(getattr(cfg, f) != getattr(PRESETS[name].config, f) for f in FORM_FIELDS):
-        st.session_state[prefix + "preset"] = CUSTOM
+        st.session_state[prefix + keys.PRESET] = CUSTOM
 
 
 def ensure_defaults(prefix: str = "", cfg: RunConfig | None = None) -> None:
     """Fill missing widget keys (first visit, or after another page dropped them)."""
     base = cfg or PRESETS[DEFAULT_PRESET].config
-    if prefix + "preset" not in st.session_state:
-        st.session_state[prefix + "preset"] = DEFAULT_PRESET if cfg is None else CUSTOM
+    if prefix + keys.PRESET not in st.session_state:
+        st.session_state[prefix + keys.PRESET] = DEFAULT_PRESET if cfg is None else CUSTOM
     for name in FORM_FIELDS:
         if prefix + name not in st.session_state:
             value = getattr(base, name)
@@ -134,24 +134,24 @@ def config_form(lang: str, prefix: str = "", container: Any = None, compact: boo
     c.selectbox(
         t("ui.preset", lang),
         names,
-        key=language.translated(prefix + "preset"),
+        key=language.translated(prefix + keys.PRESET),
         format_func=lambda n: t("ui.preset_custom", lang) if n == CUSTOM else t(f"lecture.preset.{n}", lang),
         on_change=_apply_preset,
         args=(prefix,),
     )
-    chosen = st.session_state[prefix + "preset"]
+    chosen = st.session_state[prefix + keys.PRESET]
     c.caption(t(PRESETS[chosen].expect_key, lang) if chosen in PRESETS else t("lecture.custom_caption", lang))
     for name in MAIN_FIELDS:
         _widget(c, FIELDS[name], lang, prefix)
     with c.expander(t("ui.advanced", lang), expanded=False):
         for name in ADVANCED_FIELDS:
             _widget(st, FIELDS[name], lang, prefix)
-        if not compact and st.session_state[prefix + "corpus"] == "user":
-            st.text_area(t("ui.user_text", lang), key=prefix + "user_text", height=120)
+        if not compact and st.session_state[prefix + keys.CORPUS] == "user":
+            st.text_area(t("ui.user_text", lang), key=prefix + keys.USER_TEXT, height=120)
             st.file_uploader(
                 t("ui.user_file", lang),
                 type=["txt", "md"],
-                key=prefix + "user_file",
+                key=prefix + keys.USER_FILE,
                 max_upload_size=MAX_USER_FILE_BYTES // 2**20,
             )
 
@@ -165,8 +165,8 @@ def read_config(prefix: str = "") -> RunConfig:
         if FIELDS[name].kind is not str:
             values[name] = FIELDS[name].kind(values[name])
     if values["corpus"] == "user":
-        upload = st.session_state.get(prefix + "user_file")
-        text = st.session_state.get(prefix + "user_text") or None
+        upload = st.session_state.get(prefix + keys.USER_FILE)
+        text = st.session_state.get(prefix + keys.USER_TEXT) or None
         values["user_text"] = decode_text(upload.getvalue()) if upload is not None else text
     return RunConfig(**values)
 
@@ -190,7 +190,7 @@ def apply_query(prefix: str, lang: str) -> list[str]:
     notices += [t("ui.url_ignored", lang, param=n.param, value=n.value, reason=n.reason.message(lang)) for n in bad]
     set_form(cfg, prefix)
     matching = [p for p, pr in PRESETS.items() if pr.config == cfg]
-    st.session_state[prefix + "preset"] = name if name in matching else (matching[0] if matching else CUSTOM)
+    st.session_state[prefix + keys.PRESET] = name if name in matching else (matching[0] if matching else CUSTOM)
     return notices
 
 
@@ -201,7 +201,7 @@ def write_query(prefix: str) -> None:
     except LocalizedError:  # an upload that is not UTF-8: Start will say so
         return
     query = config_to_query(cfg, prefix)
-    chosen = st.session_state.get(prefix + "preset")
+    chosen = st.session_state.get(prefix + keys.PRESET)
     if chosen in PRESETS:
         query[prefix + "preset"] = chosen
     elif prefix + "preset" in st.query_params:

@@ -54,10 +54,7 @@ def init_lab_results(cfg: RunConfig, positions: tuple[str, ...], seeds: int, dep
 
 
 def warm_init_lab_pool() -> None:
-    """Start the Init lab's two workers and pay their one-time costs, so a first non-default scenario
-    takes ~3 s instead of ~5."""
-    from ln_viz.init_lab import warm_up
+    """Start the server's Init lab workers and pay their one-time costs (ln_viz.init_lab.warm_pool)."""
+    from ln_viz.init_lab import warm_pool
 
-    pool = init_lab_pool()
-    for future in [pool.submit(warm_up) for _ in range(2)]:
-        future.result(timeout=120)
+    warm_pool(init_lab_pool())

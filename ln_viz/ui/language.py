@@ -6,6 +6,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from ln_viz.i18n import LANGS, t
+from ln_viz.ui import keys
 from ln_viz.ui.links import note_link
 from ln_viz.urlstate import lang_from_query
 
@@ -15,11 +16,11 @@ LANG_NAMES = {"ko": "한국어", "en": "English"}
 def current_lang() -> str:
     """The language picked in the sidebar, else the URL's `lang`, else English (a `lang` that is not one
     of the languages leaves a notice for `link_notices`). Called first thing on every page."""
-    lang = st.session_state.get("lang")
+    lang = st.session_state.get(keys.LANG)
     if lang not in LANGS:
         lang, notice = lang_from_query(st.query_params.get_all("lang") or None)
         note_link(notice)
-        st.session_state["lang"] = lang
+        st.session_state[keys.LANG] = lang
     _keep_translated_values(lang)
     return lang
 
@@ -29,28 +30,27 @@ def current_lang() -> str:
 # language switch the browser sent the label it last showed, in the old language, which matched no option,
 # so the box fell back to its first one (the chosen preset became "Pre-LN, no warm-up", the lecture view's
 # takeaway went blank, the corpus became the string "영어 텍스트").
-_TRANSLATED = "_translated_widgets"
 
 
 def translated(key: str) -> str:
     """`key`, noted as the key of a widget whose option labels are translated: on the first run in another
     language its value is set again before it is drawn, so the browser is sent the new labels."""
-    st.session_state.setdefault(_TRANSLATED, set()).add(key)
+    st.session_state.setdefault(keys.TRANSLATED, set()).add(key)
     return key
 
 
 def _keep_translated_values(lang: str) -> None:
-    if st.session_state.get("_widgets_lang", lang) != lang:
-        for key in st.session_state.get(_TRANSLATED, ()):
+    if st.session_state.get(keys.WIDGETS_LANG, lang) != lang:
+        for key in st.session_state.get(keys.TRANSLATED, ()):
             try:
                 st.session_state[key] = st.session_state[key]  # read through the labels of the run that drew it
             except (KeyError, StreamlitAPIException):  # not drawn yet, or already drawn in this run
                 continue
-    st.session_state["_widgets_lang"] = lang
+    st.session_state[keys.WIDGETS_LANG] = lang
 
 
 def _pick_lang() -> None:
-    st.session_state["lang"] = st.session_state["lang_choice"]
+    st.session_state[keys.LANG] = st.session_state[keys.LANG_CHOICE]
 
 
 def lang_switch() -> str:
@@ -58,11 +58,11 @@ def lang_switch() -> str:
     kept under `lang`, a plain session key: a widget's own key is dropped when a page switch does not
     draw it in time, and the language must survive every page switch."""
     lang = current_lang()
-    st.session_state["lang_choice"] = lang
+    st.session_state[keys.LANG_CHOICE] = lang
     st.sidebar.radio(
         t("ui.lang_label", lang),
         list(LANG_NAMES),
-        key="lang_choice",
+        key=keys.LANG_CHOICE,
         format_func=LANG_NAMES.__getitem__,
         horizontal=True,
         on_change=_pick_lang,

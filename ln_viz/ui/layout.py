@@ -11,6 +11,8 @@ from typing import Any
 
 import streamlit as st
 
+from ln_viz.ui import keys
+
 # Box size classes: the start of a container's key, hence of its `st-key-...` CSS class.
 TALL, MID, SHORT = "tall__", "mid__", "short__"  # the laptop and phone views
 LOSS = "loss__"  # Compare's losses: under its scenario row and settings, still in the first screen
@@ -117,7 +119,7 @@ def scroll_into_view(key: str, token: int) -> None:
     Its slot is drawn on every run, so the elements after it keep their place (an expander below stays
     open)."""
     slot = st.empty()
-    if st.session_state.get("_scrolled_" + key) == token:
+    if st.session_state.get(keys.SCROLLED + key) == token:
         return
-    st.session_state["_scrolled_" + key] = token
+    st.session_state[keys.SCROLLED + key] = token
     slot.html(_SCROLL_JS.format(key=key, token=int(token)), unsafe_allow_javascript=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ln_viz.i18n import t
+from ln_viz.ui import keys
 from ln_viz.ui.language import current_lang
 from ln_viz.ui.links import note_link
 from ln_viz.urlstate import present_from_query
@@ -15,14 +16,14 @@ def lecture_view_on() -> bool:
     drop query parameters) or the sidebar's toggle."""
     if "present" in st.query_params:
         on, notice = present_from_query(st.query_params.get_all("present"))
-        st.session_state["_lecture_view"] = bool(on)
+        st.session_state[keys.LECTURE_VIEW] = bool(on)
         note_link(notice)
-    return bool(st.session_state.get("_lecture_view"))
+    return bool(st.session_state.get(keys.LECTURE_VIEW))
 
 
 def set_lecture_view(on: bool) -> None:
     """Switch the lecture view on or off for this session, and in the URL (a bookmark keeps it)."""
-    st.session_state["_lecture_view"] = on
+    st.session_state[keys.LECTURE_VIEW] = on
     if on:
         st.query_params["present"] = "1"
     elif "present" in st.query_params:
@@ -30,7 +31,7 @@ def set_lecture_view(on: bool) -> None:
 
 
 def _toggle_lecture_view() -> None:
-    set_lecture_view(bool(st.session_state["lecture_toggle"]))
+    set_lecture_view(bool(st.session_state[keys.LECTURE_TOGGLE]))
 
 
 def style_and_toggle() -> bool:
@@ -43,7 +44,7 @@ def style_and_toggle() -> bool:
     if lecture and "present" not in st.query_params:  # a page switch dropped it: the address stays a bookmark
         st.query_params["present"] = "1"
     layout.css(layout.FRAME_CSS + layout.BOX_CSS + (layout.LECTURE_TEXT_CSS if lecture else ""))
-    st.session_state["lecture_toggle"] = lecture
-    st.sidebar.toggle(t("lecture.toggle", current_lang()), key="lecture_toggle", on_change=_toggle_lecture_view,
+    st.session_state[keys.LECTURE_TOGGLE] = lecture
+    st.sidebar.toggle(t("lecture.toggle", current_lang()), key=keys.LECTURE_TOGGLE, on_change=_toggle_lecture_view,
                       help=t("lecture.toggle_help", current_lang()))  # fmt: skip
     return lecture

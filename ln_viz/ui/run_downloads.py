@@ -13,6 +13,7 @@ import streamlit as st
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.snapshot import RunData
 from ln_viz.store import RunFilter, RunSummary, Store
+from ln_viz.ui import keys
 from ln_viz.ui.safe import md
 
 # A whole-run download decodes every probe step of the run: about 1.6 GB for a 10,000-step depth-48 run
@@ -151,7 +152,7 @@ def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> No
     from ln_viz.ui.video_export import video_buttons
 
     video_buttons([data], lang, "runs_video", f"ln-viz-run-{summary.id}", (summary.id, summary.updated), row=row)
-    ready = st.session_state.get("_runs_charts")
+    ready = st.session_state.get(keys.RUNS_CHARTS)
     if ready and ready[0] == (summary.id, summary.updated, lang):
         row.download_button(
             t("runs.dl_charts", lang),
@@ -170,6 +171,6 @@ def downloads(store: Store, data: RunData, summary: RunSummary, lang: str) -> No
             except LocalizedError as e:
                 st.error(md(e.message(lang)))
                 return
-        st.session_state["_runs_charts"] = ((summary.id, summary.updated, lang), blob)  # one run's at a time
+        st.session_state[keys.RUNS_CHARTS] = ((summary.id, summary.updated, lang), blob)  # one run's at a time
         st.rerun()
     st.caption(t("runs.dl_help", lang))

@@ -9,9 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from datetime import datetime
 
-import pandas as pd
 import streamlit as st
 
 from ln_viz.cli import app_script
@@ -20,11 +18,12 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import STATUSES
 from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
-from ln_viz.sweep.labels import lr_label
+from ln_viz.store.transfer import reload_demo_runs
 from ln_viz.text import one_line
-from ln_viz.ui import language
+from ln_viz.ui import keys, language
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
+from ln_viz.views.runs_list import final_loss_text, runs_frame
 
 LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
 COMPARE_PAGE = "pages/compare.py"
@@ -57,31 +56,17 @@ def autoload_demos(store: Store) -> None:
             log.warning("ln-viz: the demo runs were not loaded: %s", e)
 
 
-def load_demos(store: Store) -> list[int]:
-    """The "Load the demo runs" button: add every bundled demo not stored now (an explicit request, so
-    demos deleted earlier come back); the ids added. Idempotent: a stored demo is found by fingerprint."""
-    from ln_viz.runfile import read_run_file
-    from ln_viz.store.transfer import DEMO_DIR, add_loaded_run
-
-    added = []
-    for path in sorted(DEMO_DIR.glob("*.json.gz")):
-        run_id, new = add_loaded_run(store, read_run_file(path), source="demo")
-        if new:
-            added.append(run_id)
-    return added
-
-
 def demo_offer(store: Store, lang: str) -> None:
     """An empty store: say so and offer the demo runs (a talk works offline and at once)."""
     st.info(t("runs.empty", lang))
     if st.button(t("runs.load_demos", lang), key="runs_load_demos", type="primary", icon=":material/download:"):
         with st.spinner(t("runs.loading_demos", lang)):
             try:
-                added = load_demos(store)
+                added = reload_demo_runs(store)
             except LocalizedError as e:
                 st.error(md(e.message(lang)))
                 return
-        st.session_state["_runs_notice"] = ("success", t("runs.demos_loaded", lang, count=len(added)))
+        st.session_state[keys.RUNS_NOTICE] = ("success", t("runs.demos_loaded", lang, count=len(added)))
         st.rerun()
 
 
@@ -101,19 +86,19 @@ def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     """The filter and sort widgets, in one row; the RunFilter and sort they describe."""
     depths = sorted({r.depth for r in store.list_runs() if r.damage() is None})
     cols = st.columns([2, 1.2, 2, 2, 2])
-    norms = _any_of(cols[0], "ui.norm_position", NORM_POSITIONS, "runs_f_norm", "chart.norm", lang)
+    norms = _any_of(cols[0], "ui.norm_position", NORM_POSITIONS, keys.RUNS_F_NORM, "chart.norm", lang)
     depth = cols[1].selectbox(
         t("runs.col.depth", lang),
         [0, *depths],  # 0: any depth (None would give the box a clear button with no room for it)
-        key=language.translated("runs_f_depth"),
+        key=language.translated(keys.RUNS_F_DEPTH),
         format_func=lambda d: str(d) if d else t("runs.any", lang),
     )
-    status = _any_of(cols[2], "runs.col.status", STATUSES, "runs_f_status", "status", lang)
+    status = _any_of(cols[2], "runs.col.status", STATUSES, keys.RUNS_F_STATUS, "status", lang)
     label = cols[3].text_input(t("runs.filter_label", lang), key="runs_f_label")
     sort = cols[4].selectbox(
         t("runs.sort", lang),
         list(SORTS),
-        key=language.translated("runs_sort"),
+        key=language.translated(keys.RUNS_SORT),
         format_func=lambda k: t(f"runs.sort.{k}", lang),
     )
     run_filter = RunFilter(
@@ -123,67 +108,6 @@ def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
         label_contains=label.strip() or None,
     )
     return run_filter, SORTS[sort]
-
-
-def final_loss_text(summary: RunSummary, lang: str) -> str:
-    """The final loss as shown: 3 decimals; "diverged" for a run that diverged (its last finite losses,
-    in the millions, would read as a result)."""
-    if summary.status == "diverged":
-        return t("status.diverged", lang)
-    return f"{summary.final_loss:.3f}" if summary.final_loss is not None else "-"
-
-
-def group_together(runs: list[RunSummary]) -> list[RunSummary]:
-    """The runs in the given order, except that a seed group's runs follow its first one (in their own
-    order): the sort decides where a group sits, and its seeds are read side by side."""
-    first: dict[tuple, list[RunSummary]] = {}
-    for r in runs:  # an ungrouped run is a group of its own
-        first.setdefault(("group", r.seed_group) if r.seed_group else ("run", r.id), []).append(r)
-    return [r for members in first.values() for r in members]
-
-
-def group_cell(group: str | None, sizes: dict[str, int], lang: str) -> str:
-    """A seed group as the table shows it: its name, cut short, and its size in the store."""
-    if not group:
-        return ""
-    return t("runs.group_cell", lang, name=one_line(group)[:20], count=sizes.get(group, 1))
-
-
-def runs_frame(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | None = None) -> pd.DataFrame:
-    """The table the page shows: one row per run, in the given order, labels and statuses translated, a
-    seed group with its size (`group_sizes`, the store's). A damaged row (`RunSummary.damage`) keeps its
-    id and says "damaged"; its other cells stay empty."""
-    sizes = group_sizes or {}
-    rows = [_frame_row(r, lang, sizes) if r.damage() is None else _damaged_row(r, lang) for r in runs]
-    return pd.DataFrame(rows, columns=_FRAME_COLUMNS)
-
-
-_FRAME_COLUMNS = (
-    "id", "label", "group", "norm", "depth", "lr", "warmup", "status", "steps", "final_loss", "created", "source"
-)  # fmt: skip
-
-
-def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
-    return {
-        "id": r.id,
-        "label": one_line(r.label or ""),  # a bidi override or newline as a visible escape, as in the heading
-        "group": group_cell(r.seed_group, sizes, lang),
-        "norm": t(f"chart.norm.{r.norm_position}", lang),
-        "depth": r.depth,
-        "lr": lr_label(r.lr),  # the run's two settings that decide a Post-LN's fate (issue 21 N20)
-        "warmup": r.warmup_steps,
-        "status": t(f"status.{r.status}", lang),
-        "steps": f"{r.steps_done}/{r.steps}",
-        "final_loss": final_loss_text(r, lang),
-        "created": datetime.fromtimestamp(r.created),
-        "source": t(f"runs.source.{r.source}", lang),
-    }
-
-
-def _damaged_row(r: RunSummary, lang: str) -> dict:
-    blank = dict.fromkeys(_FRAME_COLUMNS, "")
-    status = t("runs.damaged", lang)
-    return {**blank, "id": r.id, "depth": None, "warmup": None, "final_loss": None, "created": pd.NaT, "status": status}
 
 
 def runs_table(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | None = None) -> list[int]:
@@ -238,7 +162,7 @@ def compare_button(selected: list[int], lang: str) -> None:
         help=note,
         icon=":material/compare:",
     ):
-        st.session_state["compare_runs"] = list(selected)
+        st.session_state[keys.COMPARE_RUNS] = list(selected)
         st.switch_page(COMPARE_PAGE)
 
 
@@ -308,32 +232,32 @@ def label_editor(store: Store, summary: RunSummary, lang: str) -> None:
         except LocalizedError as e:
             st.error(md(e.message(lang)))
             return
-        st.session_state["_runs_notice"] = ("success", t("runs.label_saved", lang, id=summary.id))
+        st.session_state[keys.RUNS_NOTICE] = ("success", t("runs.label_saved", lang, id=summary.id))
         st.rerun()
 
 
 def delete_control(store: Store, summary: RunSummary, lang: str) -> None:
     """Delete, in two steps: the button asks, a second button confirms (or Cancel)."""
-    pending = st.session_state.get("_runs_delete") == summary.id
+    pending = st.session_state.get(keys.RUNS_DELETE) == summary.id
     if not pending:
         if st.button(t("runs.delete", lang), key="runs_delete", icon=":material/delete:"):
-            st.session_state["_runs_delete"] = summary.id
+            st.session_state[keys.RUNS_DELETE] = summary.id
             st.rerun()
         return
     label = summary.label or t("runs.unlabelled", lang)
     st.warning(md(t("runs.delete_confirm", lang, id=summary.id, label=label)))
     row = st.container(horizontal=True)
     if row.button(t("runs.delete_yes", lang), key="runs_delete_confirm", type="primary"):
-        st.session_state.pop("_runs_delete", None)
+        st.session_state.pop(keys.RUNS_DELETE, None)
         try:
             store.delete(summary.id)
         except LocalizedError as e:
             st.error(md(e.message(lang)))
             return
-        st.session_state["_runs_notice"] = ("success", t("runs.deleted", lang, id=summary.id))
+        st.session_state[keys.RUNS_NOTICE] = ("success", t("runs.deleted", lang, id=summary.id))
         st.rerun()
     if row.button(t("runs.delete_cancel", lang), key="runs_delete_cancel"):
-        st.session_state.pop("_runs_delete", None)
+        st.session_state.pop(keys.RUNS_DELETE, None)
         st.rerun()
 
 
@@ -349,7 +273,7 @@ def import_file(store: Store, lang: str) -> None:
     )
     if upload is None:
         return
-    done = st.session_state.setdefault("_runs_imported", {})
+    done = st.session_state.setdefault(keys.RUNS_IMPORTED, {})
     if upload.file_id not in done:
         try:
             run_id, added = add_loaded_run(store, read_run_data(upload.getvalue(), upload.name))
@@ -366,6 +290,6 @@ def import_file(store: Store, lang: str) -> None:
 
 def notice() -> None:
     """The message a button left before its rerun (saved, deleted, loaded), shown once."""
-    note = st.session_state.pop("_runs_notice", None)
+    note = st.session_state.pop(keys.RUNS_NOTICE, None)
     if note:
         getattr(st, note[0])(md(note[1]))

@@ -1,146 +1,25 @@
-"""The stability map page's server side: the one sweep a server trains at a time, the spec in the URL,
-and the shipped default map (the settings form: ln_viz.ui.stability_form).
-
-One sweep per server: a grid of 32 runs takes both cores of a 2-core machine for minutes, and two at
-once would each take twice as long. Every tab sees the sweep that is training, but only the tab that
-started it can stop it; the store keeps every finished cell, so any tab reopens any map without
-retraining. A visitor's sweep gets the classroom caps (ln_viz.ui.training.sweep_caps): steps and
-seconds per run as Live's, runs per sweep, and an estimate above the bound is refused in one sentence.
-"""
+"""The stability map page's server side as Streamlit holds it: the server's one sweep slot
+(ln_viz.server.sweeps.SweepService), the shipped default map, the spec in the URL, and the map's chart
+boxes (the settings form: ln_viz.ui.stability_form)."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import logging
-import threading
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
-from ln_viz.i18n import LocalizedError, t
-from ln_viz.sweep.presets import DEFAULT_MAP, DEFAULT_SWEEP, SWEEP_PRESETS
+from ln_viz.i18n import LocalizedError
+from ln_viz.server.sweeps import SweepService, read_shipped_default, stored_results
+from ln_viz.sweep.presets import DEFAULT_SWEEP, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
-from ln_viz.sweep.spec import (
-    QUERY_VARIANTS,
-    SweepConfig,
-    SweepError,
-    WorkEstimate,
-    duration_text,
-    spec_from_query,
-    spec_to_query,
-)
-from ln_viz.text import error_line
-from ln_viz.ui import layout
-from ln_viz.ui.training import SweepCaps, sweep_caps
-
-log = logging.getLogger(__name__)
-
-SWEEP_NICE = 15  # below the Runner's workers (nice 10, ln_viz.runner): a user's Start gets the cores first
-
-
-@dataclass
-class SweepService:
-    """The server's sweep slot: at most one SweepRun trains, in a thread of its own, and belongs to
-    the session that started it (`owner`): only that one may stop it."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    sweep: Any = None  # SweepRun
-    thread: threading.Thread | None = None
-    error: Exception | None = None  # why the last sweep failed (an unreachable cluster, say)
-    owner: str | None = None  # the session that started the sweep (session_key())
-
-    def busy(self) -> bool:
-        """Whether a sweep is training now."""
-        return self.thread is not None and self.thread.is_alive()
-
-    def start(
-        self,
-        spec: SweepConfig,
-        executor: str,
-        address: str | None,
-        owner: str | None = None,
-        caps: SweepCaps | None = None,
-    ) -> bool:
-        """Start a sweep of `spec` for session `owner`; False when one is already training. A sweep
-        above `caps` (default: the server's) is refused with its SweepError; a store that cannot be
-        opened with its StoreError."""
-        from ln_viz.sweep.chooser import make_executor
-        from ln_viz.sweep.driver import SweepRun
-        from ln_viz.sweep.spec import estimate
-        from ln_viz.sweep.storage import SweepStore
-
-        caps = caps or sweep_caps()
-        with self.lock:
-            if self.busy():
-                return False
-            run_on = make_executor(executor, address=address, nice=SWEEP_NICE)
-            refused = cap_error(spec, estimate(spec, run_on.workers), caps)
-            if refused is not None:
-                raise refused
-            if hasattr(run_on, "max_seconds"):  # the local executor: each run within Live's time cap
-                run_on.max_seconds = caps.max_seconds
-            store = SweepStore()  # the app's run store ($LN_VIZ_STORE, else the default path)
-            self.sweep = SweepRun(spec, run_on, store, on_problem=_log_problem)
-            self.error, self.owner = None, owner
-            self.thread = threading.Thread(target=self._run, args=(self.sweep, store), daemon=True, name="ln-viz-sweep")
-            self.thread.start()
-            return True
-
-    def _run(self, sweep: Any, store: Any) -> None:
-        try:
-            sweep.run()
-        except Exception as e:  # noqa: BLE001 -- shown on the page
-            self.error = e
-        finally:
-            store.close()
-
-    def owned_by(self, session: str | None) -> bool:
-        """Whether `session` started the sweep (and so may stop it)."""
-        return self.owner is not None and self.owner == session
-
-    def stop(self, session: str | None = None) -> bool:
-        """Stop the sweep for the session that started it; False (nothing stopped) for another."""
-        if self.sweep is None or not self.owned_by(session):
-            return False
-        self.sweep.stop()
-        return True
-
-    def shutdown(self) -> None:
-        if self.sweep is not None:
-            self.sweep.stop()
-        if self.thread is not None:
-            self.thread.join(5)
-
-
-def _log_problem(problem: LocalizedError | None) -> None:
-    """The server log says a sweep's store trouble once when it starts and once when it clears."""
-    if problem is not None:
-        log.warning("ln-viz: sweep: %s", problem)
-    else:
-        log.warning("ln-viz: sweep: the store takes its cells again; none was lost")
-
-
-def cap_error(spec: SweepConfig, work: WorkEstimate, caps: SweepCaps) -> SweepError | None:
-    """Why a visitor may not start this sweep on this server (one sentence with the cap and how the
-    operator raises it), or None."""
-    if spec.steps > caps.max_steps:
-        return SweepError("sweep.err.cap_steps", "steps", steps=spec.steps, cap=caps.max_steps)
-    if spec.n_runs > caps.max_runs:
-        return SweepError("sweep.err.cap_runs", "n_runs", n=spec.n_runs, cap=caps.max_runs, env=caps.RUNS_ENV)
-    if work.seconds > caps.max_minutes * 60:
-        return SweepError(
-            "sweep.err.cap_time", "steps", time=duration_text(work.seconds), cores=work.workers,
-            cap=f"{caps.max_minutes:g}", env=caps.MINUTES_ENV,
-        )  # fmt: skip
-    return None
+from ln_viz.sweep.spec import QUERY_VARIANTS, SweepConfig, spec_from_query, spec_to_query
+from ln_viz.ui import keys, layout
 
 
 def session_key() -> str:
     """This browser session's own key (a sweep's owner)."""
-    return st.session_state.setdefault("_sm_session", uuid.uuid4().hex)
+    return st.session_state.setdefault(keys.SM_SESSION, uuid.uuid4().hex)
 
 
 def _shutdown(service: SweepService) -> None:
@@ -155,55 +34,8 @@ def service() -> SweepService:
 
 @st.cache_data(show_spinner=False)
 def shipped_default() -> dict[str, Any] | None:
-    """The warm-up map measured in advance (scripts/make_stability_map_default.py), or None."""
-    try:
-        data = json.loads(DEFAULT_MAP.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    data["results"] = [CellResult.from_dict(r) for r in data["results"]]
-    return data
-
-
-def stored_results(spec: SweepConfig) -> tuple[list[CellResult], LocalizedError | None]:
-    """The cells of `spec` the app's store has (none when there is no store yet), and why the store
-    could not be read (damaged sweep tables: one sentence for the page, the map still drawn)."""
-    from ln_viz.store import resolve_store_path
-    from ln_viz.sweep.storage import SweepStore
-
-    if not resolve_store_path().exists():
-        return [], None
-    try:
-        with SweepStore() as store:
-            return store.results(spec), None
-    except LocalizedError as e:
-        return [], e
-
-
-def ray_available() -> bool:
-    """Whether Ray is installed (the page offers the ray executor only then)."""
-    return importlib.util.find_spec("ray") is not None
-
-
-def ray_cluster() -> tuple[str | None, Exception | None]:
-    """The Ray cluster the operator set for this server ($LN_VIZ_RAY_ADDRESS; `local`: a private one),
-    or None: the page offers this machine's cores only. A visitor never chooses where the server
-    connects (issue 21, S1). The second item says why a set address cannot be used."""
-    from ln_viz.sweep.ray_address import configured_address
-    from ln_viz.sweep.spec import SweepError
-
-    address, problem = configured_address()
-    if address is not None and not ray_available():
-        from ln_viz.sweep.ray_exec import RAY_VERSION
-
-        return None, SweepError("sweep.err.ray_missing", "executor", version=RAY_VERSION)
-    return address, problem
-
-
-def error_text(e: Exception, lang: str) -> str:
-    """A sweep's failure in the user's language when it is one of ours, else its first line."""
-    from ln_viz.i18n import LocalizedError
-
-    return e.message(lang) if isinstance(e, LocalizedError) else error_line(e, named=False)
+    """The warm-up map measured in advance (ln_viz.server.sweeps.read_shipped_default), read once."""
+    return read_shipped_default()
 
 
 def map_results(spec: SweepConfig) -> tuple[list[CellResult], Any, bool, LocalizedError | None]:
@@ -286,7 +118,7 @@ def pick_on_select(key: str) -> Any:
     def picked() -> None:
         cells = selected_cells(st.session_state.get(key))
         if cells:
-            st.session_state["sm_cell"] = cells[-1]
+            st.session_state[keys.SM_CELL] = cells[-1]
 
     return picked
 
@@ -303,55 +135,3 @@ def chart_box(fig: Any, key: str, box: str, lecture: bool, on_select: Any = "ign
     with st.container(key=box + key):
         config = {"displayModeBar": False}
         return st.plotly_chart(fig, key=key, width="stretch", height="stretch", theme=None, config=config, **kwargs)
-
-
-def lecture_title(spec: SweepConfig, lang: str) -> str:
-    """The lecture view's header: the norm positions, depth and steps the map is of."""
-    from ln_viz.charts import norm_label
-
-    norms = " / ".join(norm_label(n, lang) for n in spec.norm_position)
-    return t("sweep.lecture.title", lang, norms=norms, depth=", ".join(map(str, spec.depth)), steps=spec.steps)
-
-
-def lecture_takeaway(spec: SweepConfig) -> str | None:
-    """The takeaway's catalog key: the default map's sentence (read off the shipped map), else None (a
-    map nobody has read yet has no sentence)."""
-    return "sweep.lecture.takeaway" if spec == SWEEP_PRESETS[DEFAULT_SWEEP] else None
-
-
-def cell_title(r: CellResult, lang: str) -> str:
-    """Post-LN, lr 3e-3, warm-up 0, depth 6: learned, final loss 2.16."""
-    from ln_viz.charts import norm_label
-    from ln_viz.sweep.labels import lr_label
-
-    loss = f"{r.final_loss:.2f}" if r.final_loss is not None else "-"
-    status = t(f"sweep.status.{r.status}", lang)
-    norm = norm_label(r.norm_position, lang)
-    # a diverged run's "final loss" is the mean of its last finite steps (1181043.93, say): not a result
-    key = "sweep.ui.cell_title_diverged" if r.status == "diverged" else "sweep.ui.cell_title"
-    words = {"norm": norm, "lr": lr_label(r.lr), "warmup": r.warmup_steps, "depth": r.depth}
-    return t(key, lang, **words, status=status, loss=loss, step=r.diverged_step if r.diverged_step else "-")
-
-
-def live_link(r: CellResult, lang: str, lecture: bool) -> str:
-    """The Live page's address with this cell's config, the language and the lecture view (Live reads the
-    URL when a session starts: the link loads the page afresh, in the same tab, see `live_link_html`)."""
-    from urllib.parse import urlencode
-
-    from ln_viz.config import RunConfig
-    from ln_viz.urlstate import config_to_query
-
-    cfg = RunConfig.from_dict(r.config).replace(probe_every=10, eval_every=50)  # the Live page's probes
-    query = config_to_query(cfg) | {"lang": lang} | ({"present": "1"} if lecture else {})
-    return "./?" + urlencode(query)
-
-
-def live_link_html(url: str, label: str) -> str:
-    """A link drawn as a button that opens `url` in this tab (st.link_button always opens a new one)."""
-    from html import escape
-
-    style = (
-        "display:inline-block;padding:0.25rem 0.75rem;border:1px solid rgba(49,51,63,0.2);border-radius:0.5rem;"
-        "color:inherit;text-decoration:none"
-    )
-    return f'<a href="{escape(url)}" target="_self" style="{style}">{escape(label)}</a>'

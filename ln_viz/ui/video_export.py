@@ -13,6 +13,7 @@ import streamlit as st
 
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.snapshot import RunData
+from ln_viz.ui import keys
 from ln_viz.ui.safe import md
 
 MIMES = {"mp4": "video/mp4", "gif": "image/gif"}
@@ -36,7 +37,7 @@ def video_buttons(
     if not video.frame_steps(datas):
         return
     row = row if row is not None else st.container(horizontal=True)
-    made = st.session_state.get("_video_" + key)
+    made = st.session_state.get(keys.VIDEO + key)
     for fmt in MIMES:
         if made is not None and made[0] == (token, fmt, lang):
             row.download_button(
@@ -52,7 +53,7 @@ def video_buttons(
         elif row.button(t(f"video.make_{fmt}", lang), key=f"{key}_make_{fmt}", icon=":material/movie:"):
             blob = _make(datas, fmt, lang, labels)
             if blob is not None:
-                st.session_state["_video_" + key] = ((token, fmt, lang), blob)  # one at a time: videos are MBs
+                st.session_state[keys.VIDEO + key] = ((token, fmt, lang), blob)  # one at a time: videos are MBs
                 st.rerun()
 
 
