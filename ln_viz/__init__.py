@@ -2,11 +2,12 @@
 
 A library first; the Streamlit app (app.py, pages/) and the CLI (`python -m ln_viz`) are thin users of it.
 One direction of flow, lowest layer first (tests/test_architecture.py holds the layers and fails on an
-import circle or an import of a higher layer; the README's "The code" names every module):
+import circle or an import of a higher layer; docs/code.md names every module):
 
     text, i18n, theory, runmeta   leaves: text shown back, the catalogs, the Theory page, run label/time rules,
     stats                         and the t interval of paired seeds and the debiased EMA (math only)
-    config, schedule              RunConfig, FIELDS (one declaration per field), presets; the lr schedule
+    config, schedule, lessons     RunConfig, FIELDS (one declaration per field), presets; the lr schedule;
+                                  which chart tells a preset's or scenario's lesson
     schema, corpus                the vocabulary of a run's measurements; the corpora and tokenizer
     model, optim                  the tiny transformer and its norm placements; Adam/SGD written out
     probes, init_grads            what is measured inside the model; gradients at initialisation
@@ -18,7 +19,8 @@ import circle or an import of a higher layer; the README's "The code" names ever
     byom, integrations            your own model: describe/attach (ln_viz.describe, ln_viz.attach), and the
                                   adapters for the Hugging Face Trainer and Lightning
     charts, words, export,        pure Plotly builders; settings in words; chart files; the lecture
-    pack, video                   pack; MP4 and GIF animations
+    pack, video, video_frames,    pack; MP4 and GIF animations: which steps a video draws and how, and
+    video_charts                  what one frame shows
     sweep                         the stability map: spec, executors, driver, results, storage, charts
     cli, urlstate, watchlink      where a configuration enters: command-line flags, a page's link, a
                                   run's watch link

@@ -82,7 +82,7 @@ def charts_for(data: RunData) -> tuple[ChartSpec, ...]:
     return CHARTS + tuple(extra)
 
 
-class _TurnLock:
+class TurnLock:
     """A lock handed out in turns: to the waiter with the least work left (`priority`: a video's frames still
     to draw; 0 for a one-shot export, a pack or chart files), the earliest first among equals. With
     threading.Lock the thread that releases it may take it again at once, so a long video's next batch
@@ -125,14 +125,14 @@ class _TurnLock:
 # restore each other's value), and kaleido's shared Chromium (its sync server) answers one caller at a time.
 # A long export (a video) takes it for one batch of frames at a time, so the others' turns come in between
 # (hostile round 4, H1: a 512-step video held it for 14 minutes).
-_EXPORT_LOCK = _TurnLock()
+_EXPORT_LOCK = TurnLock()
 
 
 @contextmanager
 def _plain_template(priority: int = 0) -> Iterator[None]:
     """No default template while figures are built and written: `import streamlit` sets it to
     "streamlit", and an export must look the same from the app and from the CLI. Holds _EXPORT_LOCK (taken
-    with `priority`, the work left: _TurnLock): keep it to one short piece of drawing."""
+    with `priority`, the work left: TurnLock): keep it to one short piece of drawing."""
     _EXPORT_LOCK.acquire(priority)
     try:
         old = pio.templates.default

@@ -137,7 +137,7 @@ def attention_summary(q: torch.Tensor, k: torch.Tensor, heads: int) -> tuple[flo
     return float(-torch.dot(p, logp)) / (B * heads * T), largest
 
 
-def _median_abs(x: torch.Tensor) -> float:
+def median_abs(x: torch.Tensor) -> float:
     """The median |x| (the lower middle value of an even count, as torch.median gives it), NaN if x
     holds a NaN. numpy's partition: 30x faster than torch.median on 131k floats on a busy 2-core box."""
     a = np.abs(x.detach().float().reshape(-1).cpu().numpy())
@@ -215,7 +215,7 @@ class ActivationProbe:
     def _on_block(self, i: int):
         def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
             self.resid_hist[i], self.resid_stats[i] = self._summary(out)
-            median = _median_abs(out)  # NaN at a diverged step: the ratio is NaN too
+            median = median_abs(out)  # NaN at a diverged step: the ratio is NaN too
             self.massive_act[i] = self.resid_stats[i, Stat.MAX_ABS] / median if median > 0 else math.nan
 
         return hook

@@ -153,9 +153,9 @@ def test_the_export_lock_serves_the_least_work_first_then_in_arrival_order() -> 
     import threading
     import time
 
-    from ln_viz.export import _TurnLock
+    from ln_viz.export import TurnLock
 
-    lock = _TurnLock()
+    lock = TurnLock()
     lock.acquire()
     order: list[str] = []
 

@@ -32,7 +32,7 @@ from ln_viz.byom.attention import _LISTENERS, SdpaTap, attention_stats, hf_tap_n
 from ln_viz.byom.card import ModelCard, block_input, describe, first_tensor, unwrap
 from ln_viz.byom.measure import _mode_stack, grad_norms, is_probe_step, update_ratio
 from ln_viz.config import RunConfig
-from ln_viz.probes import _median_abs, tensor_summary
+from ln_viz.probes import median_abs, tensor_summary
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, Stat, probe_dims
 from ln_viz.snapshot import RunInfo, Snapshot
 from ln_viz.store import RunWriter
@@ -299,7 +299,7 @@ class Probe:
                 return
             a = self._arrays
             a["resid_hist"][i], a["resid_stats"][i] = self._summary(y)
-            median = _median_abs(y)
+            median = median_abs(y)
             a["massive_act"][i] = a["resid_stats"][i, Stat.MAX_ABS] / median if median > 0 else math.nan
 
         return hook
