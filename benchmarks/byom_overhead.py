@@ -2,7 +2,7 @@
 CPU, one thread), beside TensorBoard histograms of the same tensors (block outputs, norm inputs, the block
 matrices' gradients) at the same cadence, every 10 and every 1 optimizer steps.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/byom_overhead.py [--steps 30] [--rounds 3] [--quick]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.byom_overhead [--steps 30] [--rounds 3] [--quick]
 
 The configurations run in lockstep (step i of each before step i + 1 of any, the order alternating), each
 on its own copy of one model and the same batches, so a busy machine slows them alike; a round's figure is

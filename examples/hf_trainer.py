@@ -1,7 +1,7 @@
 """ln-viz in the Hugging Face Trainer: a tiny random Llama (built from a config, no download) trained on
 random tokens with gradient accumulation and clipping, its probes recorded into the ln-viz store.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. python examples/hf_trainer.py --store runs.sqlite --steps 20
+    HF_HUB_OFFLINE=1 python examples/hf_trainer.py --store runs.sqlite --steps 20
 """
 
 from __future__ import annotations

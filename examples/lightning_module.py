@@ -1,7 +1,7 @@
 """ln-viz in Lightning: the nanoGPT-style model of plain_loop.py in a LightningModule, trained with gradient
 clipping, its probes recorded into the ln-viz store.
 
-    PYTHONPATH=. python examples/lightning_module.py --store runs.sqlite --steps 20
+    python examples/lightning_module.py --store runs.sqlite --steps 20
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """ln-viz on your own training loop: a nanoGPT-style model (F.scaled_dot_product_attention), a plain loop.
 
-    PYTHONPATH=. python examples/plain_loop.py --store runs.sqlite --steps 30
+    python examples/plain_loop.py --store runs.sqlite --steps 30
 
 The recipe for nanoGPT's train.py: after the optimizer is built,
     probe = ln_viz.attach(raw_model, optimizer, store="runs.sqlite", every=10, steps=max_iters)

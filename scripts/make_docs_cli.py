@@ -3,8 +3,8 @@ the `--help` of the command and of every subcommand it finds, walked recursively
 documented the moment it is added. tests/test_docs.py fails when the committed page differs from what this
 writes now.
 
-    PYTHONPATH=. .venv/bin/python scripts/make_docs_cli.py          # rewrite docs/cli.md
-    PYTHONPATH=. .venv/bin/python scripts/make_docs_cli.py --check  # exit 1 if docs/cli.md is out of date
+    .venv/bin/python scripts/make_docs_cli.py          # rewrite docs/cli.md
+    .venv/bin/python scripts/make_docs_cli.py --check  # exit 1 if docs/cli.md is out of date
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cli.md"
 WIDTH = "100"  # argparse wraps at the terminal's width: fixed, so the page is the same on every machine
-COMMAND = "PYTHONPATH=. .venv/bin/python scripts/make_docs_cli.py"
+COMMAND = ".venv/bin/python scripts/make_docs_cli.py"
 
 HEADER = """\
 # Command line reference

@@ -3,8 +3,8 @@ ko.toml): each key with an `err` part (err.*, sweep.err.*, seeds.err.*) and the 
 refuse or warn (EXTRA), grouped under the catalog's own section comments, in English and Korean.
 tests/test_docs.py fails when the committed page differs from what this writes now.
 
-    PYTHONPATH=. .venv/bin/python scripts/make_docs_errors.py          # rewrite docs/errors.md
-    PYTHONPATH=. .venv/bin/python scripts/make_docs_errors.py --check  # exit 1 if docs/errors.md is out of date
+    .venv/bin/python scripts/make_docs_errors.py          # rewrite docs/errors.md
+    .venv/bin/python scripts/make_docs_errors.py --check  # exit 1 if docs/errors.md is out of date
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "errors.md"
 CATALOG = ROOT / "ln_viz" / "locales" / "en.toml"
-COMMAND = "PYTHONPATH=. .venv/bin/python scripts/make_docs_errors.py"
+COMMAND = ".venv/bin/python scripts/make_docs_errors.py"
 # sentences that refuse, warn or report a failure without an `err` in their key
 EXTRA = (
     "msg.worker_error",

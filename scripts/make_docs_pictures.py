@@ -1,7 +1,7 @@
 """The docs' pictures of the app: each page of the real app (`streamlit run app.py`) in headless Chromium
 (Debian's package, as the browser tests drive it), saved as small PNGs in docs/img/.
 
-    PYTHONPATH=. .venv/bin/python scripts/make_docs_pictures.py [--only live,compare,...]
+    .venv/bin/python scripts/make_docs_pictures.py [--only live,compare,...]
 
 The server gets a store of its own in a temporary folder with the demo runs loaded (LN_VIZ_LOAD_DEMOS=1), so
 the Runs page has runs to list. Live trains its default preset and Compare its default scenario (Post-LN vs

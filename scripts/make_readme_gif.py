@@ -1,7 +1,7 @@
 """The README's picture: the lecture view's Compare of Post-LN and Pre-LN without warm-up, as a GIF made by
 ln-viz's own export (ln_viz/video.py, what `ln-viz runs export A --vs B --format gif` writes).
 
-    PYTHONPATH=. .venv/bin/python scripts/make_readme_gif.py [--out docs/img/post-vs-pre.gif]
+    .venv/bin/python scripts/make_readme_gif.py [--out docs/img/post-vs-pre.gif]
 
 Both runs are the Compare page's default scenario ("post-vs-pre": the presets post-ln-no-warmup and
 pre-ln-no-warmup, seed 0, the same initial weights and batches), probed every 15 steps so that the GIF has

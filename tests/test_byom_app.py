@@ -64,7 +64,9 @@ def test_the_runs_page_lists_an_attached_run_and_says_it_cannot_draw_it_yet(runs
     at.run()
     assert not at.exception, at.exception
     sentence = t("err.run_attached", lang, run_id=runs["attached"], family="Olmo2ForCausalLM", placement="reordered")
-    assert [e.value for e in at.error] == [sentence]
+    assert [e.value for e in at.info] == [sentence] and not at.error  # whole, not damaged: no red box
+    assert t("runs.attached_heading", lang, id=runs["attached"]) in [h.value for h in at.subheader]
+    assert t("runs.damaged_heading", lang, id=runs["attached"]) not in [h.value for h in at.subheader]
 
 
 def test_a_watch_link_to_an_attached_run_is_one_sentence(runs: dict[str, int]) -> None:

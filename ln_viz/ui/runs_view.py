@@ -181,6 +181,10 @@ def open_or_report(store: Store, summary: RunSummary, lang: str) -> RunData | No
             return open_run(store, summary)
         except LocalizedError as e:  # DamagedRunError, or a store that cannot be read
             problem = e
+    if problem.key == "err.run_attached":  # the user's own model (ln_viz.attach): whole, not damaged
+        st.subheader(t("runs.attached_heading", lang, id=summary.id))
+        st.info(problem.message(lang))
+        return None
     st.subheader(t("runs.damaged_heading", lang, id=summary.id))
     st.error(problem.message(lang))
     delete_control(store, summary, lang)
