@@ -271,6 +271,13 @@ class RayExecutor:
         on_step(i, snap.step, snap.loss, snap.eval_loss, snap.status)
 
 
+def connect_here(address: str) -> Any:
+    """Join the cluster at `address` from this process's driver thread; the `ray` module, connected (a
+    Ray host process's `Connect`: ln_viz/runner/ray_host.py)."""
+    driver = _Driver.get()
+    return driver.call(lambda: driver.connect(address, None))
+
+
 def disconnect(timeout: float = 10.0) -> None:
     """End this process's Ray connection (and a private cluster it started, with its helper processes);
     from any thread. Gives up after `timeout` s when the driver thread is stuck in a connection."""

@@ -1,0 +1,333 @@
+"""The server's Ray driver, in a child process of its own, so the cluster's death cannot end the server.
+
+Why a child (issue 32, H2): Ray's driver is a core worker of the process that calls `ray.init`. When the
+cluster's GCS is gone it ends that process: 60 s after the head died ("Failed to connect to GCS within
+60 seconds", exit 1), or at once when a head restarted on the same port answers with another cluster id
+(a failed check, abort). With the driver inside Streamlit, every visitor lost the app, Runs and Theory
+too. Here the driver is this module's `host_main`, spawned by `RayHost`: the server keeps only pipes.
+
+What the server sees: runs whose actors the host polls (each poll's messages forwarded as they come,
+`("msgs", key, [...])`), and the host's end. It ends when its pipe closes (it died) or when the server
+finds the cluster gone: the head's GCS port refuses a connection, or takes none, `GONE_AFTER` checks in
+a row, one a second. Every run it held then fails with one sentence (msg.cluster_lost), the steps
+received kept; the next Start makes a new host, which joins the cluster again once it is back (or fails
+that Start with one sentence, msg.cluster_gone, while it is not).
+
+Messages, host -> server: ("ready", cpus) | ("error", key, params) | ("msgs", key, list) |
+("pid", key, pid) | ("lost", key, reason) | ("cpus", busy, total). Server -> host: ("start", key, cfg,
+threads) | ("send", key, message) | ("kill", key) | ("cpus",) | ("shutdown",).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ln_viz.config import RunConfig
+from ln_viz.runner.messages import End, Failed, Info, Snap, WorkerMessage
+from ln_viz.runner.process import worker_context
+from ln_viz.text import error_line
+
+GONE_AFTER = 2  # failed checks of the head's port in a row that mean the cluster is gone
+CHECK_EVERY_S = 1.0
+_CHECK_TIMEOUT_S = 2.0
+_HOST_POLL_S = 0.1  # the host's wait on its actors' polls
+MSG_CLUSTER_LOST = "msg.cluster_lost"  # the cluster stopped answering while the run trained
+MSG_CLUSTER_GONE = "msg.cluster_gone"  # params: address, reason; a Start while it does not answer
+_POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answering "none yet"
+# connects this process's Ray to an address and returns the `ray` module (the sweep's driver does it:
+# ln_viz.sweep.ray_exec.connect_here); a module-level function, as it goes to the host process by name
+Connect = Callable[[str], Any]
+
+
+def cluster_lost() -> Failed:
+    return Failed("the Ray cluster stopped answering", MSG_CLUSTER_LOST)
+
+
+# --- on a Ray node ----------------------------------------------------------------------------------
+class RunActor:
+    """On a Ray node: trains one run in a thread, keeps its messages until polled."""
+
+    def __init__(self) -> None:
+        self._msgs: list[WorkerMessage] = []
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._threads: int | None = None
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def start(self, cfg: RunConfig, threads: int) -> None:
+        self._threads = threads
+        threading.Thread(target=self._train, args=(cfg,), daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def set_threads(self, threads: int) -> None:
+        self._threads = threads
+
+    def poll(self) -> list[WorkerMessage]:
+        """The messages since the last poll; waits up to _POLL_WAIT_S for one."""
+        with self._cond:
+            if not self._msgs:
+                self._cond.wait(_POLL_WAIT_S)
+            out, self._msgs = self._msgs, []
+        return out
+
+    def _put(self, msg: WorkerMessage) -> None:
+        with self._cond:
+            self._msgs.append(msg)
+            self._cond.notify_all()
+
+    def _train(self, cfg: RunConfig) -> None:
+        import torch
+
+        from ln_viz.train import Trainer
+
+        try:
+            threads = self._threads or 1
+            torch.set_num_threads(threads)
+            trainer = Trainer(cfg)
+            self._put(Info(trainer.info))
+            for snap in trainer:
+                self._put(Snap(snap))
+                if self._stop.is_set():
+                    self._put(End(stopped=True))
+                    return
+                if self._threads and self._threads != threads:
+                    threads = self._threads
+                    torch.set_num_threads(threads)
+        except Exception as e:  # noqa: BLE001 -- any bug or bad input in the run: report it
+            self._put(Failed.of(e))
+            return
+        self._put(End(stopped=False))
+
+
+# --- in the host process ----------------------------------------------------------------------------
+def host_main(cmd: Any, out: Any, address: str, connect: Connect) -> None:
+    """Entry point of the host process: connect, then start, poll and end actors as the server asks."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the server ends us
+    # a backstop only: the server ends this process within ~3 s of the head's end (its port check)
+    os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", "20")
+    try:
+        ray = connect(address)
+    except Exception as e:  # noqa: BLE001 -- said to the server, in its words if it has a key
+        key = getattr(e, "key", None)
+        out.send(("error", key, dict(getattr(e, "params", {}) or {}), error_line(e)[:300]))
+        return
+    cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(RunActor)
+    out.send(("ready", int(ray.cluster_resources().get("CPU", 0))))
+    _Host(ray, cls, out).serve(cmd)
+
+
+class _Host:
+    def __init__(self, ray: Any, cls: Any, out: Any) -> None:
+        self.ray, self.cls, self.out = ray, cls, out
+        self.actors: dict[str, Any] = {}
+        self.polls: dict[Any, str] = {}  # a poll in flight -> its run's key
+        self.pids: dict[Any, str] = {}  # a pid call in flight -> its run's key
+
+    def serve(self, cmd: Any) -> None:
+        while True:
+            try:
+                while cmd.poll(0 if self.actors else _HOST_POLL_S):
+                    if not self.command(cmd.recv()):
+                        return self.end()
+            except (EOFError, OSError):  # the server is gone
+                return self.end()
+            if self.actors:
+                self.read()
+
+    def command(self, c: tuple) -> bool:
+        ray = self.ray
+        match c:
+            case ("start", key, cfg, threads):
+                actor = self.cls.options(name=f"ln-viz run {key}").remote()
+                self.actors[key] = actor
+                self.pids[actor.pid.remote()] = key
+                actor.start.remote(cfg, threads)
+            case ("send", key, method, arg):
+                if key in self.actors:
+                    getattr(self.actors[key], method).remote(*arg)
+            case ("kill", key):
+                actor = self.actors.pop(key, None)
+                if actor is not None:
+                    try:
+                        ray.kill(actor, no_restart=True)
+                    except Exception:  # noqa: BLE001 -- already gone
+                        pass
+            case ("cpus",):
+                total = int(ray.cluster_resources().get("CPU", 0))
+                free = int(ray.available_resources().get("CPU", 0))
+                self.out.send(("cpus", max(0, total - free), total))
+            case ("shutdown",):
+                return False
+        return True
+
+    def read(self) -> None:
+        """One round: a poll in flight for every actor, then whatever answered within _HOST_POLL_S."""
+        ray = self.ray
+        waiting = set(self.polls.values())
+        for key, actor in self.actors.items():
+            if key not in waiting:
+                self.polls[actor.poll.remote()] = key
+        refs = list(self.polls) + list(self.pids)
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=_HOST_POLL_S)
+        for ref in ready:
+            is_pid = ref in self.pids
+            key = self.pids.pop(ref) if is_pid else self.polls.pop(ref)
+            if key not in self.actors:
+                continue  # killed meanwhile
+            try:
+                value = ray.get(ref)
+            except ray.exceptions.RayError as e:  # RayActorError, ActorDiedError, a lost node
+                self.actors.pop(key, None)
+                self.out.send(("lost", key, error_line(e, last=True)[:300]))
+                continue
+            self.out.send(("pid", key, value) if is_pid else ("msgs", key, value))
+
+    def end(self) -> None:
+        for actor in self.actors.values():
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 -- already gone
+                pass
+        self.ray.shutdown()
+
+
+# --- in the server ----------------------------------------------------------------------------------
+class RayHost:
+    """The server's end of one host process: its pipes, the runs it holds, and the watch on the head."""
+
+    def __init__(self, address: str, connect: Connect) -> None:
+        ctx = worker_context()  # spawned, without the page's __main__
+        out_r, out_w = ctx.Pipe(duplex=False)
+        cmd_r, cmd_w = ctx.Pipe(duplex=False)
+        self.address = address
+        self.process = ctx.Process(target=host_main, args=(cmd_r, out_w, address, connect), daemon=True)
+        self.process.start()
+        out_w.close()
+        cmd_r.close()
+        self._out, self._cmd = out_r, cmd_w
+        self._lock = threading.Lock()
+        self._inboxes: dict[str, queue.SimpleQueue] = {}  # run key -> its messages
+        self.pids: dict[str, int] = {}
+        self.total_cpus: int | None = None
+        self.error: Failed | None = None  # why it could not connect
+        self.gone = False
+        self.ready = threading.Event()  # connected, or failed to
+        self._cpus = queue.SimpleQueue()
+        threading.Thread(target=self._read, name="ln-viz-ray-host", daemon=True).start()
+        if address not in ("local", "auto"):
+            threading.Thread(target=self._watch, name="ln-viz-ray-watch", daemon=True).start()
+
+    # --- what a RayWorker calls ---
+    def start(self, key: str, cfg: Any, threads: int) -> queue.SimpleQueue:
+        inbox: queue.SimpleQueue = queue.SimpleQueue()
+        with self._lock:
+            if self.gone:
+                inbox.put(self.error or cluster_lost())
+                return inbox
+            self._inboxes[key] = inbox
+        self._send(("start", key, cfg, threads))
+        return inbox
+
+    def call(self, key: str, method: str, *arg: Any) -> None:
+        self._send(("send", key, method, arg))
+
+    def kill(self, key: str) -> None:
+        with self._lock:
+            self._inboxes.pop(key, None)
+        self._send(("kill", key))
+
+    def cpus(self, timeout: float = 2.0) -> tuple[int, int] | None:
+        """(busy, total) CPUs of the cluster, asked now; None when the host does not answer."""
+        if self.gone or not self.ready.is_set():
+            return None
+        while not self._cpus.empty():
+            self._cpus.get_nowait()
+        self._send(("cpus",))
+        try:
+            return self._cpus.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """End the host (its actors and its Ray connection, a private cluster with it)."""
+        self._send(("shutdown",))
+        self.process.join(timeout)
+        self._end_process()
+
+    # --- the server's threads ---
+    def _send(self, c: tuple) -> None:
+        with self._lock:
+            try:
+                self._cmd.send(c)
+            except OSError:  # it has ended: its reader fails what it held
+                pass
+
+    def _read(self) -> None:
+        try:
+            while True:
+                m = self._out.recv()
+                match m:
+                    case ("ready", total):
+                        self.total_cpus = total
+                        self.ready.set()
+                    case ("error", key, params, line):
+                        self.error = Failed(line, key, params) if key else Failed(line)
+                        self.ready.set()
+                    case ("cpus", busy, total):
+                        self._cpus.put((busy, total))
+                    case ("pid", key, pid):
+                        self.pids[key] = pid
+                    case ("msgs", key, msgs):
+                        self._deliver(key, msgs)
+                    case ("lost", key, reason):
+                        self._deliver(key, [EOFError(reason)])
+        except (EOFError, OSError):
+            pass
+        self._fail_all()
+
+    def _deliver(self, key: str, msgs: list[WorkerMessage | EOFError]) -> None:
+        inbox = self._inboxes.get(key)
+        for m in msgs if inbox is not None else ():
+            inbox.put(m)
+
+    def _fail_all(self) -> None:
+        """The host ended: every run it held fails with one sentence; later Starts make a new host."""
+        with self._lock:
+            self.gone = True
+            inboxes, self._inboxes = list(self._inboxes.values()), {}
+        for inbox in inboxes:
+            inbox.put(cluster_lost())
+        self.ready.set()
+        self._end_process()
+
+    def _watch(self) -> None:
+        """The head's GCS port, once a second: GONE_AFTER failures in a row end the host (its Ray would
+        hang for a minute, then exit, or abort on a restarted head)."""
+        host, port = self.address.rsplit(":", 1)
+        misses = 0
+        while not self.gone and self.process.is_alive():
+            time.sleep(CHECK_EVERY_S)
+            try:
+                socket.create_connection((host, int(port)), timeout=_CHECK_TIMEOUT_S).close()
+                misses = 0
+            except OSError:
+                misses += 1
+                if misses >= GONE_AFTER:
+                    self._end_process()
+                    return
+
+    def _end_process(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()  # our own child, by its pid
+        self.process.join(2.0)
