@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from ln_viz.cli import main
+from ln_viz.i18n import t
 from ln_viz.sweep.ray_address import configured_address, parse_address, probe
 from ln_viz.sweep.spec import SweepError
 
@@ -218,3 +219,36 @@ def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp
         assert svc.sweep.progress().state == "stopped" and svc.error is None
     finally:
         release.set()  # the driver thread goes on with its next job
+
+
+@pytest.mark.parametrize(
+    ("address", "said", "said_at_start"),
+    [
+        ("junk", "LN_VIZ_RAY_ADDRESS junk is not a Ray cluster address", "junk is not a Ray cluster address"),
+        ("closed", "does not answer; runs cannot train until it is back", "does not answer (Connection refused)"),
+    ],
+)
+def test_an_unusable_ray_address_is_one_sentence_on_live_and_compare_not_a_traceback(
+    start_app, monkeypatch, closed_port, address, said, said_at_start
+) -> None:
+    """Issue 32, hostile M1: with LN_VIZ_EXECUTOR=ray and an address that cannot be used, every visitor of
+    Live and Compare got Streamlit's exception box with the server's paths, and no Start button. Now the
+    pages draw, the line under Start says why in one sentence, and a Start fails with it (no Ray needed)."""
+    from ln_viz.ui import training
+
+    monkeypatch.setenv("LN_VIZ_EXECUTOR", "ray")
+    monkeypatch.setenv("LN_VIZ_RAY_ADDRESS", f"127.0.0.1:{closed_port}" if address == "closed" else address)
+    monkeypatch.setenv("LN_VIZ_WARM_WORKERS", "0")
+    at = start_app(60)
+    assert not at.exception, at.exception
+    page = " ".join(e.value for e in [*at.caption, *at.error, *at.warning, *at.markdown] if isinstance(e.value, str))
+    assert said in page and "Traceback" not in page
+    at.button(key="start").click().run()
+    assert not at.exception
+    handle = training.get_runner().get(at.session_state["live_run_id"])
+    assert handle.wait(30)
+    view = handle.view()
+    assert view.status == "failed" and said_at_start in t(view.message, "en", **view.message_params)
+    assert t(view.message, "ko", **view.message_params) != t(view.message, "en", **view.message_params)
+    compare = start_app(60, "pages/compare.py")
+    assert not compare.exception, compare.exception

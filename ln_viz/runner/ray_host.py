@@ -24,6 +24,7 @@ import os
 import queue
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +45,9 @@ _POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answe
 # connects this process's Ray to an address and returns the `ray` module (the sweep's driver does it:
 # ln_viz.sweep.ray_exec.connect_here); a module-level function, as it goes to the host process by name
 Connect = Callable[[str], Any]
+# a sweep's cells on the connected `ray` (ray, cells, emit, stop): emit("step", i, pid, step, loss, eval_loss,
+# status) and emit("end", i, status, error); ln_viz.sweep.ray_exec.run_cells, sent by name like Connect
+RunCells = Callable[[Any, list, Callable[..., None], threading.Event], None]
 
 
 def cluster_lost() -> Failed:
@@ -124,26 +128,38 @@ def host_main(cmd: Any, out: Any, address: str, connect: Connect) -> None:
         return
     cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(RunActor)
     out.send(("ready", int(ray.cluster_resources().get("CPU", 0))))
-    _Host(ray, cls, out).serve(cmd)
+    _Host(ray, cls, out).serve(cmd)  # Ray's threads are daemons: nothing of it outlives this
 
 
 class _Host:
     def __init__(self, ray: Any, cls: Any, out: Any) -> None:
-        self.ray, self.cls, self.out = ray, cls, out
+        self.ray, self.cls = ray, cls
+        self._out, self._out_lock = out, threading.Lock()  # a sweep's thread sends too
         self.actors: dict[str, Any] = {}
         self.polls: dict[Any, str] = {}  # a poll in flight -> its run's key
         self.pids: dict[Any, str] = {}  # a pid call in flight -> its run's key
+        self.sweeps: dict[int, threading.Event] = {}  # a sweep running here -> its stop
+
+    def send(self, m: tuple) -> None:
+        with self._out_lock:
+            self._out.send(m)
 
     def serve(self, cmd: Any) -> None:
-        while True:
-            try:
-                while cmd.poll(0 if self.actors else _HOST_POLL_S):
-                    if not self.command(cmd.recv()):
-                        return self.end()
-            except (EOFError, OSError):  # the server is gone
-                return self.end()
-            if self.actors:
-                self.read()
+        # SIGTERM (multiprocessing ends a daemon child so at the server's exit) ends the actors and a
+        # private cluster too, as a shutdown does, instead of leaving its processes behind
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            while True:
+                try:
+                    while cmd.poll(0 if self.actors else _HOST_POLL_S):
+                        if not self.command(cmd.recv()):
+                            return
+                except (EOFError, OSError):  # the server is gone
+                    return
+                if self.actors:
+                    self.read()
+        finally:
+            self.end()
 
     def command(self, c: tuple) -> bool:
         ray = self.ray
@@ -166,7 +182,13 @@ class _Host:
             case ("cpus",):
                 total = int(ray.cluster_resources().get("CPU", 0))
                 free = int(ray.available_resources().get("CPU", 0))
-                self.out.send(("cpus", max(0, total - free), total))
+                self.send(("cpus", max(0, total - free), total))
+            case ("sweep", sid, fn, cells):
+                self.sweeps[sid] = stop = threading.Event()
+                threading.Thread(target=self.sweep, args=(sid, fn, cells, stop), daemon=True).start()
+            case ("sweep_stop", sid):
+                if sid in self.sweeps:
+                    self.sweeps[sid].set()
             case ("shutdown",):
                 return False
         return True
@@ -189,11 +211,26 @@ class _Host:
                 value = ray.get(ref)
             except ray.exceptions.RayError as e:  # RayActorError, ActorDiedError, a lost node
                 self.actors.pop(key, None)
-                self.out.send(("lost", key, error_line(e, last=True)[:300]))
+                self.send(("lost", key, error_line(e, last=True)[:300]))
                 continue
-            self.out.send(("pid", key, value) if is_pid else ("msgs", key, value))
+            self.send(("pid", key, value) if is_pid else ("msgs", key, value))
+
+    def sweep(self, sid: int, fn: RunCells, cells: list, stop: threading.Event) -> None:
+        """A sweep's cells as Ray tasks (`fn`: ln_viz.sweep.ray_exec's), each event sent as it comes."""
+        try:
+            fn(self.ray, cells, lambda *event: self.send(("sweep", sid, event)), stop)
+        except Exception as e:  # noqa: BLE001 -- said to the server's executor, which raises it
+            self.send(("sweep", sid, ("error", error_line(e)[:300])))
+        finally:
+            self.sweeps.pop(sid, None)
+            self.send(("sweep", sid, ("done",)))
 
     def end(self) -> None:
+        for stop in list(self.sweeps.values()):
+            stop.set()
+        deadline = time.monotonic() + 2.0  # a stopped sweep cancels its tasks within a poll
+        while self.sweeps and time.monotonic() < deadline:
+            time.sleep(0.05)
         for actor in self.actors.values():
             try:
                 self.ray.kill(actor, no_restart=True)
@@ -204,7 +241,31 @@ class _Host:
 
 # --- in the server ----------------------------------------------------------------------------------
 class RayHost:
-    """The server's end of one host process: its pipes, the runs it holds, and the watch on the head."""
+    """The server's end of one host process: its pipes, the runs and sweeps it holds, and the watch on
+    the head. One per address in a process (`shared`): Live's runs and the map's sweeps share it."""
+
+    _shared: dict[str, RayHost] = {}
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, address: str, connect: Connect) -> RayHost:
+        """This process's host for `address`: the one there is, or a new one when it is gone (or never
+        connected); the caller waits on its `ready`."""
+        with cls._shared_lock:
+            host = cls._shared.get(address)
+            if host is None or host.gone or host.error is not None:
+                if host is not None:
+                    host.shutdown(timeout=2.0)
+                host = cls._shared[address] = cls(address, connect)
+            return host
+
+    @classmethod
+    def end_all(cls, timeout: float = 5.0) -> None:
+        """End every host of this process (the server's shutdown)."""
+        with cls._shared_lock:
+            hosts, cls._shared = list(cls._shared.values()), {}
+        for host in hosts:
+            host.shutdown(timeout)
 
     def __init__(self, address: str, connect: Connect) -> None:
         ctx = worker_context()  # spawned, without the page's __main__
@@ -223,7 +284,9 @@ class RayHost:
         self.error: Failed | None = None  # why it could not connect
         self.gone = False
         self.ready = threading.Event()  # connected, or failed to
-        self._cpus = queue.SimpleQueue()
+        self._cpus: queue.SimpleQueue = queue.SimpleQueue()
+        self._sweeps: dict[int, queue.SimpleQueue] = {}  # a sweep -> its events
+        self._sweep_ids = iter(range(1, 1 << 62))
         threading.Thread(target=self._read, name="ln-viz-ray-host", daemon=True).start()
         if address not in ("local", "auto"):
             threading.Thread(target=self._watch, name="ln-viz-ray-watch", daemon=True).start()
@@ -259,6 +322,22 @@ class RayHost:
         except queue.Empty:
             return None
 
+    def sweep(self, fn: RunCells, cells: list) -> tuple[int, queue.SimpleQueue]:
+        """Run a sweep's cells in the host: (its id, the queue its events come in; ("gone",) if the host
+        ends first, ("done",) last)."""
+        events: queue.SimpleQueue = queue.SimpleQueue()
+        with self._lock:
+            sid = next(self._sweep_ids)
+            if self.gone:
+                events.put(("gone",))
+                return sid, events
+            self._sweeps[sid] = events
+        self._send(("sweep", sid, fn, cells))
+        return sid, events
+
+    def stop_sweep(self, sid: int) -> None:
+        self._send(("sweep_stop", sid))
+
     def shutdown(self, timeout: float = 10.0) -> None:
         """End the host (its actors and its Ray connection, a private cluster with it)."""
         self._send(("shutdown",))
@@ -292,6 +371,11 @@ class RayHost:
                         self._deliver(key, msgs)
                     case ("lost", key, reason):
                         self._deliver(key, [EOFError(reason)])
+                    case ("sweep", sid, event):
+                        if (events := self._sweeps.get(sid)) is not None:
+                            events.put(event)
+                            if event[0] == "done":
+                                del self._sweeps[sid]
         except (EOFError, OSError):
             pass
         self._fail_all()
@@ -306,8 +390,11 @@ class RayHost:
         with self._lock:
             self.gone = True
             inboxes, self._inboxes = list(self._inboxes.values()), {}
+            sweeps, self._sweeps = list(self._sweeps.values()), {}
         for inbox in inboxes:
             inbox.put(cluster_lost())
+        for events in sweeps:
+            events.put(("gone",))
         self.ready.set()
         self._end_process()
 

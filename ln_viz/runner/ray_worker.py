@@ -122,8 +122,17 @@ class RayBackend:
         self._cpus_at: tuple[float, tuple[int, int]] | None = None
         self._host = self._connect(connect_timeout)
 
-    def _connect(self, timeout: float) -> RayHost:
-        host = RayHost(self.address, self._connect_fn)
+    def _connect(self, timeout: float) -> RayHost | _Refused:
+        """The host for the address, connected; a stand-in that refuses every Start with one sentence
+        when nothing there answers (checked here first: no host process for a closed port)."""
+        try:
+            if self.address not in ("local", "auto"):
+                self._probe(self.address)
+        except Exception as e:  # noqa: BLE001 -- the SweepError's reason goes into the sentence
+            reason = str(getattr(e, "params", {}).get("reason") or error_line(e, named=False))[:200]
+            line = f"the Ray cluster at {self.address} does not answer ({reason})"
+            return _Refused(Failed(line, MSG_CLUSTER_GONE, {"address": self.address, "reason": reason}))
+        host = RayHost.shared(self.address, self._connect_fn)  # the map's sweeps use the same
         host.ready.wait(timeout)
         return host
 
@@ -131,29 +140,21 @@ class RayBackend:
     def problem(self) -> Failed | None:
         """Why the cluster cannot be used now (its sentence), or None while it is connected."""
         host = self._host
-        if host.error is not None:
+        if host.error is not None and host.error.key != MSG_CLUSTER_GONE:  # refused us: a token, not Ray
             return host.error
-        if host.gone:
+        if host.gone or host.error is not None:
             return Failed(f"the Ray cluster at {self.address} does not answer", WHERE_GONE, {"address": self.address})
         return None
 
     def __call__(self, run_id: str | None, warm: bool) -> RayWorker:
         return RayWorker(self._host_for_start(), run_id or f"pool-{time.monotonic_ns()}")
 
-    def _host_for_start(self) -> RayHost:
+    def _host_for_start(self) -> RayHost | _Refused:
         """The host, or a new one when the last is gone and the head's port answers again."""
         with self._lock:
             host = self._host
             if not (host.gone or host.error is not None):
                 return host
-            try:
-                if self.address not in ("local", "auto"):
-                    self._probe(self.address)
-            except Exception as e:  # noqa: BLE001 -- the SweepError's reason goes into the sentence
-                reason = str(getattr(e, "params", {}).get("reason") or error_line(e, named=False))[:200]
-                line = f"the Ray cluster at {self.address} does not answer ({reason})"
-                return _Refused(Failed(line, MSG_CLUSTER_GONE, {"address": self.address, "reason": reason}))
-            host.shutdown(timeout=2.0)
             self._host = host = self._connect(60.0)
             self._cpus_at = None
             return host
@@ -195,13 +196,20 @@ class UnusableBackend:
 
 
 class _Refused:
-    """A host stand-in for a Start on a cluster that cannot be used: the run fails with `error`."""
+    """A host stand-in for a cluster that cannot be used: each run fails with `error`."""
 
     gone = True
+    total_cpus = 0
     pids: dict[str, int] = {}
 
     def __init__(self, error: Failed) -> None:
         self.error = error
+
+    def cpus(self) -> None:
+        return None
+
+    def shutdown(self, timeout: float = 0.0) -> None:
+        pass
 
     def start(self, key: str, cfg: RunConfig, threads: int) -> queue.SimpleQueue:
         inbox: queue.SimpleQueue = queue.SimpleQueue()
