@@ -107,8 +107,8 @@ def test_a_killed_head_ends_the_sweep_in_one_sentence_and_a_restarted_head_takes
         while len(executor.running_pids()) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(executor.running_pids()) == 2, "no cell trained on the head"
-        head.stop(signal.SIGKILL)
         killed = time.monotonic()
+        head.stop(signal.SIGKILL)
         thread.join(30)
         ended = time.monotonic() - killed
         assert not thread.is_alive(), "the sweep did not end after its head died"

@@ -53,8 +53,8 @@ def test_a_killed_head_fails_its_runs_in_one_sentence_and_the_server_lives_on(tm
         press_start(page, server, "en")
         wait_for(lambda: status_step(page) > 5, 90, "no step arrived from the cluster")
 
-        head.stop(signal.SIGKILL)  # the whole head at once: GCS, raylet, the run's actor
         killed = time.monotonic()
+        head.stop(signal.SIGKILL)  # the whole head at once: GCS, raylet, the run's actor
         wait_for(lambda: page_says(page, LOST["en"]), 60, "the page never said the cluster stopped answering")
         said = time.monotonic() - killed
         text = page.locator("[data-testid='stMain']").inner_text()
