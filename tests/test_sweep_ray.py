@@ -256,7 +256,10 @@ assert service().start(spec, "ray", "local")  # as the page does with LN_VIZ_RAY
 deadline = time.monotonic() + 120
 while service().sweep.progress().steps_done < 5 and time.monotonic() < deadline:
     time.sleep(0.2)
-started = descendants(__import__("os").getpid())
+# Python's multiprocessing resource tracker (started with the Ray host process, the first this script spawns)
+# ends with this process, as it does with the server: not a process of the cluster's
+started = {p for p in descendants(__import__("os").getpid())
+           if "resource_tracker" not in open(f"/proc/{p}/cmdline").read()}
 t0 = time.monotonic()
 server.shutdown_workers()  # what the app's lifespan runs on SIGTERM
 while any(alive(p) for p in started) and time.monotonic() - t0 < 15:

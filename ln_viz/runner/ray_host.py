@@ -236,7 +236,9 @@ class _Host:
                 self.ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 -- already gone
                 pass
+        started = descendants(os.getpid())  # a private cluster's processes: ours
         self.ray.shutdown()
+        _kill(started)  # any that ray.shutdown left (a helper agent outlived it by a minute: issue 21, O1)
 
 
 # --- in the server ----------------------------------------------------------------------------------
@@ -416,5 +418,52 @@ class RayHost:
 
     def _end_process(self) -> None:
         if self.process.is_alive():
+            below = descendants(self.process.pid)  # a private cluster it started: ours too
             self.process.kill()  # our own child, by its pid
+            _kill(below)
         self.process.join(2.0)
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every living process below `root` (Linux /proc; none elsewhere): pid -> its start time, so that a
+    pid reused by another process later is never taken for it."""
+    children: dict[int, list[int]] = {}
+    for pid in _pids():
+        stat = _stat(pid)
+        if stat:
+            children.setdefault(int(stat[1]), []).append(pid)
+    out: dict[int, str] = {}
+    stack = [root]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            if c not in out and (stat := _stat(c)):
+                out[c] = stat[19]
+                stack.append(c)
+    return out
+
+
+def _kill(procs: dict[int, str]) -> None:
+    """SIGKILL each of these processes (ours, from `descendants`) that still runs as the same process."""
+    for pid, started in procs.items():
+        stat = _stat(pid)
+        if stat and stat[19] == started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone meanwhile
+                pass
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the name (state, ppid, ...; [19] the start time), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
