@@ -186,31 +186,35 @@ def test_the_page_cluster_is_the_operators_setting_and_never_auto(monkeypatch):
 
 
 # --- a connection that hangs never holds the server's sweep slot (X3) ----------------------------------------------
+def hang_connect(address: str, num_cpus: int | None = None) -> None:
+    """A Ray host's connect that never returns (as a `ray.init` that hangs); runs in the host process."""
+    time.sleep(600)
+
+
 def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp_path):
     """`127.0.0.1:1` on the page kept the server's only sweep slot busy after Stop, until a restart (X3). The
-    probe now answers such addresses at once, so the hang is made here: the driver thread's connect blocks
-    (as `ray.init` does, uninterruptibly) until the test ends. Stop frees the slot within a second."""
+    probe now answers such addresses at once, so the hang is made here: the Ray host process's connect
+    blocks (as `ray.init` does, uninterruptibly). Stop frees the slot within a second; the host is ended."""
     from ln_viz.config import RunConfig
+    from ln_viz.runner.ray_host import RayHost
     from ln_viz.sweep import ray_exec
     from ln_viz.sweep.spec import SweepConfig
     from ln_viz.ui.stability_view import SweepService
 
     monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
-    entered, release = threading.Event(), threading.Event()
-
-    def hang(self, address, num_cpus):
-        entered.set()
-        release.wait(60)
-        raise SweepError("sweep.err.ray_connect", "address", address=address, reason="released by the test")
-
-    monkeypatch.setattr(ray_exec._Driver, "connect", hang)
+    monkeypatch.setattr(ray_exec, "probe", lambda address: None)  # as if something answered there
+    monkeypatch.setattr(ray_exec, "connect_here", hang_connect)  # sent to the host process by name
     base = RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=4)
     spec = SweepConfig(base=base, norm_position=("pre",), lr=(1e-3,), warmup_steps=(0,), depth=(1,), steps=5)
     svc = SweepService()
     try:
         assert svc.start(spec, "ray", "10.0.0.5:6379", owner="me")
-        assert entered.wait(10) and svc.busy()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while not RayHost._shared and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (host,) = RayHost._shared.values()
+        time.sleep(1.0)
+        assert svc.busy() and not host.ready.is_set()  # connecting, in the host
         t0 = time.monotonic()
         svc.stop("me")  # the session that started it (issue 21, X2)
         svc.thread.join(5)
@@ -218,7 +222,7 @@ def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp
         assert not svc.busy() and seconds < 1.0, seconds
         assert svc.sweep.progress().state == "stopped" and svc.error is None
     finally:
-        release.set()  # the driver thread goes on with its next job
+        RayHost.end_all(timeout=1.0)  # the hung host process, ours, by its pid
 
 
 @pytest.mark.parametrize(

@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ln_viz.config import RunConfig
-from ln_viz.runner.messages import End, Failed, Info, Snap, WorkerMessage
-from ln_viz.runner.process import worker_context
+from ln_viz.runner.messages import Failed, WorkerMessage
+from ln_viz.runner.process import descendants, kill_same, worker_context
+from ln_viz.runner.ray_actor import RunActor
 from ln_viz.text import error_line
 
 GONE_AFTER = 2  # failed checks of the head's port in a row that mean the cluster is gone
@@ -41,7 +41,6 @@ _CHECK_TIMEOUT_S = 2.0
 _HOST_POLL_S = 0.1  # the host's wait on its actors' polls
 MSG_CLUSTER_LOST = "msg.cluster_lost"  # the cluster stopped answering while the run trained
 MSG_CLUSTER_GONE = "msg.cluster_gone"  # params: address, reason; a Start while it does not answer
-_POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answering "none yet"
 # connects this process's Ray to an address and returns the `ray` module (the sweep's driver does it:
 # ln_viz.sweep.ray_exec.connect_here); a module-level function, as it goes to the host process by name
 Connect = Callable[[str], Any]
@@ -52,66 +51,6 @@ RunCells = Callable[[Any, list, Callable[..., None], threading.Event], None]
 
 def cluster_lost() -> Failed:
     return Failed("the Ray cluster stopped answering", MSG_CLUSTER_LOST)
-
-
-# --- on a Ray node ----------------------------------------------------------------------------------
-class RunActor:
-    """On a Ray node: trains one run in a thread, keeps its messages until polled."""
-
-    def __init__(self) -> None:
-        self._msgs: list[WorkerMessage] = []
-        self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._threads: int | None = None
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def start(self, cfg: RunConfig, threads: int) -> None:
-        self._threads = threads
-        threading.Thread(target=self._train, args=(cfg,), daemon=True).start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def set_threads(self, threads: int) -> None:
-        self._threads = threads
-
-    def poll(self) -> list[WorkerMessage]:
-        """The messages since the last poll; waits up to _POLL_WAIT_S for one."""
-        with self._cond:
-            if not self._msgs:
-                self._cond.wait(_POLL_WAIT_S)
-            out, self._msgs = self._msgs, []
-        return out
-
-    def _put(self, msg: WorkerMessage) -> None:
-        with self._cond:
-            self._msgs.append(msg)
-            self._cond.notify_all()
-
-    def _train(self, cfg: RunConfig) -> None:
-        import torch
-
-        from ln_viz.train import Trainer
-
-        try:
-            threads = self._threads or 1
-            torch.set_num_threads(threads)
-            trainer = Trainer(cfg)
-            self._put(Info(trainer.info))
-            for snap in trainer:
-                self._put(Snap(snap))
-                if self._stop.is_set():
-                    self._put(End(stopped=True))
-                    return
-                if self._threads and self._threads != threads:
-                    threads = self._threads
-                    torch.set_num_threads(threads)
-        except Exception as e:  # noqa: BLE001 -- any bug or bad input in the run: report it
-            self._put(Failed.of(e))
-            return
-        self._put(End(stopped=False))
 
 
 # --- in the host process ----------------------------------------------------------------------------
@@ -238,7 +177,7 @@ class _Host:
                 pass
         started = descendants(os.getpid())  # a private cluster's processes: ours
         self.ray.shutdown()
-        _kill(started)  # any that ray.shutdown left (a helper agent outlived it by a minute: issue 21, O1)
+        kill_same(started)  # any that ray.shutdown left (a helper agent outlived it by a minute: issue 21, O1)
 
 
 # --- in the server ----------------------------------------------------------------------------------
@@ -420,50 +359,5 @@ class RayHost:
         if self.process.is_alive():
             below = descendants(self.process.pid)  # a private cluster it started: ours too
             self.process.kill()  # our own child, by its pid
-            _kill(below)
+            kill_same(below)
         self.process.join(2.0)
-
-
-def descendants(root: int) -> dict[int, str]:
-    """Every living process below `root` (Linux /proc; none elsewhere): pid -> its start time, so that a
-    pid reused by another process later is never taken for it."""
-    children: dict[int, list[int]] = {}
-    for pid in _pids():
-        stat = _stat(pid)
-        if stat:
-            children.setdefault(int(stat[1]), []).append(pid)
-    out: dict[int, str] = {}
-    stack = [root]
-    while stack:
-        for c in children.get(stack.pop(), []):
-            if c not in out and (stat := _stat(c)):
-                out[c] = stat[19]
-                stack.append(c)
-    return out
-
-
-def _kill(procs: dict[int, str]) -> None:
-    """SIGKILL each of these processes (ours, from `descendants`) that still runs as the same process."""
-    for pid, started in procs.items():
-        stat = _stat(pid)
-        if stat and stat[19] == started:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:  # gone meanwhile
-                pass
-
-
-def _pids() -> list[int]:
-    try:
-        return [int(e) for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return []
-
-
-def _stat(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat's fields after the name (state, ppid, ...; [19] the start time), or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
