@@ -3,8 +3,8 @@
 The id is the store's run number (the one the Runs page and `runs list` show), for a run training now as
 for one finished long ago: the recorder stores a run from its first step. `parse_watch_id` reads the
 link's value (one sentence for anything that is not a run number), `watch_url` builds the link from the
-address the visitor's browser shows, and `qr_png` draws it as a QR code for the projector (segno, pure
-Python).
+address the visitor's browser shows, `only_this_computer` says when no student could open it, and
+`qr_png` draws it as a QR code for the projector (segno, pure Python).
 """
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ def watch_url(
         segments.pop()
     path = "/" + "".join(s + "/" for s in segments)
     return urlunsplit((parts.scheme, netloc, path, query, ""))
+
+
+def only_this_computer(url: str) -> bool:
+    """Whether nobody but this computer can open `url`: its host is a loopback address (the server listens
+    on 127.0.0.1, the default, so `watch_url` had no network address to put in). Such a link gets no QR code,
+    only the sentence that says so and how to share it; a relative link (no browser address) is not judged."""
+    return is_loopback(urlsplit(url).hostname)
 
 
 def short_text(url: str) -> str:

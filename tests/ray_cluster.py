@@ -51,10 +51,12 @@ def alive(pid: int) -> bool:
 class HeadNode:
     """`with HeadNode(cpus=2) as head:` then `RayExecutor(address=head.address)`."""
 
-    def __init__(self, cpus: int = 2, start_timeout: float = 90.0, auth_token: Path | None = None) -> None:
+    def __init__(
+        self, cpus: int = 2, start_timeout: float = 90.0, auth_token: Path | None = None, port: int | None = None
+    ) -> None:
         self.cpus = cpus
         self.auth_token = auth_token  # a file holding the token the head demands (RAY_AUTH_MODE=token)
-        self.port = random.randint(20000, 40000)
+        self.port = port or random.randint(20000, 40000)  # a port: a head restarted where one was killed
         self.address = f"127.0.0.1:{self.port}"
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
@@ -91,13 +93,14 @@ class HeadNode:
         self.stop()
         raise RuntimeError("the Ray head node did not start in time")
 
-    def stop(self) -> None:
-        """End the group we started and everything below it; `left` lists any survivor."""
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        """End the group we started and everything below it (`sig` first: SIGKILL is a head that
+        dies at once, as a crashed or powered-off machine's); `left` lists any survivor."""
         if self.proc is None:
             return
         started = descendants(self.proc.pid) | {self.proc.pid}
         try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            os.killpg(self.proc.pid, sig)
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)

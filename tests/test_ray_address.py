@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from ln_viz.cli import main
+from ln_viz.i18n import t
 from ln_viz.sweep.ray_address import configured_address, parse_address, probe
 from ln_viz.sweep.spec import SweepError
 
@@ -185,31 +186,35 @@ def test_the_page_cluster_is_the_operators_setting_and_never_auto(monkeypatch):
 
 
 # --- a connection that hangs never holds the server's sweep slot (X3) ----------------------------------------------
+def hang_connect(address: str, num_cpus: int | None = None) -> None:
+    """A Ray host's connect that never returns (as a `ray.init` that hangs); runs in the host process."""
+    time.sleep(600)
+
+
 def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp_path):
     """`127.0.0.1:1` on the page kept the server's only sweep slot busy after Stop, until a restart (X3). The
-    probe now answers such addresses at once, so the hang is made here: the driver thread's connect blocks
-    (as `ray.init` does, uninterruptibly) until the test ends. Stop frees the slot within a second."""
+    probe now answers such addresses at once, so the hang is made here: the Ray host process's connect
+    blocks (as `ray.init` does, uninterruptibly). Stop frees the slot within a second; the host is ended."""
     from ln_viz.config import RunConfig
+    from ln_viz.runner.ray_host import RayHost
     from ln_viz.server.sweeps import SweepService
     from ln_viz.sweep import ray_exec
     from ln_viz.sweep.spec import SweepConfig
 
     monkeypatch.setenv("LN_VIZ_STORE", str(tmp_path / "runs.sqlite"))
-    entered, release = threading.Event(), threading.Event()
-
-    def hang(self, address, num_cpus):
-        entered.set()
-        release.wait(60)
-        raise SweepError("sweep.err.ray_connect", "address", address=address, reason="released by the test")
-
-    monkeypatch.setattr(ray_exec._Driver, "connect", hang)
+    monkeypatch.setattr(ray_exec, "probe", lambda address: None)  # as if something answered there
+    monkeypatch.setattr(ray_exec, "connect_here", hang_connect)  # sent to the host process by name
     base = RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=4)
     spec = SweepConfig(base=base, norm_position=("pre",), lr=(1e-3,), warmup_steps=(0,), depth=(1,), steps=5)
     svc = SweepService()
     try:
         assert svc.start(spec, "ray", "10.0.0.5:6379", owner="me")
-        assert entered.wait(10) and svc.busy()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while not RayHost._shared and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (host,) = RayHost._shared.values()
+        time.sleep(1.0)
+        assert svc.busy() and not host.ready.is_set()  # connecting, in the host
         t0 = time.monotonic()
         svc.stop("me")  # the session that started it (issue 21, X2)
         svc.thread.join(5)
@@ -217,4 +222,37 @@ def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp
         assert not svc.busy() and seconds < 1.0, seconds
         assert svc.sweep.progress().state == "stopped" and svc.error is None
     finally:
-        release.set()  # the driver thread goes on with its next job
+        RayHost.end_all(timeout=1.0)  # the hung host process, ours, by its pid
+
+
+@pytest.mark.parametrize(
+    ("address", "said", "said_at_start"),
+    [
+        ("junk", "LN_VIZ_RAY_ADDRESS junk is not a Ray cluster address", "junk is not a Ray cluster address"),
+        ("closed", "does not answer; runs cannot train until it is back", "does not answer (Connection refused)"),
+    ],
+)
+def test_an_unusable_ray_address_is_one_sentence_on_live_and_compare_not_a_traceback(
+    start_app, monkeypatch, closed_port, address, said, said_at_start
+) -> None:
+    """Issue 32, hostile M1: with LN_VIZ_EXECUTOR=ray and an address that cannot be used, every visitor of
+    Live and Compare got Streamlit's exception box with the server's paths, and no Start button. Now the
+    pages draw, the line under Start says why in one sentence, and a Start fails with it (no Ray needed)."""
+    from ln_viz.ui import training
+
+    monkeypatch.setenv("LN_VIZ_EXECUTOR", "ray")
+    monkeypatch.setenv("LN_VIZ_RAY_ADDRESS", f"127.0.0.1:{closed_port}" if address == "closed" else address)
+    monkeypatch.setenv("LN_VIZ_WARM_WORKERS", "0")
+    at = start_app(60)
+    assert not at.exception, at.exception
+    page = " ".join(e.value for e in [*at.caption, *at.error, *at.warning, *at.markdown] if isinstance(e.value, str))
+    assert said in page and "Traceback" not in page
+    at.button(key="start").click().run()
+    assert not at.exception
+    handle = training.get_runner().get(at.session_state["live_run_id"])
+    assert handle.wait(30)
+    view = handle.view()
+    assert view.status == "failed" and said_at_start in t(view.message, "en", **view.message_params)
+    assert t(view.message, "ko", **view.message_params) != t(view.message, "en", **view.message_params)
+    compare = start_app(60, "pages/compare.py")
+    assert not compare.exception, compare.exception

@@ -93,12 +93,28 @@ def test_owners_take_turns_and_the_fewest_running_goes_first() -> None:
     ys = s.start("y", "y")
     (z,) = s.start("z")
     assert s.started == xs[:2]
-    s.end_oldest()  # x:1 running, y and z none: y (older than z) goes
-    assert s.started[-1] == ys[0]
-    s.end_oldest()  # x:0, y:1, z:0: z was never served, x was: z
+    s.end_oldest()  # x:1 running, y and z none, neither served yet: z, with one run queued to y's two
     assert s.started[-1] == z
-    s.end_oldest()  # y:0 (its run ended), z:1, x:0: x was served longer ago than y
+    s.end_oldest()  # x:0, z:1, y:0: y was never served, x was: y
+    assert s.started[-1] == ys[0]
+    s.end_oldest()  # z:0 (its run ended), y:1, x:0: x
     assert s.started[-1] == xs[2]
+
+
+def test_a_visitors_start_is_not_behind_other_tabs_seed_queues() -> None:
+    """Issue 32, hostile M6: four tabs (one person's) queue eight seed runs each, then a visitor presses
+    Start; two slots. The visitor's run is next (place 1) and starts at the first free slot; it waited
+    for three of the tabs' runs (43.8 s), as each new tab, never served, came before it by age."""
+    s = Slots(2)
+    tabs = [s.start(*[f"tab{i}"] * 8) for i in range(4)]
+    (visitor,) = s.start("visitor")
+    assert s.started == tabs[0][:2]
+    assert s.places()[visitor] == 1
+    s.end_oldest()
+    assert s.started[-1] is visitor
+    while s.queue:  # and the tabs still take turns among themselves
+        s.end_oldest()
+    assert [h.owner for h in s.started[3:7]] == ["tab1", "tab2", "tab3", "tab0"]
 
 
 @pytest.mark.parametrize("slots", [1, 2, 3])

@@ -18,7 +18,8 @@ from ln_viz.runner import Runner
 from ln_viz.runner.handle import MSG_WORKER_LOST  # noqa: E402
 from ln_viz.runner.ray_worker import RayBackend  # noqa: E402
 from ln_viz.server.runs import where_line  # noqa: E402
-from ln_viz.sweep.ray_exec import connect, disconnect  # noqa: E402
+from ln_viz.sweep.ray_address import probe  # noqa: E402
+from ln_viz.sweep.ray_exec import connect_here, disconnect  # noqa: E402
 
 from .ray_cluster import HeadNode, alive, descendants  # noqa: E402
 
@@ -31,11 +32,11 @@ def ray_runner():
     """A Runner on a 2-CPU loopback head; yields (runner, backend, head)."""
     head = HeadNode(cpus=2).start()
     try:
-        ray = connect(head.address)  # as the app's server connects (ln_viz.server.runs.ray_backend)
-        backend = RayBackend(ray)
+        backend = RayBackend(head.address, connect_here, probe)
         runner = Runner(max_concurrent=2, warm_workers=0, new_worker=backend)
         yield runner, backend, head
         runner.shutdown()
+        backend.shutdown()
     finally:
         disconnect()
         head.stop()
@@ -76,9 +77,9 @@ def test_stop_ends_a_ray_run_within_two_seconds_and_a_killed_actor_fails_its_run
     pid = b.pid
     # it trains in a process of the Ray head (its raylet's worker), not in a worker process of the Runner
     assert alive(pid) and pid in descendants(head.proc.pid)
-    import ray  # Ray's own tools find the run's actor by its name
-
-    assert ray.get_actor(f"ln-viz run {b.run_id}") is not None
+    ray = connect_here(head.address)  # Ray's own tools find the run's actor by its name (a driver of the test's)
+    named = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)}
+    assert f"ln-viz run {b.run_id}" in named
     os.kill(pid, signal.SIGKILL)  # this run's actor process only
     assert b.wait(30), "a killed actor did not end its run"
     view = b.view()

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from ln_viz.i18n import t
 from ln_viz.store import Store
 from ln_viz.ui import training
-from ln_viz.watchlink import WatchLinkError, parse_watch_id, qr_png, short_text, watch_url
+from ln_viz.watchlink import WatchLinkError, only_this_computer, parse_watch_id, qr_png, short_text, watch_url
 from tests.runs import train_tiny
 
 APP = "../app.py"
@@ -68,6 +68,19 @@ def test_the_network_host_follows_where_the_server_listens(monkeypatch) -> None:
     assert network_host() == "lnviz.school.example"  # the operator's name for it
     options.update({"server.address": "10.0.0.5", "browser.serverAddress": ""})
     assert network_host() == "10.0.0.5"
+
+
+def test_a_link_only_this_computer_can_open_says_so_and_gets_no_qr_code() -> None:
+    """Issue 32, UX H3: with the README's command the server listens on 127.0.0.1, so its watch link names
+    127.0.0.1 and a QR code of it opened each student's own phone, under "anyone on this network can watch"."""
+    for url in ("http://127.0.0.1:8501/?watch=9&lang=en", "http://localhost:8501/?watch=9", "http://[::1]:8501/"):
+        assert only_this_computer(url)
+    for url in ("http://10.0.0.5:8501/?watch=9&lang=en", "https://lnviz.school.example/?watch=9", "/?watch=9"):
+        assert not only_this_computer(url)
+    local = t("watch.share_local", "en", id=9)
+    assert local.startswith("Only this computer can open this link") and "--server.address 0.0.0.0" in local
+    assert "Serving a classroom" in local and "Serving a classroom" in t("watch.share_local", "ko", id=9)
+    assert t("watch.share_local", "ko", id=9).startswith("이 링크는 이 컴퓨터에서만 열 수 있습니다")
 
 
 def test_the_qr_code_is_a_png_whose_size_follows_its_scale() -> None:

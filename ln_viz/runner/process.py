@@ -181,3 +181,48 @@ def exit_description(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every living process below `root` (Linux /proc; none elsewhere): pid -> its start time, so that a
+    pid reused by another process later is never taken for it."""
+    children: dict[int, list[int]] = {}
+    for pid in _pids():
+        stat = _stat(pid)
+        if stat:
+            children.setdefault(int(stat[1]), []).append(pid)
+    out: dict[int, str] = {}
+    stack = [root]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            if c not in out and (stat := _stat(c)):
+                out[c] = stat[19]
+                stack.append(c)
+    return out
+
+
+def kill_same(procs: dict[int, str]) -> None:
+    """SIGKILL each of these processes (ours, from `descendants`) that still runs as the same process."""
+    for pid, started in procs.items():
+        stat = _stat(pid)
+        if stat and stat[19] == started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone meanwhile
+                pass
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the name (state, ppid, ...; [19] the start time), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None

@@ -3,8 +3,15 @@
 Fair across owners (an owner is a browser session; a run started without one is its own owner): when a
 slot frees, the run taken is the oldest queued run of the owner with the fewest runs training now;
 between owners with as many, the one whose last run got a slot longest ago (never: first); then the
-owner whose oldest queued run is oldest. So owners take turns: one session's sixteen queued seed runs
-never make another session's Start wait behind all of them, and one owner's runs keep their order.
+owner with the fewest runs queued; then the owner whose oldest queued run is oldest. So owners take
+turns: one session's sixteen queued seed runs never make another session's Start wait behind all of
+them, and one owner's runs keep their order.
+
+"Fewest queued" is what keeps a visitor's one Start ahead of other tabs' seed queues (issue 32, hostile
+M6): an owner is a tab, so one person's four tabs of eight seeds each were four owners that "never got a
+slot", as the visitor who queued after them was, and the oldest head won: the visitor waited for three of
+their runs (43.8 s). Now, among owners as far from a slot, the smaller ask goes first: a visitor's one
+Start waits for no tab that has more runs queued, however many such tabs one person opens.
 
 "Longest ago" is what makes it round-robin. With the fewest-running rule alone, one slot and owner X's
 six runs queued before owner Y's one, every free slot would find X and Y at zero runs training and take
@@ -68,7 +75,9 @@ class FairQueue:
         if not self._arrival:
             raise IndexError("the queue is empty")
         counts = Counter(h.owner for h in active)
-        h = self._choose(self._heads(), counts, self._served)
+        by_owner = self._by_owner()
+        heads = {owner: runs[0] for owner, runs in by_owner.items()}
+        h = self._choose(heads, counts, self._served, {owner: len(runs) for owner, runs in by_owner.items()})
         self._serial += 1
         self._served[h.owner] = self._serial
         del self._arrival[h]
@@ -97,7 +106,8 @@ class FairQueue:
         while queue:
             if len(ending) >= slots:  # the next slot frees when the oldest running run ends
                 counts[ending.popleft()] -= 1
-            h = self._choose({o: runs[0] for o, runs in queue.items()}, counts, served)
+            heads = {o: runs[0] for o, runs in queue.items()}
+            h = self._choose(heads, counts, served, {o: len(runs) for o, runs in queue.items()})
             out.append(queue[h.owner].popleft())
             if not queue[h.owner]:
                 del queue[h.owner]
@@ -109,10 +119,16 @@ class FairQueue:
         return out
 
     # --- the rule ------------------------------------------------------------------------------------
-    def _choose(self, heads: Mapping[str, RunHandle], counts: Counter[str], served: Mapping[str, int]) -> RunHandle:
+    def _choose(
+        self,
+        heads: Mapping[str, RunHandle],
+        counts: Counter[str],
+        served: Mapping[str, int],
+        queued: Mapping[str, int],
+    ) -> RunHandle:
         """The head (oldest queued run) of the owner with the fewest running, then the least recently
-        served, then the oldest head."""
-        owner = min(heads, key=lambda o: (counts[o], served.get(o, _NEVER), self._arrival[heads[o]]))
+        served, then the fewest queued, then the oldest head."""
+        owner = min(heads, key=lambda o: (counts[o], served.get(o, _NEVER), queued[o], self._arrival[heads[o]]))
         return heads[owner]
 
     def _by_owner(self) -> dict[str, list[RunHandle]]:
@@ -120,9 +136,6 @@ class FairQueue:
         for h in self._arrival:  # arrival order
             runs.setdefault(h.owner, []).append(h)
         return runs
-
-    def _heads(self) -> dict[str, RunHandle]:
-        return {owner: runs[0] for owner, runs in self._by_owner().items()}
 
     def _forget_idle_owners(self, counts: Counter[str], started: str) -> None:
         """Drop the serials of owners with nothing queued or training, so a long class does not keep one

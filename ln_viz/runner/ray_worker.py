@@ -8,101 +8,40 @@ SetThreads are actor calls read between two steps, as a local worker reads its p
 actor mid-step (`ray.kill`); a lost actor or node reads as the end of the stream, so the run fails
 with msg.worker_lost ("its Ray worker or node was lost").
 
-Connecting (the one driver thread, the address rules, `runtime_env` for a foreign cluster) is the
-caller's: the server connects through the sweep's Ray driver and hands the connected `ray` module to
-`RayBackend`. Ray's remote, wait, get and kill are safe from any thread; only `ray.init` is tied to its
-thread (ray issue 45570).
+The Ray calls themselves happen in a host process (ray_host.py: Ray's driver ends the process it is in
+when the cluster goes); it connects as the sweep's driver does (the address rules, `runtime_env` for a
+foreign cluster), and the server reads each actor's messages from the inbox the host fills.
 """
 
 from __future__ import annotations
 
-import os
+import queue
 import threading
 import time
-from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from ln_viz.config import RunConfig
 from ln_viz.runner.handle import WORKER_LOST as LOST
-from ln_viz.runner.messages import End, Failed, Info, Job, ServerMessage, SetThreads, Snap, Stop, WorkerMessage
+from ln_viz.runner.messages import Failed, Job, ServerMessage, SetThreads, Stop, WorkerMessage
+from ln_viz.runner.ray_host import MSG_CLUSTER_GONE, Connect, RayHost
 from ln_viz.text import error_line
 
+WHERE_GONE = "ui.where_cluster_gone"  # params: address; the Live page's line while the cluster is gone
 ACTOR_PREFIX = "ln-viz run "  # + the run id: what Ray's own tools show
-_POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answering "none yet"
-
-
-class RunActor:
-    """On a Ray node: trains one run in a thread, keeps its messages until polled."""
-
-    def __init__(self) -> None:
-        self._msgs: list[WorkerMessage] = []
-        self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._threads: int | None = None
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def start(self, cfg: RunConfig, threads: int) -> None:
-        self._threads = threads
-        threading.Thread(target=self._train, args=(cfg,), daemon=True).start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def set_threads(self, threads: int) -> None:
-        self._threads = threads
-
-    def poll(self) -> list[WorkerMessage]:
-        """The messages since the last poll; waits up to _POLL_WAIT_S for one."""
-        with self._cond:
-            if not self._msgs:
-                self._cond.wait(_POLL_WAIT_S)
-            out, self._msgs = self._msgs, []
-        return out
-
-    def _put(self, msg: WorkerMessage) -> None:
-        with self._cond:
-            self._msgs.append(msg)
-            self._cond.notify_all()
-
-    def _train(self, cfg: RunConfig) -> None:
-        import torch
-
-        from ln_viz.train import Trainer
-
-        try:
-            threads = self._threads or 1
-            torch.set_num_threads(threads)
-            trainer = Trainer(cfg)
-            self._put(Info(trainer.info))
-            for snap in trainer:
-                self._put(Snap(snap))
-                if self._stop.is_set():
-                    self._put(End(stopped=True))
-                    return
-                if self._threads and self._threads != threads:
-                    threads = self._threads
-                    torch.set_num_threads(threads)
-        except Exception as e:  # noqa: BLE001 -- any bug or bad input in the run: report it
-            self._put(Failed.of(e))
-            return
-        self._put(End(stopped=False))
 
 
 class RayWorker:
-    """The server's end of one run's actor, with the methods the Runner uses of a `WorkerProcess`."""
+    """The server's end of one run's actor, with the methods the Runner uses of a `WorkerProcess`; the
+    actor is the host process's (ray_host.py), which forwards its messages to this worker's inbox."""
 
     warm = False  # actors are started per run (no warm pool on a cluster)
 
-    def __init__(self, ray: Any, actor_cls: Any, run_id: str) -> None:
-        self._ray = ray
+    def __init__(self, host: RayHost, run_id: str) -> None:
+        self._host = host
+        self._key = run_id
         self.name = ACTOR_PREFIX + run_id
-        self._actor = actor_cls.options(name=self.name).remote()
-        self._pid_ref = self._actor.pid.remote()
-        self._pid: int | None = None
-        self._buffer: deque[WorkerMessage] = deque()
-        self._pending: Any = None  # the poll in flight
+        self._inbox: Any = None  # made by the Job: the actor starts with its run
         self._lost: str | None = None
         self._ended = False
         self.ready_at: float | None = None
@@ -110,45 +49,33 @@ class RayWorker:
     @property
     def pid(self) -> int | None:
         """The actor's process id on its node, once it has started (None before)."""
-        if self._pid is None and not self._lost:
-            try:
-                ready, _ = self._ray.wait([self._pid_ref], timeout=0)
-                if ready:
-                    self._pid = self._ray.get(self._pid_ref)
-            except self._ray.exceptions.RayError:
-                return None
-        return self._pid
+        return self._host.pids.get(self._key)
 
     def send(self, msg: ServerMessage) -> None:
         """An actor call; one to an actor that is gone is not an error (its poll says so)."""
         match msg:
             case Job(config=cfg, threads=threads):
-                self._actor.start.remote(cfg, threads)
+                self._inbox = self._host.start(self._key, cfg, threads)
             case Stop():
-                self._actor.stop.remote()
+                self._host.call(self._key, "stop")
             case SetThreads(threads=threads):
-                self._actor.set_threads.remote(threads)
+                self._host.call(self._key, "set_threads", threads)
 
     def receive(self, timeout: float) -> WorkerMessage | None:
         """The actor's next message, or None within `timeout`; EOFError once the actor is lost."""
-        if self._buffer:
-            return self._buffer.popleft()
         if self._lost is not None:
             raise EOFError(self._lost)
-        if self._pending is None:
-            self._pending = self._actor.poll.remote()
-        ready, _ = self._ray.wait([self._pending], timeout=timeout)
-        if not ready:
+        if self._inbox is None:
+            time.sleep(timeout)
             return None
-        ref, self._pending = self._pending, None
         try:
-            self._buffer.extend(self._ray.get(ref))
-            if self._pid is None:  # it answered, so its pid (asked first) is in
-                self._pid = self._ray.get(self._pid_ref)
-        except self._ray.exceptions.RayError as e:  # RayActorError, ActorDiedError, a lost node
-            self._lost = error_line(e, last=True)[:300]
-            raise EOFError(self._lost) from None
-        return self._buffer.popleft() if self._buffer else None
+            msg = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if isinstance(msg, EOFError):  # RayActorError, ActorDiedError, a lost node
+            self._lost = str(msg)
+            raise msg
+        return msg
 
     def is_ready(self) -> bool:
         return True
@@ -162,10 +89,7 @@ class RayWorker:
     def kill(self) -> None:
         """End the actor at once, mid-step (a stop it did not answer in time)."""
         self._ended = True
-        try:
-            self._ray.kill(self._actor, no_restart=True)
-        except Exception:  # noqa: BLE001 -- already gone
-            pass
+        self._host.kill(self._key)
 
     def reap(self, grace: float = 1.0) -> None:
         """After its last message: end the actor, which frees its CPU on the cluster."""
@@ -182,23 +106,118 @@ class RayWorker:
 
 
 class RayBackend:
-    """Makes a `RayWorker` per run on the cluster `ray` is connected to; the Runner's `new_worker`."""
+    """Makes a `RayWorker` per run on the Ray cluster at `address`; the Runner's `new_worker`. The
+    connection lives in a host process (ray_host.py); when the cluster goes, its runs fail with one
+    sentence, and the next Start makes a new host: on the cluster once it is back, else that Start
+    fails with one sentence (msg.cluster_gone) after a port check, without a new process."""
 
-    def __init__(self, ray: Any) -> None:
-        self._ray = ray
-        self._cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(RunActor)
+    def __init__(
+        self, address: str, connect: Connect, probe: Callable[[str], None], connect_timeout: float = 60.0
+    ) -> None:
+        """`connect` joins the cluster in the host process (ray_host.Connect); `probe` raises when
+        nothing at `address` speaks gRPC (ln_viz.sweep.ray_address.probe), before a new host is made."""
+        self.address = address
+        self._connect_fn, self._probe = connect, probe
+        self._lock = threading.Lock()
+        self._cpus_at: tuple[float, tuple[int, int]] | None = None
+        self._host = self._connect(connect_timeout)
+
+    def _connect(self, timeout: float) -> RayHost | _Refused:
+        """The host for the address, connected; a stand-in that refuses every Start with one sentence
+        when nothing there answers (checked here first: no host process for a closed port)."""
+        try:
+            if self.address not in ("local", "auto"):
+                self._probe(self.address)
+        except Exception as e:  # noqa: BLE001 -- the SweepError's reason goes into the sentence
+            reason = str(getattr(e, "params", {}).get("reason") or error_line(e, named=False))[:200]
+            line = f"the Ray cluster at {self.address} does not answer ({reason})"
+            return _Refused(Failed(line, MSG_CLUSTER_GONE, {"address": self.address, "reason": reason}))
+        host = RayHost.shared(self.address, self._connect_fn)  # the map's sweeps use the same
+        host.ready.wait(timeout)
+        return host
+
+    @property
+    def problem(self) -> Failed | None:
+        """Why the cluster cannot be used now (its sentence), or None while it is connected."""
+        host = self._host
+        if host.error is not None and host.error.key != MSG_CLUSTER_GONE:  # refused us: a token, not Ray
+            return host.error
+        if host.gone or host.error is not None:
+            return Failed(f"the Ray cluster at {self.address} does not answer", WHERE_GONE, {"address": self.address})
+        return None
 
     def __call__(self, run_id: str | None, warm: bool) -> RayWorker:
-        return RayWorker(self._ray, self._cls, run_id or f"pool-{time.monotonic_ns()}")
+        return RayWorker(self._host_for_start(), run_id or f"pool-{time.monotonic_ns()}")
+
+    def _host_for_start(self) -> RayHost | _Refused:
+        """The host, or a new one when the last is gone and the head's port answers again."""
+        with self._lock:
+            host = self._host
+            if not (host.gone or host.error is not None):
+                return host
+            self._host = host = self._connect(60.0)
+            self._cpus_at = None
+            return host
 
     def cpus(self) -> tuple[int, int]:
         """(CPUs busy, CPUs in all) on the cluster, asked of Ray at most once a second (every Live tab
-        of a class reads it on each refresh: one query a second, not one per tab)."""
+        of a class reads it on each refresh: one query a second, not one per tab); (0, 0) while the
+        cluster is gone."""
         now = time.monotonic()
-        cached = getattr(self, "_cpus_at", None)
+        cached = self._cpus_at
         if cached is not None and now - cached[0] < 1.0:
             return cached[1]
-        total = int(self._ray.cluster_resources().get("CPU", 0))
-        free = int(self._ray.available_resources().get("CPU", 0))
-        self._cpus_at = (now, (max(0, total - free), total))
-        return self._cpus_at[1]
+        got = self._host.cpus()
+        if got is None:
+            got = (0, 0) if self.problem is not None else (cached[1] if cached else (0, self._host.total_cpus or 0))
+        self._cpus_at = (now, got)
+        return got
+
+    def shutdown(self) -> None:
+        self._host.shutdown()
+
+
+class UnusableBackend:
+    """The `new_worker` of a server whose Ray address cannot be used ($LN_VIZ_RAY_ADDRESS is not an
+    address): every Start fails with the address's one sentence, and the pages still draw."""
+
+    def __init__(self, error: Exception) -> None:
+        key, params = getattr(error, "key", None), dict(getattr(error, "params", {}) or {})
+        self.problem = Failed(error_line(error, named=False)[:300], key, params)
+
+    def __call__(self, run_id: str | None, warm: bool) -> RayWorker:
+        return RayWorker(_Refused(self.problem), run_id or "refused")  # type: ignore[arg-type]
+
+    def cpus(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _Refused:
+    """A host stand-in for a cluster that cannot be used: each run fails with `error`."""
+
+    gone = True
+    total_cpus = 0
+    pids: dict[str, int] = {}
+
+    def __init__(self, error: Failed) -> None:
+        self.error = error
+
+    def cpus(self) -> None:
+        return None
+
+    def shutdown(self, timeout: float = 0.0) -> None:
+        pass
+
+    def start(self, key: str, cfg: RunConfig, threads: int) -> queue.SimpleQueue:
+        inbox: queue.SimpleQueue = queue.SimpleQueue()
+        inbox.put(self.error)
+        return inbox
+
+    def call(self, key: str, method: str, *arg: Any) -> None:
+        pass
+
+    def kill(self, key: str) -> None:
+        pass

@@ -34,32 +34,40 @@ def make_runner(**hooks: Any) -> Runner:
     warm = int(raw) if raw else min(2, cap or os.cpu_count() or 1)
     backend = ray_backend() if os.environ.get(EXECUTOR_ENV, "").strip() == "ray" else None
     if backend is not None:  # the cluster's CPUs, still capped by LN_VIZ_MAX_CONCURRENT; no warm pool
-        cap, warm = min(cap or 10**6, max(1, backend.cpus()[1])), 0
+        cap, warm = min(cap or 10**6, max(1, backend.cpus()[1] or os.cpu_count() or 1)), 0
     return Runner(max_concurrent=cap, warm_workers=warm, max_seconds=max_seconds, new_worker=backend, **hooks)
 
 
 def ray_backend():
     """The Ray cluster of $LN_VIZ_RAY_ADDRESS (else $RAY_ADDRESS, else a private one of this server),
-    connected as the Stability map's sweeps connect: the one driver thread, the address checked first,
-    the ln_viz package sent with the job to a cluster the server did not start."""
-    from ln_viz.runner.ray_worker import RayBackend
-    from ln_viz.sweep.ray_address import configured_address, parse_address
-    from ln_viz.sweep.ray_exec import connect
+    connected as the Stability map's sweeps connect (the address checked first, the ln_viz package sent
+    with the job to a cluster the server did not start), from a host process of its own (ray_host.py).
+    An address that cannot be used fails each Start with its one sentence, never the page."""
+    from ln_viz.runner.ray_worker import RayBackend, UnusableBackend
+    from ln_viz.sweep.ray_address import configured_address, parse_address, probe
+    from ln_viz.sweep.ray_exec import CONNECT_TIMEOUT_S, connect_here
+    from ln_viz.sweep.spec import SweepError
 
-    address, error = configured_address()
-    if error is not None:
-        raise error
-    address = address or parse_address(os.environ.get("RAY_ADDRESS", "").strip() or "local", "$RAY_ADDRESS")
-    return RayBackend(connect(address))
+    try:
+        address, error = configured_address()
+        if error is not None:
+            raise error
+        address = address or parse_address(os.environ.get("RAY_ADDRESS", "").strip() or "local", "$RAY_ADDRESS")
+    except SweepError as e:
+        return UnusableBackend(e)
+    return RayBackend(address, connect_here, probe, connect_timeout=CONNECT_TIMEOUT_S)
 
 
 def where_line(runner: Runner, lang: str) -> str:
     """Where this server's runs train: "on the cluster, 3 of 64 CPUs busy", or on this machine."""
     from ln_viz.i18n import t
 
-    cpus = getattr(getattr(runner, "new_worker", None), "cpus", None)  # a RayBackend has its CPUs
+    backend = getattr(runner, "new_worker", None)
+    cpus = getattr(backend, "cpus", None)  # a RayBackend has its CPUs
     if cpus is None:
         return t("ui.where_local", lang, cap=runner.max_concurrent)
+    if (problem := getattr(backend, "problem", None)) is not None:  # the cluster is gone: its sentence
+        return t(problem.key, lang, **problem.params) if problem.key else problem.line
     busy, total = cpus()
     return t("ui.where_cluster", lang, busy=busy, total=total)
 

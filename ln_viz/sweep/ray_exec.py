@@ -9,10 +9,13 @@ whether it takes us (a token it refuses is said as such), and only then given to
 connection that still hangs is left behind on Stop (or after CONNECT_TIMEOUT_S), so it never holds the
 caller.
 
-Why one long-lived driver thread: Ray ties the head processes it starts to the thread that called
-`ray.init`; inside Streamlit, an init from a script thread (which ends after every rerun) killed the
-server on the next rerun (ray issue 45570). So every Ray call of this process happens in one daemon
-thread, `_Driver`, which inits once per address and runs the sweeps it is handed one at a time.
+Where the driver runs: in a Ray host process (ln_viz/runner/ray_host.py), one per address in a process,
+shared with Live's runs on the server. Ray's driver ends the process it is in when the cluster's GCS is
+gone (60 s after a head dies, or at once when a head restarted on the same port answers), so it is a
+child: a dead head fails the cells it trained and ends the sweep with one sentence, and the server or
+the CLI lives on. In the host, `ray.init` happens in one daemon thread, `_Driver`, which inits once
+per address: Ray ties the head processes it starts to the thread that called `ray.init`, and an init
+from a Streamlit script thread (which ends after every rerun) killed the server (ray issue 45570).
 
 Code on the nodes: on a cluster it did not start, the ln_viz package goes with the job
 (`runtime_env={"py_modules": [ln_viz]}`); the nodes need torch==2.13.0, numpy, pandas and
@@ -22,6 +25,7 @@ ray==2.60.0 installed (README, "The stability map"). A private cluster shares th
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -196,7 +200,10 @@ def _check_gcs(ray: Any, address: str) -> None:
 
 
 class RayExecutor:
-    """Cells as Ray tasks on the cluster at `address` ($RAY_ADDRESS, else a private local one)."""
+    """Cells as Ray tasks on the cluster at `address` ($RAY_ADDRESS, else a private local one), sent
+    through this process's Ray host (ln_viz/runner/ray_host.py: Ray's driver ends the process it is in
+    when the cluster goes, so it lives in a child): a head that dies fails the cells it was training and
+    ends the sweep with one sentence (sweep.err.ray_lost), and the process lives on."""
 
     name = "ray"
 
@@ -213,67 +220,125 @@ class RayExecutor:
 
     def run(self, cells: Sequence[Cell], on_step: OnStep, on_end: OnEnd, stop: threading.Event) -> None:
         """Train every cell; see ln_viz.sweep.executors for the contract."""
-        driver = _Driver.get()
+        from ln_viz.runner.ray_host import RayHost
+
+        if self.address not in ("local", "auto"):  # before a host process: nothing there, said at once
+            probe(self.address)
         cpus = self.workers if self.address == "local" else None
-        try:  # Stop frees the caller even while a connection hangs (issue 21, X3)
-            ray = driver.call(
-                lambda: None if stop.is_set() else driver.connect(self.address, cpus), stop, CONNECT_TIMEOUT_S
-            )
-        except TimeoutError:
-            raise SweepError(
-                "sweep.err.ray_stuck",
-                "address",
-                address=self.address,
-                seconds=int(CONNECT_TIMEOUT_S),
-                version=RAY_VERSION,
-            ) from None
-        if ray is not None and not stop.is_set():
-            driver.call(lambda: self._run(ray, driver, cells, on_step, on_end, stop))
+        host = RayHost.shared(self.address, functools.partial(connect_here, num_cpus=cpus))
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while not host.ready.wait(_POLL_S):  # Stop frees the caller even while a connection hangs (issue 21, X3)
+            if stop.is_set():
+                return
+            if time.monotonic() > deadline:
+                host.shutdown(timeout=1.0)
+                raise SweepError(
+                    "sweep.err.ray_stuck",
+                    "address",
+                    address=self.address,
+                    seconds=int(CONNECT_TIMEOUT_S),
+                    version=RAY_VERSION,
+                )
+        if host.error is not None:
+            e = host.error
+            if e.key:  # the host's SweepError, remade here with its key and values
+                raise SweepError(e.key, "address", **{k: v for k, v in e.params.items() if k != "field"})
+            raise SweepError("sweep.err.ray_connect", "address", address=self.address, reason=e.line[:200])
+        if host.total_cpus:
+            self.workers = host.total_cpus
+        if not stop.is_set():
+            self._follow(host, list(cells), on_step, on_end, stop)
 
-    def _run(self, ray: Any, driver: _Driver, cells: Sequence[Cell], on_step: OnStep, on_end: OnEnd, stop):
-        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        todo = deque(range(len(cells)))
-        gens: dict[Any, int] = {}
-        last: dict[int, str] = {}
-        try:
-            while (todo or gens) and not stop.is_set():
-                while todo and len(gens) < self.workers + 1:  # one queued per cluster, so a core never waits
-                    i = todo.popleft()
-                    gens[driver._task.options(name=f"ln-viz-cell-{i}").remote(cells[i].config)] = i
-                ready, _ = ray.wait(list(gens), num_returns=len(gens), timeout=_POLL_S)
-                for gen in ready:
-                    self._read(ray, gen, gens, last, on_step, on_end)
-        finally:
-            for gen, i in gens.items():  # stopped: force ends the worker at once, mid-step
-                ray.cancel(gen, force=True)
-                self._running.pop(i, None)
-                on_end(i, "stopped", None)
+    def _follow(self, host: Any, cells: list[Cell], on_step: OnStep, on_end: OnEnd, stop: threading.Event) -> None:
+        """Hand the cells to the host and pass its events on until the sweep is done."""
+        sid, events = host.sweep(run_cells, cells)
+        started: set[int] = set()
+        stop_sent = False
+        while True:
+            if stop.is_set() and not stop_sent:
+                host.stop_sweep(sid)
+                stop_sent = True
+            try:
+                event = events.get(timeout=_POLL_S)
+            except queue.Empty:
+                continue
+            match event:
+                case ("step", i, pid, step, loss, eval_loss, status):
+                    started.add(i)
+                    self._running[i] = pid
+                    on_step(i, step, loss, eval_loss, status)
+                case ("end", i, status, error):
+                    started.discard(i)
+                    self._running.pop(i, None)
+                    on_end(i, status, error)
+                case ("error", line):
+                    raise SweepError("sweep.err.ray_connect", "address", address=self.address, reason=line[:200])
+                case ("done",):
+                    return
+                case ("gone",):  # the host ended: the cluster stopped answering
+                    for i in sorted(started):
+                        self._running.pop(i, None)
+                        on_end(i, "failed", "the Ray cluster stopped answering")
+                    if stop.is_set():
+                        return
+                    raise SweepError("sweep.err.ray_lost", "address", address=self.address)
 
-    def _read(self, ray: Any, gen: Any, gens: dict[Any, int], last: dict[int, str], on_step: OnStep, on_end: OnEnd):
-        """One item of a cell's stream: a step, its end, or its failure."""
-        i = gens[gen]
-        try:
-            ref = next(gen)
-            pid, msg = ray.get(ref)
-        except StopIteration:
-            del gens[gen]
-            self._running.pop(i, None)
-            on_end(i, last.get(i, "failed"), None if i in last else "the task ended without a step")
-            return
-        except ray.exceptions.RayError as e:  # the task raised, or its worker died
-            del gens[gen]
-            self._running.pop(i, None)
-            on_end(i, "failed", error_line(e, last=True)[:300])
-            return
-        self._running[i] = pid
-        snap = msg.snapshot
-        last[i] = snap.status
-        on_step(i, snap.step, snap.loss, snap.eval_loss, snap.status)
+
+def run_cells(ray: Any, cells: Sequence[Cell], emit: Callable[..., None], stop: threading.Event) -> None:
+    """In the Ray host process: every cell a task, at most the cluster's CPUs (+1 queued) at once;
+    emit("step", i, pid, step, loss, eval_loss, status) per step and emit("end", i, status, error) per cell
+    that started (see ln_viz.runner.ray_host.RunCells)."""
+    task = ray.remote(num_cpus=1, max_retries=0)(_train_cell)
+    workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    todo = deque(range(len(cells)))
+    gens: dict[Any, int] = {}
+    last: dict[int, str] = {}
+    try:
+        while (todo or gens) and not stop.is_set():
+            while todo and len(gens) < workers + 1:  # one queued per cluster, so a core never waits
+                i = todo.popleft()
+                gens[task.options(name=f"ln-viz-cell-{i}").remote(cells[i].config)] = i
+            ready, _ = ray.wait(list(gens), num_returns=len(gens), timeout=_POLL_S)
+            for gen in ready:
+                _read(ray, gen, gens, last, emit)
+    finally:
+        for gen, i in gens.items():  # stopped: force ends the worker at once, mid-step
+            ray.cancel(gen, force=True)
+            emit("end", i, "stopped", None)
+
+
+def _read(ray: Any, gen: Any, gens: dict[Any, int], last: dict[int, str], emit: Callable[..., None]) -> None:
+    """One item of a cell's stream: a step, its end, or its failure."""
+    i = gens[gen]
+    try:
+        ref = next(gen)
+        pid, msg = ray.get(ref)
+    except StopIteration:
+        del gens[gen]
+        emit("end", i, last.get(i, "failed"), None if i in last else "the task ended without a step")
+        return
+    except ray.exceptions.RayError as e:  # the task raised, or its worker died
+        del gens[gen]
+        emit("end", i, "failed", error_line(e, last=True)[:300])
+        return
+    snap = msg.snapshot
+    last[i] = snap.status
+    emit("step", i, pid, snap.step, snap.loss, snap.eval_loss, snap.status)
+
+
+def connect_here(address: str, num_cpus: int | None = None) -> Any:
+    """Join the cluster at `address` (a private one of `num_cpus` for "local") from this process's
+    driver thread; the `ray` module, connected (a Ray host process's `Connect`: ln_viz/runner/ray_host.py)."""
+    driver = _Driver.get()
+    return driver.call(lambda: driver.connect(address, num_cpus))
 
 
 def disconnect(timeout: float = 10.0) -> None:
-    """End this process's Ray connection (and a private cluster it started, with its helper processes);
-    from any thread. Gives up after `timeout` s when the driver thread is stuck in a connection."""
+    """End this process's Ray hosts and connection (and a private cluster one started, with its helper
+    processes); from any thread. Gives up after `timeout` s when the driver thread is stuck in a connection."""
+    from ln_viz.runner.ray_host import RayHost
+
+    RayHost.end_all(timeout)
     if _Driver._instance is None:
         return
 
@@ -288,11 +353,3 @@ def disconnect(timeout: float = 10.0) -> None:
         _Driver._instance.call(end, timeout=timeout)
     except TimeoutError:
         pass  # stuck in a ray.init that never returns: there is no connection to end
-
-
-def connect(address: str) -> Any:
-    """Connect this process to the Ray cluster at `address` through its one driver thread, as a sweep does
-    (the address checked first, the ln_viz package sent to a cluster this process did not start), and
-    return the `ray` module: for the Runner's Ray backend. TimeoutError after CONNECT_TIMEOUT_S."""
-    driver = _Driver.get()
-    return driver.call(lambda: driver.connect(address, None), timeout=CONNECT_TIMEOUT_S)

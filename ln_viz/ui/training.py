@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 def _shutdown(runner: Runner) -> None:
     runner.shutdown()
+    getattr(runner.new_worker, "shutdown", lambda: None)()  # a Ray backend's host process
 
 
 @st.cache_resource(show_spinner=False, on_release=_shutdown)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ln_viz.i18n import t
 from ln_viz.runner import RunHandle
-from ln_viz.watchlink import qr_png, short_text, watch_url
+from ln_viz.watchlink import only_this_computer, qr_png, short_text, watch_url
 
 # app.py's pages other than Live (their url paths): a link copied on one of them still opens Live
 PAGE_PATHS = ("compare", "init-lab", "runs", "theory", "stability-map")
@@ -69,12 +69,15 @@ def draw(row: Any, store_id: int, lang: str, lecture: bool) -> None:
     """The "Watch link" button in `row` (a horizontal container); its popover holds the short link, the
     whole link to copy and the QR code."""
     url = link(store_id, lang)
+    local = only_this_computer(url)  # the server listens on 127.0.0.1: a student's phone would open its own
     with row.popover(t("watch.share", lang), icon=":material/qr_code_2:", key="watch_share"):
-        st.caption(t("watch.share_intro", lang, id=store_id))  # no st.markdown here: a page's first one is its status
+        # no st.markdown here: a page's first one is its status
+        st.caption(t("watch.share_local" if local else "watch.share_intro", lang, id=store_id))
         st.subheader(_plain(short_text(url)), anchor=False)  # large, to read off the projector
         st.code(url, language=None, wrap_lines=True)
-        qr = _qr(url, QR_SCALE[lecture])  # PNG, kept PNG: a JPEG blurs the modules
-        st.image(qr, width=QR_WIDTH[lecture], caption=t("watch.qr_caption", lang), output_format="PNG")
+        if not local:  # no QR code for an address nobody else can reach
+            qr = _qr(url, QR_SCALE[lecture])  # PNG, kept PNG: a JPEG blurs the modules
+            st.image(qr, width=QR_WIDTH[lecture], caption=t("watch.qr_caption", lang), output_format="PNG")
 
 
 def popover_for(store_id: int | None, lang: str, lecture: bool) -> Callable[[Any], None]:
