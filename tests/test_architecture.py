@@ -61,6 +61,8 @@ LAYERS: list[tuple[str, str]] = [
     ),
     # where a configuration enters: the command line's flags and a page's link
     ("entry", "cli cli.parser cli.train cli.runs cli.compare __main__ urlstate watchlink"),
+    # what a run view shows (status, verdicts, labels), made from any of the layers below, drawn by ui/
+    ("views", "run_frames"),
     ("ui", "ui.*"),  # the only streamlit-aware code: ln_viz/ui/ and everything in it
 ]
 # Everything outside ln_viz/ui/ is the engine: the app's pages and the CLI share it, so it never needs a

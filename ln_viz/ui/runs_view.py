@@ -10,7 +10,6 @@ import hashlib
 import logging
 import os
 from datetime import datetime
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -22,19 +21,17 @@ from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
 from ln_viz.sweep.labels import lr_label
 from ln_viz.text import one_line
-from ln_viz.ui import language
+from ln_viz.ui import language, nav
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
 
 LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
-COMPARE_PAGE = "pages/compare.py"
 SORTS = {  # widget option -> Store.list_runs sort
     "newest": "-created",
     "oldest": "created",
     "loss_low": "final_loss",
     "loss_high": "-final_loss",
 }
-_ROOT = Path(__file__).resolve().parents[2]  # the app's folder, where pages/ lives
 log = logging.getLogger(__name__)
 
 
@@ -224,7 +221,7 @@ def runs_table(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | 
 
 def compare_button(selected: list[int], lang: str) -> None:
     """ "Compare these two": hands exactly two selected ids to the Compare page (when it exists)."""
-    available = (_ROOT / COMPARE_PAGE).exists()
+    available = nav.COMPARE.exists()
     if not available:
         note = t("runs.compare_missing", lang)
     elif len(selected) != 2:
@@ -239,7 +236,7 @@ def compare_button(selected: list[int], lang: str) -> None:
         icon=":material/compare:",
     ):
         st.session_state["compare_runs"] = list(selected)
-        st.switch_page(COMPARE_PAGE)
+        st.switch_page(nav.COMPARE.file)
 
 
 # --- one run ----------------------------------------------------------------------------------------------
