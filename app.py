@@ -9,7 +9,6 @@ this file as its script (`__name__ == "__main__"`): the router and the frame eve
 titles follow the language switch; the live training page is the default page."""
 
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import streamlit as st
 
@@ -29,25 +28,16 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
 
 else:  # a visit: the router
     from ln_viz.i18n import t
-    from ln_viz.ui import language, lecture_switch, loss_view, page_state, storage
+    from ln_viz.ui import language, lecture_switch, loss_view, nav, page_state, storage
 
     st.set_page_config(page_title="ln-viz", page_icon=":bar_chart:", layout="wide")
 
     lang = language.current_lang()
-    PAGES = [  # file, title key, icon, url path
-        ("pages/live.py", "nav.live", ":material/play_circle:", None),
-        ("pages/compare.py", "nav.compare", ":material/compare:", "compare"),
-        ("pages/init_lab.py", "nav.init_lab", ":material/science:", "init-lab"),
-        ("pages/runs.py", "nav.runs", ":material/folder_open:", "runs"),
-        ("pages/theory.py", "nav.theory", ":material/menu_book:", "theory"),
-        ("pages/stability_map.py", "nav.stability_map", ":material/grid_on:", "stability-map"),
-    ]
-    here = Path(__file__).parent
     page = st.navigation(
         [
-            st.Page(path, title=t(title, lang), icon=icon, url_path=url, default=url is None)
-            for path, title, icon, url in PAGES
-            if (here / path).exists()
+            st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, url_path=p.url_path, default=p.url_path is None)
+            for p in nav.PAGES
+            if p.exists()
         ]
     )
     language.lang_switch()

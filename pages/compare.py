@@ -3,9 +3,9 @@ shapes agree, same batches), or two stored runs picked on the Runs page."""
 
 import streamlit as st
 
+from ln_viz import run_frames
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.sweep.compare import takeaway
 from ln_viz.ui import (
     compare_seeds,
     compare_view,
@@ -17,8 +17,9 @@ from ln_viz.ui import (
     links,
     live,
     loss_view,
+    nav,
     page_state,
-    stepper,
+    run_view,
     training,
 )
 from ln_viz.ui.safe import md
@@ -39,26 +40,16 @@ if stored:  # two runs from the store: draw them, train nothing
     if row.button(t("compare.clear_stored", lang), key="compare_clear"):
         del st.session_state["compare_runs"]
         st.rerun()
-    from ln_viz.ui.storage import stored_pair
-
     store = get_store()
     if store is None:
         st.error(t("runs.no_store", lang))
         st.stop()
-    try:  # read once per run and change, through the shared cache (not on every Play tick), thinned so
-        # that the two runs' probe steps line up
-        datas = stored_pair(store, stored)
+    try:
+        source = run_view.StoredRuns.read(store, stored, lang)
     except LocalizedError as e:  # deleted meanwhile
         st.error(md(e.message(lang)))
         st.stop()
-    labels = compare_view.stored_labels(datas, stored, lang)
-    stored_timer = stepper.timer("compare_step", None)  # Play's tick; the fragment's own reruns keep it
-
-    @st.fragment(run_every=stored_timer)
-    def stored_view() -> None:
-        compare_view.draw(datas, labels, lang, done=True, ticking=stored_timer is not None)
-
-    stored_view()
+    run_view.draw(source, lang, False, "compare_step", None)  # Play's tick; the fragment's own reruns keep it
     st.stop()
 
 form_keys = (k for p in compare_view.SIDES for k in config_form.form_keys(p))
@@ -87,7 +78,7 @@ if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are
     compare_seeds.seeds_input(lang, st.sidebar)  # kept (and read from the link) like the forms
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
     choices = (list(COMPARE_PRESETS), scenario, "lecture.scenario.", compare_view.pick_scenario)
-    start, stop = lecture_view.header(configs, lang, choices, buttons, ("pages/live.py", "nav.live"), running)
+    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running)
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))
@@ -105,7 +96,7 @@ compare_seeds.write_query()
 
 try:
     if not lecture:
-        st.caption(md(compare_view.scenario_caption(lang) + " " + compare_view.differences(*configs, lang)))
+        st.caption(md(compare_view.scenario_caption(lang) + " " + run_frames.differences(*configs, lang)))
     if start:
         compare_seeds.start(runs, configs, n_seeds)  # every run checked before any starts
         st.rerun()  # drawn again as running: Stop enabled, the charts of the new runs
@@ -118,65 +109,9 @@ if stop:
 
 # The runs of the settings both forms (and the header) name, else the empty charts Start would fill.
 side_cfgs = [compare_seeds.seed_configs(cfg, n_seeds) for cfg in configs]
-shown = [[runs.shown(r, c) for r, c in zip(rs, cs)] for rs, cs in zip(compare_seeds.roles(n_seeds), side_cfgs)]
-handles = [[runner.get(i) for i in side] for side in shown] if all(all(side) for side in shown) else []
-handles = handles if all(h is not None for side in handles for h in side) else []
-timer = stepper.timer("compare_step", live.REFRESH_S if running else None)
-
-
-@st.fragment(run_every=timer)
-def compare_live() -> None:
-    ticking = not running and timer is not None
-    if not handles:  # before Start: the empty charts of the runs Start would begin
-        try:
-            datas = [live.preview_data(cfg.validate()) for cfg in configs]
-        except LocalizedError:
-            return  # the error above says what is wrong
-        views, groups, picks = [], [[d] for d in datas], [0, 0]
-        lines = [t("ui.other_run_training" if running else "ui.not_started", lang)]
-    else:  # each side's runs seed by seed, and its median seed (the only one, with one)
-        views, groups, picks = compare_seeds.side_runs(handles)
-        datas = [g[m] for g, m in zip(groups, picks)]
-        lines = compare_seeds.status_lines(views, lang, runner.max_concurrent)
-    shown_views = [side[m] for side, m in zip(views, picks)]
-    labels = compare_view.run_labels([d.info.config for d in datas], lang)
-    if len(set(labels)) < len(labels):  # the same settings twice: name the sides
-        labels = [f"{t(k, lang)}: {n}" for k, n in zip(("compare.run_a", "compare.run_b"), labels)]
-    loss_labels = labels
-    if n_seeds > 1 and views:
-        labels = compare_seeds.median_labels(labels, side_cfgs, picks, lang, short=lecture)
-    done = bool(views) and all(v.done for side in views for v in side)
-    result = compare_seeds.comparison(side_cfgs, views, groups) if done else None
-    sentence = takeaway(result, lang) if result is not None else None
-    if lecture:
-        if not done:
-            lines = [*lines, *live.message_lines(shown_views, lang)]
-        elif n_seeds > 1:
-            lines = compare_seeds.verdict_lines(sentence, views, lang)
-        else:
-            lines = live.verdict_lines(shown_views, labels, lang)
-        step = lecture_view.status_and_steps(
-            lines, compare_view.common_steps(datas), "compare_step", lang, done, ticking
-        )
-        lesson = lecture_view.lesson_chart(scenario, [d.info.config for d in datas])
-        mark = lecture_view.step_mark(step, compare_view.common_steps(datas), done)
-        lecture_view.draw_compare(datas, labels, lang, step, lesson, (groups, loss_labels), mark)
-    else:
-        st.markdown("  \n".join(lines))
-
-        def notes() -> None:
-            if sentence is not None:
-                compare_seeds.show_sentence(sentence, compare_seeds.report_json(result, sentence), lang)
-            for view in shown_views:
-                live.run_message(view, lang)
-            if views:
-                live.thinning_notes(datas, [side[m] for side, m in zip(handles, picks)], lang)
-
-        compare_view.draw(datas, labels, lang, done, ticking, notes, (groups, loss_labels))
-    if running and not runs.running(compare_seeds.ALL_ROLES):  # they ended while this fragment ticked
-        st.rerun(scope="app")  # stops the timer, disables Stop, reveals the takeaway
-
-
-compare_live()
+handles = compare_seeds.shown_handles(runs, runner, side_cfgs)
+source = run_view.RunnerRuns(handles, configs, lambda: runs.running(compare_seeds.ALL_ROLES), runner.max_concurrent,
+                            scenario, side_cfgs)  # fmt: skip
+run_view.draw(source, lang, lecture, "compare_step", run_view.REFRESH_S if running else None)
 if lecture:
     lecture_view.takeaway(scenario, lang, ended=bool(handles) and all(h.done for side in handles for h in side))

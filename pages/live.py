@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from ln_viz import charts
 from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import (
@@ -13,9 +12,9 @@ from ln_viz.ui import (
     lecture_view,
     links,
     live,
-    loss_view,
+    nav,
     page_state,
-    stepper,
+    run_view,
     training,
     watch,
     watch_share,
@@ -44,7 +43,8 @@ preset = preset if preset in PRESETS else None
 running = runs.running(("live",))
 # The charts show the run of the settings the form (and the lecture view's header) names, else the empty
 # charts Start would fill: a preset picked after a run no longer leaves that run under the new name.
-run_id = runs.shown("live", live.form_config())
+form_cfg = live.form_config()
+run_id = runs.shown("live", form_cfg)
 handle = runner.get(run_id) if run_id else None
 shared_id = watch_share.store_id_of(handle)  # its watch link: beside Start, or in the lecture view's header
 if lecture:
@@ -53,7 +53,7 @@ if lecture:
         lang,
         (list(PRESETS), preset, "lecture.preset.", lambda name: config_form.choose_preset(name, "")),
         (("start", t("ui.start", lang)), ("stop", t("ui.stop", lang))),
-        ("pages/compare.py", "nav.compare"),
+        nav.COMPARE,
         running,
         watch_share.popover_for(shared_id, lang, lecture=True),
     )
@@ -77,56 +77,15 @@ if stop:
     runs.stop("live")
     st.rerun()
 
-timer = stepper.timer("probe_step", live.REFRESH_S if running else None)
+source = run_view.RunnerRuns([[handle]] if handle else [], [form_cfg], lambda: runs.running(("live",)),
+                            runner.max_concurrent, preset, where=lambda: training.where_line(runner, lang))  # fmt: skip
 
 
-@st.fragment(run_every=timer)
-def live_view() -> None:
-    ticking = not running and timer is not None
-    view = handle.view() if handle is not None else None
-    if view is None:
-        try:  # the empty charts of the run Start would begin: fixed axes, the unigram line, planned lr
-            data = live.preview_data(config_form.read_config().validate())
-        except LocalizedError:
-            st.info(t("ui.not_started", lang))
-            return  # the form says what is wrong when Start is pressed
-        status, key = t("ui.other_run_training" if running else "ui.not_started", lang), None
-    else:
-        status = live.status_line(view, lang, runner.max_concurrent)
-        if view.status == "queued":  # its place in the line only: ten queued tabs redrawing six charts
-            st.markdown(f"**{status}**")
-            return  # every second would starve the server
-        data = live.complete_data(handle, view) or live.preview_data(view.config)
-        key = live.finished_key(handle, view, data)
-    done = view is not None and view.done
-    if lecture:
-        figure = live.figures(data, lang, done, True, key, loss_view.current())  # the controls: not in this view
-        lines = [f"**{status}**", *live.message_lines([view] if view else [], lang)]
-        if done:  # how it came out, in one line that names the run
-            lines = live.verdict_lines([view], [charts.norm_label(view.config.norm_position, lang)], lang)
-        step = lecture_view.status_and_steps(lines, data.probe_steps, "probe_step", lang, done, ticking)
-        mark = lecture_view.step_mark(step, data.probe_steps, done)
-        lecture_view.draw_live(figure, step, lecture_view.lesson_chart(preset, [data.info.config]), mark)
-    else:
-        with st.container(key="live_status"):  # as tall as the info box before Start: no jump
-            if view is None:
-                st.info(status)
-            else:
-                st.markdown(f"**{status}**")
-        st.caption(training.where_line(runner, lang))
-
-        def notes() -> None:
-            if view is not None:
-                live.run_message(view, lang)
-                live.thinning_notes([data], [handle], lang)
-
-        live.draw_charts(data, lang, done=done, cache_key=key, ticking=ticking, notes=notes)
-    if running and not runs.running(("live",)):  # it ended while this fragment ticked: a full rerun
-        st.rerun(scope="app")  # stops the timer, disables Stop, reveals the takeaway
+def watch_link_stored(_frame) -> None:
     if shared_id is None and watch_share.store_id_of(handle) is not None:  # stored now: show its watch link
         st.rerun(scope="app")
 
 
-live_view()
+run_view.draw(source, lang, lecture, "probe_step", run_view.REFRESH_S if running else None, watch_link_stored)
 if lecture:
     lecture_view.takeaway(preset, lang, ended=handle is not None and handle.done, question="lecture.question.live")

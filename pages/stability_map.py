@@ -14,7 +14,7 @@ from ln_viz.sweep.labels import cell_title, lecture_takeaway, lecture_title
 from ln_viz.sweep.results import curves
 from ln_viz.sweep.spec import duration_text, estimate
 from ln_viz.sweep.storage import results_frame
-from ln_viz.ui import keys, language, layout, lecture_switch, lecture_view, links, stability_form
+from ln_viz.ui import keys, language, layout, lecture_switch, lecture_view, links, nav, stability_form
 from ln_viz.ui import stability_view as view
 from ln_viz.ui.safe import md
 from ln_viz.urlstate import live_link, live_link_html
@@ -31,7 +31,7 @@ for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
 if lecture:  # one screen: the header strip, the map and its curves sized from the viewport, the takeaway
-    lecture_view.page_header(lecture_title(st.session_state[keys.SM_SPEC], lang), lang, ("pages/live.py", "nav.live"))
+    lecture_view.page_header(lecture_title(st.session_state[keys.SM_SPEC], lang), lang, nav.LIVE)
     layout.css(view.LECTURE_CSS)
 else:
     layout.css(view.PHONE_CSS)

@@ -294,13 +294,13 @@ def stepper_tick() -> float:
 
 
 def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
-    from ln_viz.ui import compare_view
+    from ln_viz import run_frames
 
     post, pre = PRESETS["post-ln-no-warmup"].config, PRESETS["pre-ln-no-warmup"].config
-    assert compare_view.run_labels([post, pre], "en") == ["Post-LN", "Pre-LN"]
+    assert run_frames.run_labels([post, pre], "en") == ["Post-LN", "Pre-LN"]
     warm = PRESETS["post-ln-warmup"].config
-    assert compare_view.run_labels([post, warm], "ko") == ["Post-LN · 웜업 없음", "Post-LN · 웜업 100스텝"]
-    assert compare_view.run_labels([post, post.replace(lr=0.01)], "en") == [
+    assert run_frames.run_labels([post, warm], "ko") == ["Post-LN · 웜업 없음", "Post-LN · 웜업 100스텝"]
+    assert run_frames.run_labels([post, post.replace(lr=0.01)], "en") == [
         "Post-LN · Adam lr 3e-3",
         "Post-LN · Adam lr 1e-2",
     ]
@@ -309,15 +309,15 @@ def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
 def test_the_lecture_header_names_the_issue_19_settings_a_run_changes():
     """Both qk-norm-logits runs read "Pre-LN · 6 layers · Adam lr 3e-2 · no warm-up": the one difference
     was not said."""
+    from ln_viz import run_frames
     from ln_viz.config import COMPARE_PRESETS
-    from ln_viz.ui import compare_view
     from ln_viz.ui.lecture_view import describe
 
     a, b, _ = COMPARE_PRESETS["qk-norm-logits"]
     cfgs = [PRESETS[a].config, PRESETS[b].config]
     assert describe(cfgs, "en") == "Pre-LN · 6 layers · Adam lr 3e-2 · no warm-up · no QK-norm vs QK-norm"
     assert describe(cfgs, "ko") == "Pre-LN · 6층 · Adam 학습률 3e-2 · 웜업 없음 · QK-norm 없음 대 QK-norm"
-    assert compare_view.run_labels(cfgs, "en") == ["Pre-LN · no QK-norm", "Pre-LN · QK-norm"]
+    assert run_frames.run_labels(cfgs, "en") == ["Pre-LN · no QK-norm", "Pre-LN · QK-norm"]
     assert describe([PRESETS["pre-ln-no-warmup"].config], "en") == "Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up"
     zoo = PRESETS["pre-ln-no-warmup"].config.replace(
         norm_type="dyt", dyt_alpha=1.0, ln_scaling=True, weight_decay=0.1, z_loss=1e-4, grad_clip=1.0
@@ -328,14 +328,15 @@ def test_the_lecture_header_names_the_issue_19_settings_a_run_changes():
         " · DyT α 1 · LayerNorm 스케일링 · 가중치 감쇠 0.1 · z-loss 1e-4 · 그래디언트 클리핑 1"
     )
     plain = zoo.replace(norm_type="layernorm", ln_scaling=False, weight_decay=0.0, z_loss=0.0, grad_clip=1.0)
-    assert compare_view.run_labels([zoo, plain], "en")[1] == (
+    assert run_frames.run_labels([zoo, plain], "en")[1] == (
         "Pre-LN · LayerNorm · no LayerNorm Scaling · no weight decay · no z-loss"
     )  # the same clip on both: not said
 
 
 def test_an_instability_scenario_or_preset_shows_its_probe_in_the_lecture_view():
     from ln_viz.config import COMPARE_PRESETS
-    from ln_viz.ui.lecture_view import CLASSIC, LESSON_CHARTS, lesson_chart
+    from ln_viz.run_frames import LESSON_CHARTS, lesson_chart
+    from ln_viz.ui.lecture_view import CLASSIC
 
     assert set(LESSON_CHARTS) <= set(PRESETS) | set(COMPARE_PRESETS)  # no entry for a name that is not one
     assert CLASSIC <= set(PRESETS) | set(COMPARE_PRESETS)
@@ -487,15 +488,15 @@ def test_the_lecture_view_shows_the_run_of_the_preset_it_names_its_verdict_and_t
 def test_the_verdict_names_the_run_and_says_what_the_app_measured(demo, status, en, ko):
     """The lecture view's end line (issue 21, N4), from a shipped demo run's own numbers; a diverged run
     without a recorded step is said at its last step."""
+    from ln_viz import run_frames
     from ln_viz.runner import RunView
-    from ln_viz.ui import live
     from tests.replay import demo_runs
 
     data = demo_runs()[demo]
     view = RunView("r", data.info.config, status, None, None, {}, None, data, 1, None)
     label = {"pre-ln-no-warmup": "Pre-LN", "post-ln-no-warmup": "Post-LN", "no-norm": "No norm"}[demo]
-    assert live.verdict(view, label, "en") == en
-    assert live.verdict(view, label, "ko").startswith(ko)
+    assert run_frames.verdict(view, label, "en") == en
+    assert run_frames.verdict(view, label, "ko").startswith(ko)
 
 
 def test_compares_caption_names_every_field_the_runs_differ_in_issue_19s_too():
@@ -504,7 +505,7 @@ def test_compares_caption_names_every_field_the_runs_differ_in_issue_19s_too():
     caption names what its two runs differ in, in both languages."""
     from ln_viz.config import COMPARE_PRESETS, PRESETS
     from ln_viz.i18n import t
-    from ln_viz.ui.compare_view import differences
+    from ln_viz.run_frames import differences
 
     for lang in ("en", "ko"):
         for name, (a, b, _) in COMPARE_PRESETS.items():

@@ -135,15 +135,16 @@ def test_three_seeds_per_side_draw_bands_name_the_median_and_state_the_interval(
     assert any(sentence in m.value for m in at.markdown), sentence
     # beside it, the comparison to download: the CLI's `compare --json` object and the sentence
     (button,) = [b for b in at.get("download_button") if b.proto.label == "Download the comparison (JSON)"]
+    from ln_viz import run_frames
     from ln_viz.ui import compare_seeds
 
     handles = sorted(replay_runner.handles(), key=lambda h: (h.config.norm_position != "post", h.config.seed))
     views, groups, _ = compare_seeds.side_runs([handles[:3], handles[3:]])
     cfgs = [replay_runner.started[0::2], replay_runner.started[1::2]]  # queued A0, B0, A1, B1, ...
-    result = compare_seeds.comparison(cfgs, views, groups)
+    result = run_frames.comparison(cfgs, views, groups)
     from ln_viz.sweep.compare import takeaway
 
-    report = json.loads(compare_seeds.report_json(result, takeaway(result, "en")))
+    report = json.loads(run_frames.report_json(result, takeaway(result, "en")))
     assert report["takeaway"] == sentence and report["seeds"] == [0, 1, 2] and report["gap"]["n"] == 3
     assert report["gap"]["mean"] == pytest.approx(gap) and report["a"]["statuses"] == ["stalled"] * 3
     assert set(report) == {"a", "b", "seeds", "gap", "executor", "state", "takeaway"}

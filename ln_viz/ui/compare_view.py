@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 
 import streamlit as st
 
-from ln_viz import charts
-from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS, RunConfig
-from ln_viz.i18n import EN, t
+from ln_viz import charts, run_frames
+from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS
+from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 from ln_viz.ui import config_form, language, layout, loss_view, run_downloads, stepper, video_export
 from ln_viz.ui.instability_view import compared_probes
@@ -84,68 +83,6 @@ def write_query() -> None:
         del st.query_params["cpreset"]
 
 
-# Field names and values as the forms show them (the catalog's), not the code's.
-_LABEL_KEYS = {"warmup_steps": "ui.warmup"}
-_VALUE_KEYS = {
-    "norm_position": "chart.norm.",
-    "optimizer": "lecture.opt.",
-    "schedule": "schedule.",
-    "norm_type": "normtype.",
-    "qk_norm": "qknorm.",
-    "corpus": "corpus.",
-}
-
-
-def _field(name: str, lang: str) -> str:
-    key = _LABEL_KEYS.get(name, f"ui.{name}")
-    return t(key, lang) if key in EN else name
-
-
-def _value(name: str, value: object, lang: str) -> str:
-    key = _VALUE_KEYS.get(name, "?") + str(value)
-    if key in EN:
-        return t(key, lang)
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def differences(a: RunConfig, b: RunConfig, lang: str) -> str:
-    """One line naming the fields where A and B differ, so the comparison's one variable is explicit."""
-    # every field, not to_dict's: that leaves issue 19's fields out at their defaults (config.OMIT_AT_DEFAULT),
-    # and QK-norm against none read "A and B are the same configuration"
-    names = [f.name for f in dataclasses.fields(a) if f.name != "user_text"]
-    fields = [
-        f"{_field(k, lang)} {_value(k, getattr(a, k), lang)} / {_value(k, getattr(b, k), lang)}"
-        for k in names
-        if getattr(a, k) != getattr(b, k)
-    ]
-    return t("compare.differs", lang, fields=", ".join(fields)) if fields else t("compare.same", lang)
-
-
-def run_labels(cfgs: list[RunConfig], lang: str) -> list[str]:
-    """Short names of runs on one chart: the norm position, plus what else tells them apart
-    ("Post-LN · warm-up 100 steps", "Pre-LN · QK-norm")."""
-    from ln_viz.words import changed_settings, setting_words
-
-    extras = changed_settings(cfgs)
-    words = [setting_words(c, lang, extras) for c in cfgs]
-    differ = [j for j in range(1, len(words[0])) if len({w[j] for w in words}) > 1]
-    return [" · ".join([w[0], *(w[j] for j in differ)]) for w in words]
-
-
-def stored_labels(datas: list[RunData], ids: list[int], lang: str) -> list[str]:
-    """Stored runs named by their settings and id ("Post-LN (run 13)"), not by the id alone."""
-    names = run_labels([d.info.config for d in datas], lang)
-    return [t("lecture.stored_label", lang, desc=n, id=i) for n, i in zip(names, ids)]
-
-
-def common_steps(datas: list[RunData]) -> list[int]:
-    """Probe steps both runs measured (the shared step slider moves over these)."""
-    steps = set(datas[0].probe_steps)
-    for d in datas[1:]:
-        steps &= set(d.probe_steps)
-    return sorted(steps)
-
-
 def draw(
     datas: list[RunData],
     labels: list[str],
@@ -178,7 +115,7 @@ def draw(
             fig = charts.grad_heatmap(data, lang, zrange=zrange)
             layout.chart(fig, f"compare_heatmap_{i}", layout.MID)
     st.caption(t("compare.heatmaps_caption", lang))
-    step = stepper.step_control(common_steps(datas), "compare_step", lang, done, ticking)
+    step = stepper.step_control(run_frames.common_steps(datas), "compare_step", lang, done, ticking)
     fig = charts.layer_profile(datas, lang, step, labels=labels)
     layout.chart(fig, "compare_profile", layout.MID)
     st.caption(t("compare.profile_caption", lang))

@@ -17,7 +17,7 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import language, layout, lecture_switch, loss_view, stepper
+from ln_viz.ui import language, layout, lecture_switch, loss_view, nav, stepper
 from ln_viz.ui.layout import FULL, HALF, LOWER, UPPER
 from ln_viz.words import describe
 
@@ -69,25 +69,6 @@ CLASSIC = frozenset(
      "no-norm", "post-vs-pre", "warmup-vs-none", "deep-post-vs-pre", "deepnorm-rescue"}
 )  # fmt: skip
 
-# A scenario or preset whose lesson is an instability probe shows that chart in the heatmaps' place
-# (ln_viz.ui.live's figure names). A config with z-loss shows log Z without an entry.
-LESSON_CHARTS = {
-    "qk-norm-logits": "attn_logit",
-    "qk-norm-rescue": "attn_logit",
-    "high-lr": "attn_logit",
-    "high-lr-qk-norm": "attn_logit",
-    "very-high-lr": "attn_logit",
-    "very-high-lr-qk-norm": "attn_logit",
-}
-
-
-def lesson_chart(name: str | None, cfgs: Sequence[RunConfig]) -> str | None:
-    """The instability chart that tells scenario or preset `name`'s lesson (its LESSON_CHARTS entry;
-    "log_z" where a run has z-loss), or None: the gradient heatmaps."""
-    if name in LESSON_CHARTS:
-        return LESSON_CHARTS[name]
-    return "log_z" if any(c.z_loss > 0 for c in cfgs) else None
-
 
 def _pick(key: str, apply: Callable[[str], None]) -> None:
     name = st.session_state[key]
@@ -99,14 +80,13 @@ def _switch_lang(lang: str) -> None:
     st.session_state["lang"] = lang
 
 
-def _top_row(text: str, lang: str, other_page: tuple[str, str], extra: Callable[[Any], None] | None = None) -> None:
+def _top_row(text: str, lang: str, other_page: nav.Page, extra: Callable[[Any], None] | None = None) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_top")
     with row.container(key="lecture_title", width="stretch"):
         st.markdown(text)
     if extra is not None:  # the run's watch link (ln_viz.ui.watch_share), before the page's own buttons
         extra(row)
-    page, label_key = other_page
-    row.page_link(page, label=t(label_key, lang), width="content")
+    row.page_link(other_page.file, label=t(other_page.title_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
     row.button(language.LANG_NAMES[other], key="lecture_lang", on_click=_switch_lang, args=(other,))
     row.button(t("lecture.exit", lang), key="lecture_exit", on_click=lecture_switch.set_lecture_view, args=(False,))
@@ -117,14 +97,14 @@ def header(
     lang: str,
     choices: tuple[Sequence[str], str | None, str, Callable[[str], None]],
     buttons: tuple[tuple[str, str], tuple[str, str]],
-    other_page: tuple[str, str],
+    other_page: nav.Page,
     running: bool = True,
     extra: Callable[[Any], None] | None = None,
 ) -> tuple[bool, bool]:
     """The header strip and the button row; returns (Start clicked, Stop clicked). `choices`: the
     scenario names, the current one (None: the user's own settings), the catalog prefix of their
-    names and what a pick does; `buttons`: (key, label) of Start and of Stop; `other_page`: (page
-    file, label key) of the other page with a lecture view; `running`: a run of the page trains (Stop
+    names and what a pick does; `buttons`: (key, label) of Start and of Stop; `other_page`: the other
+    page with a lecture view (ln_viz.ui.nav); `running`: a run of the page trains (Stop
     is enabled only then); `extra(row)` draws more into the top row (the run's watch link)."""
     layout.css(SCREEN_CSS)
     _top_row(describe(cfgs, lang), lang, other_page, extra)
@@ -160,7 +140,7 @@ def _choice_widgets(row, buttons: list[str], more: list[str], current: str | Non
             )
 
 
-def page_header(text: str, lang: str, other_page: tuple[str, str], extra: Callable[[Any], None] | None = None) -> None:
+def page_header(text: str, lang: str, other_page: nav.Page, extra: Callable[[Any], None] | None = None) -> None:
     """The header strip alone (a page without scenario buttons: the stability map, a watched run): `text` in
     large type, the link to `other_page`, the language and leave buttons (`extra(row)` draws more into that
     row); the screen's rules (SCREEN_CSS) with it."""
@@ -193,21 +173,14 @@ def status_and_steps(lines: Sequence[str], steps: Sequence[int], key: str, lang:
     return stepper.step_control(steps, key, lang, done, ticking, row=row)
 
 
-def step_mark(step: int | None, steps: Sequence[int], done: bool) -> int | None:
-    """Where the charts over training steps mark the step the profile shows (issue 21 N15: Play a room can
-    follow): once the runs have ended and the step control is moved off the last step (by hand or by Play);
-    None while training (the step is the latest) and at the last step (the charts' right end)."""
-    return step if done and step is not None and len(steps) > 1 and step != steps[-1] else None
-
-
 def _marked(fig: Any, mark: int | None) -> Any:
     return fig if mark is None else charts.step_line(fig, mark, lecture=True)
 
 
 def draw_live(figure: Callable, step: int | None, lesson: str | None = None, mark: int | None = None) -> None:
-    """One run: the loss on the left; the gradient heatmap (or the `lesson` chart, `lesson_chart`) above
+    """One run: the loss on the left; the gradient heatmap (or the `lesson` chart, ln_viz.run_frames.lesson_chart) above
     the per-layer profile and the distribution on the right (`figure(name, step=None)` from
-    ln_viz.ui.live.figures); `mark` (`step_mark`): the step line on the loss and the heatmap."""
+    ln_viz.ui.live.figures); `mark` (run_frames.step_mark): the step line on the loss and the heatmap."""
     left, right = st.columns([1, 1.15], gap="small")
     with left:
         layout.chart(_marked(figure("loss_chart"), mark), "loss_chart", FULL, lecture=True)
@@ -232,10 +205,10 @@ def draw_compare(
     mark: int | None = None,
 ) -> None:
     """Two runs: the overlaid losses on the left; the two gradient heatmaps side by side on one colour
-    scale (one colour bar), or both runs on the `lesson` chart (`lesson_chart`), above both runs'
+    scale (one colour bar), or both runs on the `lesson` chart (run_frames.lesson_chart), above both runs'
     per-layer ffn.w2 gradient (the paper's Figure 3 line). `seeds`: each side's runs and their names, for
     the loss chart's means and bands (the other charts show `datas`, each side's median seed); `mark`
-    (`step_mark`): the step line on the losses, the heatmaps or the lesson chart."""
+    (run_frames.step_mark): the step line on the losses, the heatmaps or the lesson chart."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
         view = loss_view.current().kwargs()  # no room for its controls: the session's, or the link's

@@ -1,9 +1,9 @@
-"""The live view of one run: status line and the six charts, redrawn about once a second while the
-run trains (a fragment with run_every), animated in the browser once it has ended."""
+"""One run's charts: the six of the page view (and their figures, built once and shared when the run has ended
+or is watched), the run's end message, the thinned-copy notes, the empty charts before Start, and Start and
+Stop. The refresh, the status line and the lecture view's screen are the run view's (ln_viz.ui.run_view)."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +19,6 @@ from ln_viz.ui import config_form, layout, loss_view, stepper
 from ln_viz.ui.instability_view import instability_expander
 from ln_viz.ui.loss_view import RAW, LossView
 from ln_viz.ui.safe import md
-
-REFRESH_S = 1.0
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -92,31 +90,6 @@ def thinning_notes(datas: list[RunData], handles: list[RunHandle], lang: str) ->
         st.caption(note)
 
 
-def status_line(view: RunView, lang: str, cap: int) -> str:
-    """`Step 120/300 | 12.3 steps/s | ETA 15 s | running` (or the queue place; `cap` runs train at once)."""
-    if view.status == "queued":
-        return t("ui.queued", lang, pos=view.queue_position or 1, cap=cap)
-    data = view.data
-    step = data.steps_done if data else 0
-    rate = data.scalars["steps_per_sec"][-1] if data and data.scalars["steps_per_sec"] else 0.0
-    remaining = view.config.steps - step
-    if view.done:
-        eta = "-"
-    elif rate > 0:
-        eta = t("ui.eta_seconds", lang, n=math.ceil(remaining / rate))
-    else:
-        eta = "..."
-    return t(
-        "ui.status_line",
-        lang,
-        step=step,
-        steps=view.config.steps,
-        rate=f"{rate:.1f}",
-        eta=eta,
-        status=t(f"status.{view.status}", lang),
-    )
-
-
 def run_message(view: RunView, lang: str) -> None:
     """The one sentence that explains a run's end (diverged, stalled, stopped by the cap, failed), and
     in red, while it lasts, why the run is not (wholly) stored (the recorder's writer says)."""
@@ -136,42 +109,6 @@ def run_message(view: RunView, lang: str) -> None:
             st.warning(text)
         else:
             st.info(text)
-
-
-def message_lines(views: list[RunView], lang: str) -> list[str]:
-    """The runs' end messages as coloured lines of text (the lecture view has no room for boxes)."""
-    lines = []
-    for view in views:
-        if view.message:
-            text = t(view.message, lang, **view.message_params)
-            colour = "red" if view.status in ("diverged", "failed") else "orange"
-            lines.append(f":{colour}[{text}]")
-    return lines
-
-
-def verdict(view: RunView, label: str, lang: str) -> str:
-    """How a run that has ended came out, in one line that names it (`label`), for the room: learned or
-    stalled with its final and the unigram loss, diverged at its step, else its status at its step."""
-    data = view.data
-    final = data.final_loss() if data is not None else None
-    step = data.steps_done if data is not None else 0
-    if final is None or view.status not in ("completed", "stalled"):
-        key = "verdict.diverged" if view.status == "diverged" else "verdict.ended"
-        at = data.diverged_at if view.status == "diverged" and data and data.diverged_at else step
-        return t(key, lang, run=label, status=t(f"status.{view.status}", lang), step=at)
-    unigram = data.info.unigram_entropy
-    learned = view.status == "completed" and not data.stalled_since and final < unigram
-    # not learned: how far from the unigram loss, in words that agree with both numbers (issue 21 N10)
-    key = "verdict.learned" if learned else "verdict.stalled_" + ("above" if final > unigram else "below")
-    words = {"status": t(f"status.{view.status}", lang), "final": f"{final:.2f}", "unigram": f"{unigram:.2f}"}
-    return t(key, lang, run=label, pct=f"{abs(final - unigram) / unigram * 100:.1f}", **words)
-
-
-def verdict_lines(views: list[RunView], labels: list[str], lang: str) -> list[str]:
-    """The lecture view's status once the runs have ended: each one's verdict in bold, naming it (two
-    lines fit its box), and a failed run's message (what went wrong, which its verdict does not say)."""
-    lines = [f"**{verdict(v, label, lang)}**" for v, label in zip(views, labels)]
-    return lines + message_lines([v for v in views if v.status == "failed"], lang)
 
 
 def start_stop(
@@ -223,13 +160,6 @@ def _finished_figure(
     hashed: `cache_key` names the run's final data). A finished page's figures cost ~120 ms to build;
     a click on that page re-ran them all, and Play asks for the same few steps again."""
     return _build(name, _data, step, lang, lecture, view)
-
-
-def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
-    """The cache key of a finished run's figures (None while it trains, or until it is stored)."""
-    if not handle.done:
-        return None
-    return f"{handle.run_id}@{view.version}/{data.probe_stride}/{len(data.probe_steps)}/{data.steps_done}"
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

@@ -12,7 +12,6 @@ import os
 
 import streamlit as st
 
-from ln_viz.cli import app_script
 from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import STATUSES
@@ -20,20 +19,18 @@ from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, RunFilter, RunSummary, Store
 from ln_viz.store.transfer import reload_demo_runs
 from ln_viz.text import one_line
-from ln_viz.ui import keys, language
+from ln_viz.ui import keys, language, nav
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
 from ln_viz.views.runs_list import final_loss_text, runs_frame
 
 LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
-COMPARE_PAGE = "pages/compare.py"
 SORTS = {  # widget option -> Store.list_runs sort
     "newest": "-created",
     "oldest": "created",
     "loss_low": "final_loss",
     "loss_high": "-final_loss",
 }
-_ROOT = app_script().parent  # the app's folder, where pages/ lives (the checkout, or ln_viz/webapp installed)
 log = logging.getLogger(__name__)
 
 
@@ -148,7 +145,7 @@ def runs_table(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | 
 
 def compare_button(selected: list[int], lang: str) -> None:
     """ "Compare these two": hands exactly two selected ids to the Compare page (when it exists)."""
-    available = (_ROOT / COMPARE_PAGE).exists()
+    available = nav.COMPARE.exists()
     if not available:
         note = t("runs.compare_missing", lang)
     elif len(selected) != 2:
@@ -163,7 +160,7 @@ def compare_button(selected: list[int], lang: str) -> None:
         icon=":material/compare:",
     ):
         st.session_state[keys.COMPARE_RUNS] = list(selected)
-        st.switch_page(COMPARE_PAGE)
+        st.switch_page(nav.COMPARE.file)
 
 
 # --- one run ----------------------------------------------------------------------------------------------

@@ -13,23 +13,20 @@ from __future__ import annotations
 import random
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
 from ln_viz import charts
-from ln_viz.config import RunConfig
+from ln_viz import run_frames as frames
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.run_frames import RunFrame, Watched
 from ln_viz.runner import RunHandle
-from ln_viz.snapshot import RunData
 from ln_viz.store import LIVE_STATUSES, Store, StoreError
-from ln_viz.text import shown
-from ln_viz.ui import layout, lecture_view, live, loss_view, stepper, training, watch_share
+from ln_viz.ui import layout, lecture_view, live, loss_view, nav, run_view, training, watch_share
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_recorder, get_store, stored_run
 from ln_viz.watchlink import WATCH_PARAM, Watchers, WatchLinkError, parse_watch_id, watch_period
-from ln_viz.words import describe
 
 VIEW_TTL_S = 0.5  # a running run's view, shared by its watchers: at most two new ones a second per run
 STEP_KEY = "probe_step"  # Live's: the lecture view's CSS sizes it; a watcher's tab draws no Live
@@ -38,26 +35,6 @@ STEP_KEY = "probe_step"  # Live's: the lecture view's CSS sizes it; a watcher's 
 def requested() -> bool:
     """Whether this visit opened a watch link (`?watch=...`)."""
     return WATCH_PARAM in st.query_params
-
-
-@dataclass(frozen=True)
-class Watched:
-    """The watched run as the page draws it now (duck-typed as a RunView for live.verdict_lines)."""
-
-    store_id: int
-    label: str | None
-    config: RunConfig
-    status: str
-    data: RunData
-    cache_key: str  # names this state of the run's data: its figures are shared by every watcher
-    status_text: str
-    message: str | None = None
-    message_params: dict[str, Any] = field(default_factory=dict)
-    view: Any = None  # the Runner's RunView (shared by the watchers), while this server has the run in memory
-
-    @property
-    def done(self) -> bool:
-        return self.status not in LIVE_STATUSES
 
 
 class _SharedViews:
@@ -127,8 +104,8 @@ def resolve(raw: str | list[str] | None, lang: str) -> Watched:
 def _from_runner(store_id: int, label: str | None, handle: RunHandle, lang: str, cap: int) -> Watched:
     view = _shared_views().get(handle)
     data = live.complete_data(handle, view) or live.preview_data(view.config)
-    key = live.finished_key(handle, view, data) or f"{handle.run_id}@{view.version}/{data.steps_done}"
-    return Watched(store_id, label, view.config, view.status, data, key, live.status_line(view, lang, cap),
+    key = frames.finished_key(handle, view, data) or f"{handle.run_id}@{view.version}/{data.steps_done}"
+    return Watched(store_id, label, view.config, view.status, data, key, frames.status_line(view, lang, cap),
                    view.message, dict(view.message_params), view)  # fmt: skip
 
 
@@ -139,36 +116,7 @@ def _from_store(store: Store, summary, lang: str) -> Watched:
     status = t("watch.stored_status", lang, status=t(f"status.{summary.status}", lang),
                done=summary.steps_done, steps=summary.steps)  # fmt: skip
     return Watched(summary.id, summary.label, data.info.config, summary.status, data, key, status,
-                   _sayable(summary.message, lang))  # fmt: skip
-
-
-def _sayable(message: str | None, lang: str) -> str | None:
-    """A stored run's message key, if the catalog can say it without parameters (the row keeps none)."""
-    if not message:
-        return None
-    try:
-        t(message, lang)
-    except (KeyError, IndexError):  # a key from another version, or one that needs its parameters
-        return None
-    return message
-
-
-def preset_of(cfg: RunConfig) -> str | None:
-    """The preset whose settings the run has exactly, as Live names it when the presenter picked it (and
-    forgets it once a setting is changed): the lecture view then shows that preset's lesson chart to the
-    watchers too (the attention logits at lr 1e-1), not the default heatmap."""
-    from ln_viz.config import PRESETS
-
-    return next((name for name, p in PRESETS.items() if p.config == cfg), None)
-
-
-def heading(watched: Watched, lang: str) -> str:
-    """`Watching run 12 (tiny pre): Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up`, as plain text."""
-    words = describe([watched.config], lang)
-    if watched.label:
-        label = shown(watched.label, 60)  # a label is text from outside: one line, cut short
-        return t("watch.heading_label", lang, id=watched.store_id, label=label, words=words)
-    return t("watch.heading", lang, id=watched.store_id, words=words)
+                   frames.sayable(summary.message, lang))  # fmt: skip
 
 
 def page(lang: str, lecture: bool) -> None:
@@ -184,40 +132,54 @@ def page(lang: str, lecture: bool) -> None:
         return
     share = watch_share.popover_for(watched.store_id, lang, lecture)
     if lecture:
-        lecture_view.page_header(md(heading(watched, lang)), lang, ("pages/compare.py", "nav.compare"), share)
+        lecture_view.page_header(md(frames.heading(watched, lang)), lang, nav.COMPARE, share)
     else:
         layout.css(layout.PAGE_CSS)
         st.title(t("ui.app_title", lang))
         row = st.container(horizontal=True, vertical_alignment="center", key="watch_top")
         with row.container(key="watch_heading", width="stretch"):
-            st.markdown(f"**{md(heading(watched, lang))}**")
+            st.markdown(f"**{md(frames.heading(watched, lang))}**")
             st.caption(t("watch.read_only", lang))
         share(row)
         loss_view.controls(lang, row)
     _charts(raw, watched, lang, lecture)
 
 
+class WatchedRun:
+    """The run a watch link names, read anew on every refresh (run_view's source)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def frame(self, lang: str, lecture: bool) -> RunFrame:
+        try:
+            watched = resolve(self.raw, lang)
+        except LocalizedError as e:  # deleted while watched
+            return RunFrame(error=e.message(lang))
+        status = f"**{watched.status_text}**"
+        if watched.status == "queued":
+            return RunFrame(lines=[status], queued=True, running=True)
+        lines = [status, *frames.message_lines([watched], lang)]
+        if watched.done:
+            lines = frames.verdict_lines([watched], [charts.norm_label(watched.config.norm_position, lang)], lang)
+
+        def notes() -> None:
+            if watched.view is not None:
+                live.run_message(watched.view, lang)
+            elif watched.message:
+                st.caption(t(watched.message, lang))
+
+        lesson = frames.lesson_chart(frames.preset_of(watched.config), [watched.config])  # the presenter's
+        return RunFrame([watched.data], [status], lines, watched.done, not watched.done, notes=notes,
+                        cache_key=watched.cache_key, shared=True, lesson=lesson)  # fmt: skip
+
+
 def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
     period = 1 if first.done else _period()  # 1 s, or longer when many tabs refresh (a finished run: none)
-    timer = stepper.timer(STEP_KEY, None if first.done else float(period))
 
-    @st.fragment(run_every=timer)
-    def view() -> None:
-        try:
-            watched = resolve(raw, lang)
-        except LocalizedError as e:  # deleted while watched
-            st.error(md(e.message(lang)))
-            if timer is not None:  # the full run shows the sentence with no fragment, so no timer keeps asking
-                st.rerun(scope="app")
-            return
-        if watched.status == "queued":
-            st.markdown(f"**{watched.status_text}**")
-        elif lecture:
-            _draw_lecture(watched, lang, ticking=first.done and timer is not None)
-        else:
-            _draw_page(watched, lang, ticking=first.done and timer is not None)
-        if not first.done and watched.done:  # it ended while watched: a full rerun stops the timer
-            st.rerun(scope="app")
+    def after(frame: RunFrame) -> None:
+        if lecture and not frame.queued:
+            lecture_view.sentence(None, lang)  # the presenter's takeaway is theirs
         if not first.done:
             now = _period()
             if not lecture and period > 1:
@@ -226,31 +188,4 @@ def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
                 time.sleep(random.uniform(0.0, now))  # random phase: every tab changing at once would refresh
                 st.rerun(scope="app")  # in step, 60 in a queue every 3 s (p95 1.3 s, measured)
 
-    view()
-
-
-def _draw_page(watched: Watched, lang: str, ticking: bool) -> None:
-    with st.container(key="live_status"):
-        st.markdown(f"**{watched.status_text}**")
-
-    def notes() -> None:
-        if watched.view is not None:
-            live.run_message(watched.view, lang)
-        elif watched.message:
-            st.caption(t(watched.message, lang))
-
-    live.draw_charts(watched.data, lang, done=watched.done, cache_key=watched.cache_key, ticking=ticking,
-                     notes=notes, shared=True)  # fmt: skip
-
-
-def _draw_lecture(watched: Watched, lang: str, ticking: bool) -> None:
-    data, done = watched.data, watched.done
-    figure = live.figures(data, lang, done, True, watched.cache_key, loss_view.current(), shared=True)
-    lines = [f"**{watched.status_text}**", *live.message_lines([watched], lang)]
-    if done:
-        lines = live.verdict_lines([watched], [charts.norm_label(watched.config.norm_position, lang)], lang)
-    step = lecture_view.status_and_steps(lines, data.probe_steps, STEP_KEY, lang, done, ticking)
-    mark = lecture_view.step_mark(step, data.probe_steps, done)
-    lesson = lecture_view.lesson_chart(preset_of(watched.config), [watched.config])  # the presenter's chart
-    lecture_view.draw_live(figure, step, lesson, mark)
-    lecture_view.sentence(None, lang)
+    run_view.draw(WatchedRun(raw), lang, lecture, STEP_KEY, None if first.done else float(period), after)

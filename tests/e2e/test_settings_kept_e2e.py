@@ -156,3 +156,72 @@ def test_compare_lecture_view_verdict_takeaway_and_a_new_scenario_after_the_runs
     finally:
         context.close()
     assert errors == [], errors
+
+
+STOPPED = {"en": "stopped", "ko": "정지됨"}
+AWAY = {"en": {"theory": "Theory", "runs": "Runs"}, "ko": {"theory": "이론", "runs": "저장된 실행"}}
+
+
+def _sidebar_link(page, label: str) -> None:
+    wait_idle(page, 120_000)
+    page.get_by_test_id("stSidebar").get_by_role("link", name=label).first.click(timeout=120_000)
+    time.sleep(0.5)
+    wait_idle(page, 120_000)
+
+
+@pytest.mark.parametrize(
+    ("where", "away", "lang", "lecture", "size"),
+    [
+        ("live", "theory", "en", True, (1920, 1080)),
+        ("live", "runs", "ko", False, (1280, 720)),
+        ("compare", "runs", "ko", True, (1920, 1080)),
+        ("compare", "theory", "en", False, (1280, 720)),
+    ],
+    ids=["live-en-1920-present", "live-ko-1280", "compare-ko-1920-present", "compare-en-1280"],
+)
+def test_stop_after_a_page_switch_keeps_the_settings_and_the_run(server, browser, where, away, lang, lecture, size):
+    """Start, visit Theory (or Runs), come back, Stop: the form fell to every field's minimum (Post-LN, 1 layer,
+    d_model 4, lr 1e-5), written into the address and kept by a reload, and the stopped run vanished (UX round 4,
+    H1). The lecture view hides the sidebar: the lecturer leaves it, visits the other page, and turns it on again."""
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    live, compare, _ = NAV[lang]
+    long = "a.steps=5000&b.steps=5000" if where == "compare" else "preset=deep-pre-ln&steps=5000"
+    start, stop = ("compare_start", "compare_stop") if where == "compare" else ("start", "stop")
+    try:
+        page.goto(server.url + ("/compare" if where == "compare" else "/") + f"?{long}&lang={lang}"
+                  + ("&present=1" if lecture else ""))  # fmt: skip
+        wait_idle(page, 120_000)
+        page.locator(f".st-key-{start} button").click()
+        page.wait_for_selector(f".st-key-{stop} button:enabled", timeout=120_000)  # it trains
+        first = page.evaluate(QUERY)
+        if lecture:  # out of the lecture view, to the sidebar's pages
+            wait_idle(page, 120_000)
+            page.locator(".st-key-lecture_exit button").click()
+            page.wait_for_selector('[data-testid="stSidebar"]', timeout=60_000)
+        _sidebar_link(page, AWAY[lang][away])
+        _sidebar_link(page, compare if where == "compare" else live)
+        if lecture:  # and back into it
+            page.get_by_test_id("stSidebar").get_by_text("Lecture view" if lang == "en" else "강의 화면").first.click()
+            page.wait_for_selector(".st-key-lecture_top", timeout=60_000)
+        wait_idle(page, 120_000)
+        page.locator(f".st-key-{stop} button:enabled").click(timeout=120_000)
+        page.wait_for_selector(f".st-key-{stop} button:disabled", timeout=120_000)
+        wait_idle(page, 120_000)
+        time.sleep(1)
+        after = page.evaluate(QUERY)
+        assert after == first, (first, after)  # every setting as it was, in the address too
+        status = ".st-key-lecture_status" if lecture else '[data-testid="stMain"]'
+        page.wait_for_function(  # the stopped run is still on screen, said so
+            f"() => document.querySelector('{status}').innerText.includes('{STOPPED[lang]}')", timeout=60_000
+        )
+        shot(page, f"stop-after-switch-{where}-{lang}-{size[0]}")
+        page.reload()
+        wait_idle(page, 120_000)
+        time.sleep(1)
+        assert page.evaluate(QUERY) == first, page.evaluate(QUERY)
+    finally:
+        context.close()
+    assert errors == [], errors
