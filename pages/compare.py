@@ -3,13 +3,13 @@ shapes agree, same batches), or two stored runs picked on the Runs page."""
 
 import streamlit as st
 
-from ln_viz import run_frames
 from ln_viz.config import COMPARE_PRESETS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import (
     compare_seeds,
     compare_view,
     config_form,
+    keys,
     language,
     layout,
     lecture_switch,
@@ -23,13 +23,14 @@ from ln_viz.ui import (
     training,
 )
 from ln_viz.ui.safe import md
+from ln_viz.views import run_frames
 
 lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
 runner = training.get_runner()
 runs = training.session_runs()
 
-stored = st.session_state.get("compare_runs")
+stored = st.session_state.get(keys.COMPARE_RUNS)
 if stored:  # two runs from the store: draw them, train nothing
     from ln_viz.ui.storage import get_store
 
@@ -38,7 +39,7 @@ if stored:  # two runs from the store: draw them, train nothing
     row = st.container(horizontal=True)
     loss_view.controls(lang, row)  # the loss chart's smoothing and axis
     if row.button(t("compare.clear_stored", lang), key="compare_clear"):
-        del st.session_state["compare_runs"]
+        del st.session_state[keys.COMPARE_RUNS]
         st.rerun()
     store = get_store()
     if store is None:
@@ -53,24 +54,24 @@ if stored:  # two runs from the store: draw them, train nothing
     st.stop()
 
 form_keys = (k for p in compare_view.SIDES for k in config_form.form_keys(p))
-page_state.keep(["cpreset", compare_seeds.SEEDS_KEY, *form_keys])
-if "_compare_notices" not in st.session_state:  # a shared link sets both forms once per session
+page_state.keep([keys.COMPARE_PRESET, compare_seeds.SEEDS_KEY, *form_keys])
+if keys.COMPARE_NOTICES not in st.session_state:  # a shared link sets both forms once per session
     if st.query_params.get("cpreset") in COMPARE_PRESETS:
-        st.session_state["cpreset"] = st.query_params["cpreset"]
+        st.session_state[keys.COMPARE_PRESET] = st.query_params["cpreset"]
         compare_view.apply_scenario()
     compare_view.ensure_scenario()
     notices = [n for prefix in compare_view.SIDES for n in config_form.apply_query(prefix=prefix, lang=lang)]
     notices += compare_seeds.apply_query(lang)
-    st.session_state["_compare_notices"] = notices
+    st.session_state[keys.COMPARE_NOTICES] = notices
 compare_view.ensure_scenario()
 compare_view.mark_custom()
-for notice in [*links.link_notices(lang), *st.session_state["_compare_notices"]]:
+for notice in [*links.link_notices(lang), *st.session_state[keys.COMPARE_NOTICES]]:
     st.warning(md(notice))  # it quotes the link
 
 buttons = (("compare_start", t("compare.start", lang)), ("compare_stop", t("compare.stop", lang)))
 n_seeds = compare_seeds.seed_count()
 running = runs.running(compare_seeds.ALL_ROLES)
-scenario = st.session_state["cpreset"]
+scenario = st.session_state[keys.COMPARE_PRESET]
 scenario = scenario if scenario in COMPARE_PRESETS else None
 if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are kept
     for prefix in compare_view.SIDES:

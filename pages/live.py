@@ -6,6 +6,7 @@ from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.ui import (
     config_form,
+    keys,
     language,
     layout,
     lecture_switch,
@@ -32,13 +33,13 @@ runner = training.get_runner()
 runs = training.session_runs()
 
 page_state.keep(config_form.form_keys(""))  # the form survives a visit to another page
-if "_live_notices" not in st.session_state:  # a shared link sets the form once per session
-    st.session_state["_live_notices"] = config_form.apply_query(prefix="", lang=lang)
-for notice in [*links.link_notices(lang), *st.session_state["_live_notices"]]:
+if keys.LIVE_NOTICES not in st.session_state:  # a shared link sets the form once per session
+    st.session_state[keys.LIVE_NOTICES] = config_form.apply_query(prefix="", lang=lang)
+for notice in [*links.link_notices(lang), *st.session_state[keys.LIVE_NOTICES]]:
     st.warning(md(notice))  # it quotes the link
 
 config_form.config_form(lang)  # in the sidebar (hidden in the lecture view, which has its own buttons)
-preset = st.session_state.get("preset")
+preset = st.session_state.get(keys.PRESET)
 preset = preset if preset in PRESETS else None
 running = runs.running(("live",))
 # The charts show the run of the settings the form (and the lecture view's header) names, else the empty
@@ -68,8 +69,8 @@ config_form.write_query(prefix="")
 if start:
     try:
         cfg = config_form.read_config()  # Runner.start validates it, raising before anything is spawned
-        st.session_state["live_run_id"] = runs.start("live", cfg)
-        live.wait_first_step(runner.get(st.session_state["live_run_id"]))
+        st.session_state[keys.LIVE_RUN_ID] = runs.start("live", cfg)
+        live.wait_first_step(runner.get(st.session_state[keys.LIVE_RUN_ID]))
         st.rerun()  # drawn again as running: Stop enabled, the charts of the new run
     except LocalizedError as e:
         st.error(md(t("ui.invalid_config", lang, reason=e.message(lang))))

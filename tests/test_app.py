@@ -294,7 +294,7 @@ def stepper_tick() -> float:
 
 
 def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
-    from ln_viz import run_frames
+    from ln_viz.views import run_frames
 
     post, pre = PRESETS["post-ln-no-warmup"].config, PRESETS["pre-ln-no-warmup"].config
     assert run_frames.run_labels([post, pre], "en") == ["Post-LN", "Pre-LN"]
@@ -309,9 +309,9 @@ def test_runs_on_one_chart_are_named_by_their_settings_not_their_ids():
 def test_the_lecture_header_names_the_issue_19_settings_a_run_changes():
     """Both qk-norm-logits runs read "Pre-LN · 6 layers · Adam lr 3e-2 · no warm-up": the one difference
     was not said."""
-    from ln_viz import run_frames
     from ln_viz.config import COMPARE_PRESETS
     from ln_viz.ui.lecture_view import describe
+    from ln_viz.views import run_frames
 
     a, b, _ = COMPARE_PRESETS["qk-norm-logits"]
     cfgs = [PRESETS[a].config, PRESETS[b].config]
@@ -335,7 +335,7 @@ def test_the_lecture_header_names_the_issue_19_settings_a_run_changes():
 
 def test_an_instability_scenario_or_preset_shows_its_probe_in_the_lecture_view():
     from ln_viz.config import COMPARE_PRESETS
-    from ln_viz.run_frames import LESSON_CHARTS, lesson_chart
+    from ln_viz.lessons import LESSON_CHARTS, lesson_chart
     from ln_viz.ui.lecture_view import CLASSIC
 
     assert set(LESSON_CHARTS) <= set(PRESETS) | set(COMPARE_PRESETS)  # no entry for a name that is not one
@@ -488,8 +488,8 @@ def test_the_lecture_view_shows_the_run_of_the_preset_it_names_its_verdict_and_t
 def test_the_verdict_names_the_run_and_says_what_the_app_measured(demo, status, en, ko):
     """The lecture view's end line (issue 21, N4), from a shipped demo run's own numbers; a diverged run
     without a recorded step is said at its last step."""
-    from ln_viz import run_frames
     from ln_viz.runner import RunView
+    from ln_viz.views import run_frames
     from tests.replay import demo_runs
 
     data = demo_runs()[demo]
@@ -505,7 +505,7 @@ def test_compares_caption_names_every_field_the_runs_differ_in_issue_19s_too():
     caption names what its two runs differ in, in both languages."""
     from ln_viz.config import COMPARE_PRESETS, PRESETS
     from ln_viz.i18n import t
-    from ln_viz.run_frames import differences
+    from ln_viz.views.run_frames import differences
 
     for lang in ("en", "ko"):
         for name, (a, b, _) in COMPARE_PRESETS.items():

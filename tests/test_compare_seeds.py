@@ -135,8 +135,8 @@ def test_three_seeds_per_side_draw_bands_name_the_median_and_state_the_interval(
     assert any(sentence in m.value for m in at.markdown), sentence
     # beside it, the comparison to download: the CLI's `compare --json` object and the sentence
     (button,) = [b for b in at.get("download_button") if b.proto.label == "Download the comparison (JSON)"]
-    from ln_viz import run_frames
     from ln_viz.ui import compare_seeds
+    from ln_viz.views import run_frames
 
     handles = sorted(replay_runner.handles(), key=lambda h: (h.config.norm_position != "post", h.config.seed))
     views, groups, _ = compare_seeds.side_runs([handles[:3], handles[3:]])

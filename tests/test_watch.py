@@ -270,7 +270,8 @@ def test_a_watcher_s_lecture_view_shows_the_preset_s_lesson_chart():
     """Review: a watcher's lecture view drew the gradient heatmap where the presenter's, on a lesson preset,
     draws its lesson (the attention logits at lr 1e-1). The run's settings name the preset, as Live names it."""
     from ln_viz.config import PRESETS
-    from ln_viz.run_frames import lesson_chart, preset_of
+    from ln_viz.lessons import lesson_chart
+    from ln_viz.views.run_frames import preset_of
 
     cfg = PRESETS["very-high-lr"].config
     assert preset_of(cfg) == "very-high-lr" and lesson_chart(preset_of(cfg), [cfg]) == "attn_logit"

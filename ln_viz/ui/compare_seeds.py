@@ -16,9 +16,10 @@ from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData
+from ln_viz.ui import keys
 from ln_viz.urlstate import COMPARE_SEEDS, seeds_from_query
 
-SEEDS_KEY = "cseeds"
+SEEDS_KEY = keys.COMPARE_SEEDS
 SIDE_ROLES = ("compare.a", "compare.b")
 ALL_ROLES = tuple(f"{side}.{i}" for side in SIDE_ROLES for i in range(COMPARE_SEEDS[1]))  # what Stop stops
 

@@ -6,36 +6,37 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
-from ln_viz import charts, run_frames
+from ln_viz import charts
 from ln_viz.config import COMPARE_PRESETS, DEFAULT_COMPARE, PRESETS
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import config_form, language, layout, loss_view, run_downloads, stepper, video_export
+from ln_viz.ui import config_form, keys, language, layout, loss_view, run_downloads, stepper, video_export
 from ln_viz.ui.instability_view import compared_probes
+from ln_viz.views import run_frames
 
 SIDES = ("a.", "b.")
 
 
 def apply_scenario() -> None:
-    name = st.session_state.get("cpreset")
+    name = st.session_state.get(keys.COMPARE_PRESET)
     if name in COMPARE_PRESETS:
         a, b, _ = COMPARE_PRESETS[name]
         for prefix, preset in zip(SIDES, (a, b)):
             config_form.set_form(PRESETS[preset].config, prefix)
-            st.session_state[prefix + "preset"] = preset
+            st.session_state[prefix + keys.PRESET] = preset
 
 
 def ensure_scenario() -> None:
     """First visit: the default scenario in both forms (unless a link already set them)."""
-    if "cpreset" not in st.session_state:
-        st.session_state["cpreset"] = DEFAULT_COMPARE
-    if any(prefix + "preset" not in st.session_state for prefix in SIDES):
+    if keys.COMPARE_PRESET not in st.session_state:
+        st.session_state[keys.COMPARE_PRESET] = DEFAULT_COMPARE
+    if any(prefix + keys.PRESET not in st.session_state for prefix in SIDES):
         apply_scenario()
 
 
 def pick_scenario(name: str) -> None:
     """Choose a scenario as the picker does (a callback: before the widgets are drawn)."""
-    st.session_state["cpreset"] = name
+    st.session_state[keys.COMPARE_PRESET] = name
     apply_scenario()
 
 
@@ -44,11 +45,11 @@ def mark_custom() -> None:
     the link drops it). Called before the picker is drawn."""
     for prefix in SIDES:
         config_form.mark_custom(prefix)
-    name = st.session_state.get("cpreset")
+    name = st.session_state.get(keys.COMPARE_PRESET)
     if name in COMPARE_PRESETS:
-        sides = tuple(st.session_state.get(prefix + "preset") for prefix in SIDES)
+        sides = tuple(st.session_state.get(prefix + keys.PRESET) for prefix in SIDES)
         if sides != COMPARE_PRESETS[name][:2]:
-            st.session_state["cpreset"] = config_form.CUSTOM
+            st.session_state[keys.COMPARE_PRESET] = config_form.CUSTOM
 
 
 def scenario_label(name: str, lang: str) -> str:
@@ -60,7 +61,7 @@ def scenario_picker(lang: str, container=None) -> None:
     (container or st).selectbox(
         t("compare.scenario", lang),
         [*COMPARE_PRESETS, config_form.CUSTOM],
-        key=language.translated("cpreset"),
+        key=language.translated(keys.COMPARE_PRESET),
         format_func=lambda n: scenario_label(n, lang),
         on_change=apply_scenario,
         width=380,  # Start and Stop fit beside it: the losses start higher up
@@ -68,7 +69,7 @@ def scenario_picker(lang: str, container=None) -> None:
 
 
 def scenario_caption(lang: str) -> str:
-    name = st.session_state["cpreset"]
+    name = st.session_state[keys.COMPARE_PRESET]
     return t(COMPARE_PRESETS[name][2], lang) if name in COMPARE_PRESETS else t("lecture.custom_caption", lang)
 
 
@@ -76,7 +77,7 @@ def write_query() -> None:
     """Both forms and the scenario into the URL (the scenario only while it still holds)."""
     for prefix in SIDES:
         config_form.write_query(prefix=prefix)
-    name = st.session_state["cpreset"]
+    name = st.session_state[keys.COMPARE_PRESET]
     if name in COMPARE_PRESETS:
         st.query_params["cpreset"] = name
     elif "cpreset" in st.query_params:

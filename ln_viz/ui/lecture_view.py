@@ -17,7 +17,7 @@ from ln_viz import charts
 from ln_viz.config import RunConfig
 from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
-from ln_viz.ui import language, layout, lecture_switch, loss_view, nav, stepper
+from ln_viz.ui import keys, language, layout, lecture_switch, loss_view, nav, stepper
 from ln_viz.ui.layout import FULL, HALF, LOWER, UPPER
 from ln_viz.words import describe
 
@@ -77,7 +77,7 @@ def _pick(key: str, apply: Callable[[str], None]) -> None:
 
 
 def _switch_lang(lang: str) -> None:
-    st.session_state["lang"] = lang
+    st.session_state[keys.LANG] = lang
 
 
 def _top_row(text: str, lang: str, other_page: nav.Page, extra: Callable[[Any], None] | None = None) -> None:
@@ -121,19 +121,19 @@ def header(
 def _choice_widgets(row, buttons: list[str], more: list[str], current: str | None, label, apply, lang: str) -> None:
     """The CLASSIC names as one row of buttons, the others in a compact box after them (its placeholder
     names their years); the current choice is shown in the one that holds it, the other shows none."""
-    st.session_state["lecture_choice"] = current if current in buttons else None
-    st.session_state["lecture_more"] = current if current in more else None
+    st.session_state[keys.LECTURE_CHOICE] = current if current in buttons else None
+    st.session_state[keys.LECTURE_MORE] = current if current in more else None
     shared = {"format_func": label, "on_change": _pick, "label_visibility": "collapsed"}
     with row:
         st.segmented_control(
-            t("lecture.scenarios", lang), buttons, key="lecture_choice", args=("lecture_choice", apply), **shared
+            t("lecture.scenarios", lang), buttons, key=keys.LECTURE_CHOICE, args=(keys.LECTURE_CHOICE, apply), **shared
         )
         if more:
             st.selectbox(
                 t("lecture.more", lang),
                 more,
-                key="lecture_more",
-                args=("lecture_more", apply),
+                key=keys.LECTURE_MORE,
+                args=(keys.LECTURE_MORE, apply),
                 placeholder=t("lecture.more", lang),
                 **shared,
                 width=240,  # a long name is cut short in the box; its list shows it whole
@@ -178,7 +178,7 @@ def _marked(fig: Any, mark: int | None) -> Any:
 
 
 def draw_live(figure: Callable, step: int | None, lesson: str | None = None, mark: int | None = None) -> None:
-    """One run: the loss on the left; the gradient heatmap (or the `lesson` chart, ln_viz.run_frames.lesson_chart) above
+    """One run: the loss on the left; the gradient heatmap (or the `lesson` chart, ln_viz.lessons.lesson_chart) above
     the per-layer profile and the distribution on the right (`figure(name, step=None)` from
     ln_viz.ui.live.figures); `mark` (run_frames.step_mark): the step line on the loss and the heatmap."""
     left, right = st.columns([1, 1.15], gap="small")
@@ -205,7 +205,7 @@ def draw_compare(
     mark: int | None = None,
 ) -> None:
     """Two runs: the overlaid losses on the left; the two gradient heatmaps side by side on one colour
-    scale (one colour bar), or both runs on the `lesson` chart (run_frames.lesson_chart), above both runs'
+    scale (one colour bar), or both runs on the `lesson` chart (ln_viz.lessons.lesson_chart), above both runs'
     per-layer ffn.w2 gradient (the paper's Figure 3 line). `seeds`: each side's runs and their names, for
     the loss chart's means and bands (the other charts show `datas`, each side's median seed); `mark`
     (run_frames.step_mark): the step line on the losses, the heatmaps or the lesson chart."""

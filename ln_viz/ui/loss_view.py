@@ -11,12 +11,13 @@ from typing import Any, NamedTuple
 import streamlit as st
 
 from ln_viz.i18n import t
+from ln_viz.ui import keys
 from ln_viz.ui.links import note_link
 from ln_viz.urlstate import SMOOTH_MAX, log_y_from_query, loss_view_to_query, smoothing_from_query
 
-SMOOTH_KEY, LOG_KEY = "loss_smooth", "loss_logy"
+SMOOTH_KEY, LOG_KEY = keys.LOSS_SMOOTH, keys.LOSS_LOG_Y
 KEYS = (SMOOTH_KEY, LOG_KEY)
-_STATE = "_loss_view"  # the session's LossView (a plain entry: no page's widget owns it)
+_STATE = keys.LOSS_VIEW  # the session's LossView (a plain entry: no page's widget owns it)
 
 
 class LossView(NamedTuple):

@@ -13,10 +13,12 @@ from collections.abc import Iterable
 
 import streamlit as st
 
-_VALUES = "_kept_settings"  # widget key -> its last value
-_KEYS = "_kept_keys"  # the widget keys the pages visited so far asked to keep
-_PAGE = "_kept_page"  # the page the last full run drew (its script hash)
-_ARRIVED = "_kept_arrived"  # this run draws another page than the last one did
+from ln_viz.ui import keys
+
+_VALUES = keys.KEPT_SETTINGS  # widget key -> its last value
+_KEYS = keys.KEPT_KEYS  # the widget keys the pages visited so far asked to keep
+_PAGE = keys.KEPT_PAGE  # the page the last full run drew (its script hash)
+_ARRIVED = keys.KEPT_ARRIVED  # this run draws another page than the last one did
 
 
 def _page_now() -> str:

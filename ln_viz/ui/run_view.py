@@ -2,7 +2,7 @@
 status line, its charts or the lecture view's one screen, the one step control, and the refresh.
 
 A page hands `draw` a source: an object whose `frame(lang, lecture)` says what to draw now (a
-ln_viz.run_frames.RunFrame), called again on every refresh. The sources here: `RunnerRuns` (this server's
+ln_viz.views.run_frames.RunFrame), called again on every refresh. The sources here: `RunnerRuns` (this server's
 Runner: Live's run, Compare's pair and its seeds, or the empty charts Start would fill), `StoredRuns` (runs
 read from the store: Compare's stored pair) and `WatchedRun` (a watch link's run, ln_viz.ui.watch). A new kind
 of run is a new source; the view does not change."""
@@ -14,10 +14,9 @@ from typing import Protocol
 
 import streamlit as st
 
-from ln_viz import charts, run_frames
+from ln_viz import charts, lessons
 from ln_viz.config import RunConfig
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.run_frames import RunFrame
 from ln_viz.runner import RunHandle
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
@@ -25,6 +24,8 @@ from ln_viz.sweep.compare import takeaway
 from ln_viz.ui import compare_seeds, compare_view, lecture_view, live, loss_view, stepper
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_pair
+from ln_viz.views import run_frames
+from ln_viz.views.run_frames import RunFrame
 
 REFRESH_S = 1.0  # while a run trains, its view is drawn again about once a second
 
@@ -149,7 +150,7 @@ class RunnerRuns:
                 st.info(t("ui.not_started", lang))
                 return None
             status = self._waiting(lang)
-            lesson = run_frames.lesson_chart(self.lesson, [data.info.config])
+            lesson = lessons.lesson_chart(self.lesson, [data.info.config])
             return RunFrame([data], [status], [f"**{status}**"], info=True, running=self.running(),
                             caption=where, lesson=lesson)  # fmt: skip
         view = handle.view()
@@ -167,7 +168,7 @@ class RunnerRuns:
 
         return RunFrame([data], [status], lines, view.done, self.running(), caption=where,
                         cache_key=run_frames.finished_key(handle, view, data), notes=notes,
-                        lesson=run_frames.lesson_chart(self.lesson, [data.info.config]))  # fmt: skip
+                        lesson=lessons.lesson_chart(self.lesson, [data.info.config]))  # fmt: skip
 
     def _pair(self, lang: str, lecture: bool) -> RunFrame | None:
         if not self.handles:  # before Start: the empty charts of the runs Start would begin
@@ -207,7 +208,7 @@ class RunnerRuns:
             if views:
                 live.thinning_notes(datas, [side[m] for side, m in zip(self.handles, picks)], lang)
 
-        lesson = run_frames.lesson_chart(self.lesson, [d.info.config for d in datas])
+        lesson = lessons.lesson_chart(self.lesson, [d.info.config for d in datas])
         return RunFrame(datas, lines, lecture_lines, done, self.running(), labels=labels,
                         seeds=(groups, loss_labels), lesson=lesson, notes=notes)  # fmt: skip
 

@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from ln_viz.i18n import t
+from ln_viz.ui import keys
 
 PLAY_S = 0.6  # seconds per Play tick (a redraw of two charts takes ~0.1-0.3 s)
 # the longest a replay's ticks last: at most REPLAY_S / PLAY_S ticks, so a long run moves in strides. 10 s, not
@@ -31,7 +32,7 @@ def play_stride(n_steps: int) -> int:
 
 
 def _playing_key(key: str) -> str:
-    return key + "__playing"
+    return key + keys.STEP_PLAYING
 
 
 def playing(key: str) -> bool:
@@ -48,13 +49,13 @@ def timer(key: str, refresh_s: float | None) -> float | None:
 
 
 def _chosen_key(key: str) -> str:
-    return key + "__step"
+    return key + keys.STEP_CHOSEN
 
 
 def _toggle(key: str, first: int) -> None:
     on = not playing(key)
     st.session_state[_playing_key(key)] = on
-    if on and st.session_state.get(key + "__at_end"):
+    if on and st.session_state.get(key + keys.STEP_AT_END):
         st.session_state[_chosen_key(key)] = first  # Play at the last step starts over
 
 
@@ -99,7 +100,7 @@ def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking:
         else:
             st.session_state[_playing_key(key)] = on = False
     st.session_state[_chosen_key(key)] = st.session_state[key] = step
-    st.session_state[key + "__at_end"] = step == steps[-1]
+    st.session_state[key + keys.STEP_AT_END] = step == steps[-1]
     label = "❚❚ " + t("chart.pause", lang) if on else "▶ " + t("chart.play", lang)
     row.button(label, key=key + "_play", on_click=_toggle, args=(key, steps[0]))
     row.select_slider(

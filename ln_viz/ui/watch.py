@@ -17,15 +17,15 @@ from typing import Any
 
 import streamlit as st
 
-from ln_viz import charts
-from ln_viz import run_frames as frames
+from ln_viz import charts, lessons
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.run_frames import RunFrame, Watched
 from ln_viz.runner import RunHandle
 from ln_viz.store import LIVE_STATUSES, Store, StoreError
 from ln_viz.ui import layout, lecture_view, live, loss_view, nav, run_view, training, watch_share
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_recorder, get_store, stored_run
+from ln_viz.views import run_frames as frames
+from ln_viz.views.run_frames import RunFrame, Watched
 from ln_viz.watchlink import WATCH_PARAM, Watchers, WatchLinkError, parse_watch_id, watch_period
 
 VIEW_TTL_S = 0.5  # a running run's view, shared by its watchers: at most two new ones a second per run
@@ -169,7 +169,7 @@ class WatchedRun:
             elif watched.message:
                 st.caption(t(watched.message, lang))
 
-        lesson = frames.lesson_chart(frames.preset_of(watched.config), [watched.config])  # the presenter's
+        lesson = lessons.lesson_chart(frames.preset_of(watched.config), [watched.config])  # the presenter's
         return RunFrame([watched.data], [status], lines, watched.done, not watched.done, notes=notes,
                         cache_key=watched.cache_key, shared=True, lesson=lesson)  # fmt: skip
 

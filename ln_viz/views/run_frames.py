@@ -133,24 +133,7 @@ def finished_key(handle: RunHandle, view: RunView, data: RunData) -> str | None:
 
 # --- the lecture view: its lesson chart, the step it marks ------------------------------------------------------
 
-# A scenario or preset whose lesson is an instability probe shows that chart in the heatmaps' place of the
-# lecture view (ln_viz.ui.live's figure names). A config with z-loss shows log Z without an entry.
-LESSON_CHARTS = {
-    "qk-norm-logits": "attn_logit",
-    "qk-norm-rescue": "attn_logit",
-    "high-lr": "attn_logit",
-    "high-lr-qk-norm": "attn_logit",
-    "very-high-lr": "attn_logit",
-    "very-high-lr-qk-norm": "attn_logit",
-}
-
-
-def lesson_chart(name: str | None, cfgs: Sequence[RunConfig]) -> str | None:
-    """The instability chart that tells scenario or preset `name`'s lesson (its LESSON_CHARTS entry;
-    "log_z" where a run has z-loss), or None: the gradient heatmaps."""
-    if name in LESSON_CHARTS:
-        return LESSON_CHARTS[name]
-    return "log_z" if any(c.z_loss > 0 for c in cfgs) else None
+# Which chart tells a scenario's or preset's lesson: ln_viz.lessons (the pack and the video share it).
 
 
 def step_mark(step: int | None, steps: Sequence[int], done: bool) -> int | None:
