@@ -280,3 +280,37 @@ def test_import_ln_viz_stays_light_and_names_the_api_lazily() -> None:
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr[-1000:]
+
+
+def _attention_reference(q, k, keep):
+    """Largest |logit| among the attended and mean entropy over rows that attend to something, in float64."""
+    logits = (q.double() / q.shape[-1] ** 0.5) @ k.double().transpose(-1, -2)
+    keep = keep.expand_as(logits)
+    largest = logits[keep].abs().max().item()
+    p = torch.softmax(logits.masked_fill(~keep, -torch.inf), -1)
+    h = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)
+    rows = keep.any(-1)
+    return largest, h[rows].mean().item()
+
+
+@pytest.mark.parametrize("case", ["causal", "padding with an infinite masked key", "additive"])
+def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) -> None:
+    from ln_viz.byom.attention import attention_stats
+
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(3, 2, 6, 4, generator=g) * 3, torch.randn(3, 2, 6, 4, generator=g) * 3
+    causal = torch.ones(6, 6, dtype=torch.bool).tril()
+    if case == "causal":
+        keep, args = causal, (None, None, None, True)
+    elif case == "additive":
+        keep = causal & (torch.arange(6) != 2)  # key 2 masked out too
+        args = (torch.zeros(6, 6).masked_fill(~keep, torch.finfo(torch.float32).min), None, None, False)
+    else:  # sequence 0 pads its last key, which is infinite: it must count nowhere
+        keep = causal.expand(3, 1, 6, 6).clone()
+        keep[0, :, :, 5] = False
+        k[0, :, 5] = torch.inf
+        args = (keep, None, None, False)
+    largest, entropy, _ = attention_stats(q, k, *args)
+    want_largest, want_entropy = _attention_reference(q, k, keep)
+    assert largest == pytest.approx(want_largest, rel=1e-5)
+    assert entropy == pytest.approx(want_entropy, rel=1e-5)

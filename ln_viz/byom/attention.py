@@ -11,6 +11,7 @@ happens, without changing what the model computes.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable
@@ -52,26 +53,54 @@ def attention_stats(
             m = mask.detach()[:ENTROPY_SEQUENCES, ..., :S]
             keep = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
         elif causal and T > 1:
-            keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
-        seen = logits if keep is None else torch.where(keep, logits, 0.0)
-        largest = float(seen.abs().amax())  # 0 never wins a max of |x|
+            keep = _causal(T, S, q.device)
+        # the largest |logit| among those attended to: masked ones multiplied by 0 (one pass, 4x cheaper than
+        # torch.where), unless a logit is not finite (inf * 0 is NaN), then by where
+        seen = logits if keep is None else logits * keep
+        lo, hi = torch.aminmax(seen)
+        largest = float(torch.maximum(-lo, hi))
+        finite = math.isfinite(largest)
+        if not finite and keep is not None:
+            lo, hi = torch.aminmax(torch.where(keep, logits, 0.0))
+            largest = float(torch.maximum(-lo, hi))
         scores = logits if not softcap else torch.tanh(logits / softcap) * softcap
         if mask is not None and mask.dtype != torch.bool:
             scores = scores + m.float()  # an additive mask (T5's position bias) is part of the scores
-        if keep is not None:
-            scores = scores.masked_fill(~keep, _MASKED)
+        if keep is not None:  # adding -1e30 to a finite score gives -1e30: as masked_fill, 8x cheaper
+            additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
+            fast = finite and not additive
+            scores = scores + _bias(keep) if fast else scores.masked_fill(~keep, _MASKED)
+        # softmax and log-softmax are one fused pass each; exp() of the masked -1e30 would be 6x slower
+        p = torch.softmax(scores, dim=-1)
         logp = torch.log_softmax(scores, dim=-1)
-        p = logp.exp()
-        # sum of p log p over every row at once; a row with nothing to attend to (padding) came out uniform
-        # over S (entropy log S) and is taken back out
+        # sum of p log p over every row at once (0 * -1e30 is 0 where masked); a row with nothing to attend
+        # to (padding) came out uniform over S (entropy log S) and is taken back out
         total = -float(torch.dot(p.reshape(-1), logp.reshape(-1)))
         rows = B * H * T
-        if keep is not None:
+        if keep is not None and not (causal and mask is None and S >= T):  # a causal row always sees itself
             empty = int((~keep.any(-1)).expand(B, H, T).sum())
             total -= empty * math.log(S)
             rows -= empty
         entropy = total / rows if rows > 0 else math.nan
     return largest, entropy, p
+
+
+def _bias(keep: torch.Tensor) -> torch.Tensor:
+    """0 where `keep`, -1e30 elsewhere (the causal one cached with its mask)."""
+    if keep.ndim == 2 and keep is _causal(*keep.shape, keep.device):
+        return _causal_bias(*keep.shape, keep.device)
+    return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, _MASKED)
+
+
+@functools.lru_cache(maxsize=8)
+def _causal_bias(T: int, S: int, device: torch.device) -> torch.Tensor:
+    return torch.zeros(T, S, device=device).masked_fill_(~_causal(T, S, device), _MASKED)
+
+
+@functools.lru_cache(maxsize=8)
+def _causal(T: int, S: int, device: torch.device) -> torch.Tensor:
+    """(T, S) booleans, True where query t (the last T of S positions) may attend."""
+    return torch.ones(T, S, dtype=torch.bool, device=device).tril(S - T)
 
 
 def _tap_for(original: str) -> Callable[..., Any]:
