@@ -35,6 +35,9 @@ MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito v
 DIVERGED_FILL = "#F6C9B4"  # a diverged cell: outside the colour scale (no Viridis colour is this pale red)
 PICKED, PICKED_HALO = "black", "white"  # the frame of the cell whose curve is shown
 MIXED_MARK = "◆"  # the corner mark of a cell whose seeds disagree on the status
+# Plotly.js's own "Viridis" stops: a cell's colour, from which its text colour is chosen (`_text_on`).
+_VIRIDIS = ("#440154", "#48186a", "#472d7b", "#424086", "#3b528b", "#33638d", "#2c728e", "#26828e", "#21918c",
+            "#1fa088", "#28ae80", "#3fbc73", "#5ec962", "#84d44b", "#addc30", "#d8e219", "#fde725")  # fmt: skip
 TOP_ABOVE_UNIGRAM = 1.0  # the colour scale's top, nats above the unigram loss: a stalled run sits at unigram
 
 
@@ -226,6 +229,7 @@ def _draw_panel(
     fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=row, col=col)
     heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, row * col)
     fig.add_trace(heat, row=row, col=col)
+    fig.add_trace(_dark_text_trace(p, xs, ys, zrange, lecture), row=row, col=col)
     if any(any(r) for r in p.mixed or []):
         fig.add_trace(_mixed_trace(p, xs, edges, lecture), row=row, col=col)
     fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=row, col=col)
@@ -288,14 +292,54 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
         colorscale=COLORSCALE,
         showscale=col == 1,
         colorbar=_colour_bar(zrange, lang, lecture),
-        text=[["" if off else s for s, off in zip(*rows)] for rows in zip(p.text, off_scale)],
+        text=[
+            [s if _text_on(z, zrange) == "white" and not off else "" for s, z, off in zip(*rows)]
+            for rows in zip(p.text, p.z, off_scale)
+        ],  # fmt: skip
         texttemplate="%{text}",
-        textfont={"size": scaled_px(14, lecture)},
+        textfont={"size": scaled_px(14, lecture), "color": "white"},
         hovertext=hover,
         hoverinfo="skip",  # the click trace on top shows it
         xgap=2,
         ygap=2,
     )
+
+
+def _dark_text_trace(p: Panel, xs, ys, zrange, lecture: bool) -> go.Heatmap:
+    """The words of the light cells (and of failed ones) in black, over them in a transparent layer: Plotly's
+    own choice was white on Viridis's middle teal, where a stalled run's cell sits, at 3.7:1 (AA: 4.5:1)."""
+    dark = [
+        [s not in (None, "diverged") and _text_on(z, zrange) != "white" for z, s in zip(*rows)]
+        for rows in zip(p.z, p.status)
+    ]  # fmt: skip (a failed cell has no colour: black on the white ground)
+    z = [[1 if d else None for d in row] for row in dark]
+    text = [[w if d else "" for w, d in zip(*rows)] for rows in zip(p.text, dark)]
+    return _flat_cells(xs, ys, z, text, "rgba(0,0,0,0)", {"size": scaled_px(14, lecture), "color": "black"})
+
+
+def _luminance(hex_colour: str) -> float:
+    """WCAG's relative luminance of an sRGB colour "#rrggbb"."""
+    c = [int(hex_colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
+    lin = [v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4 for v in c]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _viridis_luminance(frac: float) -> float:
+    """The relative luminance of Viridis at `frac` (0..1), interpolated in RGB as Plotly.js draws it."""
+    frac = min(max(frac, 0.0), 1.0) * (len(_VIRIDIS) - 1)
+    k = min(int(frac), len(_VIRIDIS) - 2)
+    lo, hi = ([int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in _VIRIDIS[k : k + 2])
+    rgb = "#" + "".join(f"{round(a + (b - a) * (frac - k)):02x}" for a, b in zip(lo, hi))
+    return _luminance(rgb)
+
+
+def _text_on(z: float | None, zrange: tuple[float, float]) -> str | None:
+    """The text colour that reads on a cell of final loss `z` (None: no cell): white on Viridis's dark
+    end, black from where black reaches 4.5:1 (relative luminance 0.18, where both are ~4.6:1)."""
+    if z is None or not math.isfinite(z):
+        return None
+    lo, hi = zrange
+    return "black" if _viridis_luminance((z - lo) / (hi - lo) if hi > lo else 0.0) > 0.18 else "white"
 
 
 def _colour_bar(zrange: tuple[float, float], lang: str, lecture: bool) -> dict[str, Any]:
