@@ -38,7 +38,7 @@ A11Y_CSS = f"""
 .stApp label:has(input:focus-visible) {{outline: 3px solid {FOCUS_COLOUR}; outline-offset: 2px;}}
 .js-plotly-plot .modebar-container {{visibility: hidden;}}
 .js-plotly-plot:hover .modebar-container {{visibility: visible;}}
-.st-key-ln_chart_names {{display: none !important;}}
+.st-key-ln_chart_names, [data-testid="stLayoutWrapper"]:has(> .st-key-ln_chart_names) {{display: none !important;}}
 """
 FRAME_CSS = (
     """
@@ -144,7 +144,7 @@ _CHART_NAMES_JS = """<script>(() => { if (window.lnChartNames) return; window.ln
 
 def chart_names() -> None:
     """Give every chart on the page an accessible name (`_CHART_NAMES_JS`); drawn once per page, in a
-    hidden container (the script takes no room)."""
+    hidden container (it and its wrapper: the script takes no room, not even the page's 16-px gap)."""
     with st.container(key="ln_chart_names"):
         st.html(_CHART_NAMES_JS, unsafe_allow_javascript=True)
 
