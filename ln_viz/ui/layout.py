@@ -133,7 +133,10 @@ _CHART_NAMES_JS = """<script>(() => { if (window.lnChartNames) return; window.ln
     return head && sub ? head + '. ' + sub : head || sub; };
   let queued = false;
   const label = () => { queued = false;
-    for (const gd of document.querySelectorAll('.js-plotly-plot')) { const text = name(gd);
+    for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+      const title = (gd.layout || {}).title;  /* parsed again only when it changed: a run redraws often */
+      if (gd.lnTitle === title && gd.hasAttribute('aria-label')) continue;
+      gd.lnTitle = title; const text = name(gd);
       if (!text) continue;
       if (gd.getAttribute('role') !== 'img') gd.setAttribute('role', 'img');
       if (gd.getAttribute('aria-label') !== text) gd.setAttribute('aria-label', text); } };
