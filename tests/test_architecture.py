@@ -62,7 +62,7 @@ LAYERS: list[tuple[str, str]] = [
     (
         "sweep",
         "sweep sweep.spec sweep.presets sweep.results sweep.executors sweep.local sweep.ray_address sweep.ray_exec "
-        "sweep.chooser sweep.driver sweep.compare sweep.storage sweep.saver sweep.labels sweep.charts "
+        "sweep.chooser sweep.driver sweep.compare sweep.storage sweep.saver sweep.labels sweep.map_cells sweep.charts "
         "sweep.curve_charts sweep.cli",
     ),
     # where a configuration enters: the command line's flags and a page's link

@@ -141,7 +141,7 @@ def test_the_map_draws_stalled_and_diverged_cells_and_marks_them():
     assert panel.z[0] == [3.0, 3.5, 4.0]  # final loss (last 10 steps); diverged: the loss at init, never a gap
     assert "stalled" in panel.text[0][1] and "diverged" in panel.text[0][2]
     fig = sweep_charts.stability_heatmap(spec, rs, (1.0, 4.0), "ko")
-    pending, diverged, heat, clicks = fig.data
+    pending, diverged, heat, words, clicks = fig.data  # words: the light cells' text, in black
     assert len(fig.layout.shapes) == 2 and len(clicks.customdata) == 3  # both bad cells framed; all clickable
     assert [list(row) for row in pending.z] == [[None, None, None]]  # nothing left to train
     assert list(heat.x) == pytest.approx([-3, -2, math.log10(3e-2)])  # log lr axis

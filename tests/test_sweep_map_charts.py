@@ -51,7 +51,7 @@ def _no_norm_sweep():
 
 def _colour_position(fig, norm_col: int, i: int) -> float:
     """Where on the colour scale (0 bottom, 1 top) cell i of panel `norm_col` is drawn."""
-    off = (sweep_charts.PENDING, sweep_charts.DIVERGED_FILL)
+    off = (sweep_charts.PENDING, sweep_charts.DIVERGED_FILL, sweep_charts.TEXT_LAYER)
     heat = [d for d in fig.data if d.type == "heatmap" and d.colorscale[0][1] not in off][norm_col]
     z = heat.z[0][i]
     return (min(max(z, heat.zmin), heat.zmax) - heat.zmin) / (heat.zmax - heat.zmin)

@@ -12,7 +12,17 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _layer_ticks, _log_axis, _nice_log_range
-from ln_viz.charts.style import GREY, NORM_COLORS, _empty_note, _f32, _hover, _layout, norm_label, scaled_px
+from ln_viz.charts.style import (
+    GREY,
+    NORM_COLORS,
+    NORM_DASHES,
+    _empty_note,
+    _f32,
+    _hover,
+    _layout,
+    norm_label,
+    scaled_px,
+)
 from ln_viz.i18n import t
 
 
@@ -56,7 +66,7 @@ def _seed_band_and_mean(
             mode="lines+markers",
             name=t("chart.seed_mean", lang, name=name, n=n_seeds),
             legendgroup=pos,
-            line={"color": color, "width": 3},
+            line={"color": color, "width": 3, "dash": NORM_DASHES.get(pos, "solid")},  # apart in greyscale too
             marker={"size": scaled_px(7, lecture)},
             hovertemplate=name + "<br>" + _hover(lang, ("chart.layer", "%{x}"), (f"chart.{column}", "%{y:.3g}")),
         )

@@ -11,13 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ln_viz.charts.style import GREY, NORM_COLORS
+from ln_viz.charts.style import DASHES, GREY, NORM_COLORS, NORM_DASHES
 from ln_viz.snapshot import RunData
 
 MAX_LOSS_POINTS = 500  # per loss line on the live page
 MAX_LR_POINTS = 200  # the planned schedule is smooth: few points draw it
 MAX_HEATMAP_COLUMNS = 400  # probe steps shown in the gradient heatmap
-_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
 
 def downsample_index(y: np.ndarray, max_points: int) -> np.ndarray:
@@ -104,12 +103,14 @@ def _runs_key(prefix: str, datas: Sequence[RunData]) -> str:
 
 
 def _run_styles(datas: Sequence[RunData]) -> list[tuple[str, str]]:
-    """(colour, dash) per run: the norm position's colour; runs sharing a position get distinct dashes."""
+    """(colour, dash) per run: the norm position's colour and dash (`NORM_DASHES`: positions differ in
+    greyscale too); runs sharing a position take the dashes after it in turn, so they stay apart."""
     seen: dict[str, int] = {}
     out = []
     for d in datas:
         pos = d.info.config.norm_position
         n = seen.get(pos, 0)
         seen[pos] = n + 1
-        out.append((NORM_COLORS.get(pos, GREY), _DASHES[n % len(_DASHES)]))
+        first = DASHES.index(NORM_DASHES.get(pos, "solid"))
+        out.append((NORM_COLORS.get(pos, GREY), DASHES[(first + n) % len(DASHES)]))
     return out

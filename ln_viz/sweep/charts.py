@@ -26,13 +26,13 @@ from plotly.subplots import make_subplots
 from ln_viz.charts.style import norm_label, plain_layout, scaled_px
 from ln_viz.i18n import t
 from ln_viz.sweep.labels import PANEL_X_TITLE, lr_label, variant_text
+from ln_viz.sweep.map_cells import DIVERGED_FILL, PENDING, TEXT_LAYER, dark_text_trace, diverged_trace, pending_trace
+from ln_viz.sweep.map_cells import text_on as _text_on
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import VARIANT_AXES, SweepConfig
 
 COLORSCALE = "Viridis"  # perceptually uniform and colour-blind safe; dark = low loss
-PENDING = "#D9D9D9"
 MARK = "#D55E00"  # the frame of a stalled, diverged or failed cell (Okabe-Ito vermillion)
-DIVERGED_FILL = "#F6C9B4"  # a diverged cell: outside the colour scale (no Viridis colour is this pale red)
 PICKED, PICKED_HALO = "black", "white"  # the frame of the cell whose curve is shown
 MIXED_MARK = "◆"  # the corner mark of a cell whose seeds disagree on the status
 TOP_ABOVE_UNIGRAM = 1.0  # the colour scale's top, nats above the unigram loss: a stalled run sits at unigram
@@ -222,10 +222,11 @@ def _draw_panel(
     xs = _cell_xs(p, x_axis)
     ys = list(range(len(p.ys)))
     edges = _edges(xs)
-    fig.add_trace(_pending_trace(p, xs, ys), row=row, col=col)
-    fig.add_trace(_diverged_trace(p, xs, ys, lang, lecture), row=row, col=col)
+    fig.add_trace(pending_trace(p, xs, ys), row=row, col=col)
+    fig.add_trace(diverged_trace(p, xs, ys, lecture), row=row, col=col)
     heat = _heat_trace(p, xs, ys, zrange, lang, lecture, x_axis, row * col)
     fig.add_trace(heat, row=row, col=col)
+    fig.add_trace(dark_text_trace(p, xs, ys, zrange, lecture), row=row, col=col)
     if any(any(r) for r in p.mixed or []):
         fig.add_trace(_mixed_trace(p, xs, edges, lecture), row=row, col=col)
     fig.add_trace(_click_trace(p, xs, ys, heat.hovertext), row=row, col=col)
@@ -278,7 +279,7 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
          for i in range(len(xs))]
         for j in range(len(ys))
     ]  # fmt: skip
-    off_scale = [[s == "diverged" for s in row] for row in p.status]  # drawn by _diverged_trace
+    off_scale = [[s == "diverged" for s in row] for row in p.status]  # drawn by diverged_trace
     return go.Heatmap(
         x=xs,
         y=ys,
@@ -288,9 +289,12 @@ def _heat_trace(p: Panel, xs, ys, zrange, lang, lecture, x_axis, col) -> go.Heat
         colorscale=COLORSCALE,
         showscale=col == 1,
         colorbar=_colour_bar(zrange, lang, lecture),
-        text=[["" if off else s for s, off in zip(*rows)] for rows in zip(p.text, off_scale)],
+        text=[
+            [s if _text_on(z, zrange) == "white" and not off else "" for s, z, off in zip(*rows)]
+            for rows in zip(p.text, p.z, off_scale)
+        ],  # fmt: skip
         texttemplate="%{text}",
-        textfont={"size": scaled_px(14, lecture)},
+        textfont={"size": scaled_px(14, lecture), "color": "white"},
         hovertext=hover,
         hoverinfo="skip",  # the click trace on top shows it
         xgap=2,
@@ -311,33 +315,6 @@ def _colour_bar(zrange: tuple[float, float], lang: str, lecture: bool) -> dict[s
     }
 
 
-def _diverged_trace(p: Panel, xs, ys, lang: str, lecture: bool) -> go.Heatmap:
-    """The diverged cells, in a pale red outside the colour scale (their loss is not a point on it), with
-    their words; the legend note under the colour bar names the colour."""
-    z = [[1 if s == "diverged" else None for s in row] for row in p.status]
-    text = [[w if s == "diverged" else "" for s, w in zip(srow, trow)] for srow, trow in zip(p.status, p.text)]
-    return _flat_cells(xs, ys, z, text, DIVERGED_FILL, {"size": scaled_px(14, lecture), "color": "black"})
-
-
-def _flat_cells(xs, ys, z, text, colour: str, textfont: dict | None = None) -> go.Heatmap:
-    """Cells in one colour, off the colour scale (those with z 1; None elsewhere), each with its text."""
-    return go.Heatmap(
-        x=xs,
-        y=ys,
-        z=z,
-        zmin=0,
-        zmax=1,
-        colorscale=[[0, colour], [1, colour]],
-        showscale=False,
-        text=text,
-        texttemplate="%{text}",
-        textfont=textfont,
-        hoverinfo="skip",
-        xgap=2,
-        ygap=2,
-    )
-
-
 def _edges(xs: list[float]) -> list[float]:
     """Cell boundaries: midway between neighbours, half a gap beyond the ends (as a heatmap draws them)."""
     if len(xs) == 1:
@@ -349,13 +326,6 @@ def _edges(xs: list[float]) -> list[float]:
 def _marked(p: Panel) -> list[tuple[int, int]]:
     bad = ("stalled", "diverged", "failed")
     return [(j, i) for j, row in enumerate(p.status) for i, s in enumerate(row) if s in bad]
-
-
-def _pending_trace(p: Panel, xs, ys) -> go.Heatmap:
-    """The cells not trained yet, grey with an ellipsis: the grid's shape shows from the start."""
-    z = [[1 if s is None else None for s in row] for row in p.status]
-    text = [["…" if s is None else "" for s in row] for row in p.status]
-    return _flat_cells(xs, ys, z, text, PENDING)
 
 
 def _mixed_trace(p: Panel, xs, edges: list[float], lecture: bool) -> go.Scatter:
@@ -398,3 +368,6 @@ def _click_trace(p: Panel, xs, ys, hover: list[list[str]]) -> go.Scatter:
         marker={"size": 40, "symbol": "square", "opacity": 0.01, "color": "white"},
         showlegend=False,
     )
+
+
+__all__ = ["DIVERGED_FILL", "PENDING", "TEXT_LAYER"]  # the cells' colours, named here too (tests, pages)

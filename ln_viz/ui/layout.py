@@ -27,12 +27,26 @@ _PHONE_MARGINS = """
 @media (max-width: 640px) { [data-testid="stMainBlockContainer"] {padding-left: 0.5rem !important;
     padding-right: 0.5rem !important;} }
 """
+# Accessibility on every page (issue 32): a focus outline on everything focusable, in Okabe-Ito blue
+# (5.0:1 on white, 4.4:1 on the sidebar's grey; WCAG asks 3:1), off the element so that it shows on a red
+# button too (Streamlit's own ring was a pale pink, ~2.2:1, and links had none); a toggle's or a check
+# box's input is invisible, so its label carries the outline. Plotly's modebar (8 buttons a chart, each
+# a Tab stop) shows only while the mouse is over its chart: hidden, it leaves the Tab order.
+FOCUS_COLOUR = "#0072B2"
+A11Y_CSS = f"""
+.stApp :focus-visible {{outline: 3px solid {FOCUS_COLOUR} !important; outline-offset: 2px !important;}}
+.stApp label:has(input:focus-visible) {{outline: 3px solid {FOCUS_COLOUR}; outline-offset: 2px;}}
+.js-plotly-plot .modebar-container {{visibility: hidden;}}
+.js-plotly-plot:hover .modebar-container {{visibility: visible;}}
+.st-key-ln_chart_names, [data-testid="stLayoutWrapper"]:has(> .st-key-ln_chart_names) {{display: none !important;}}
+"""
 FRAME_CSS = (
     """
 .stApp, .stApp p, .stApp li, .stApp span, .stApp label {word-break: keep-all; overflow-wrap: break-word;}
 @media (hover: none) { .modebar-container {display: none !important;} }
 """
     + _PHONE_MARGINS
+    + A11Y_CSS
 )
 # The lecture view on any page: larger text for the back of the room (charts scale their own fonts).
 LECTURE_TEXT_CSS = """
@@ -103,6 +117,39 @@ def chart(fig: Any, key: str, box: str, lecture: bool = False) -> None:
         fig.layout.height = NOMINAL_PX[box]
     with st.container(key=box + key):
         st.plotly_chart(fig, key=key, width="stretch", height="stretch", theme=None, config=config)
+
+
+# Names every Plotly chart for a screen reader: role "img" and an aria-label from the figure's title and
+# subtitle (what the chart shows, in the page's language), on every chart of every page, also those
+# Streamlit draws anew while a run streams. The title is read as text through an inert document (a run's
+# label in it is the user's text: nothing of it runs or loads). No "<" before a letter in the script:
+# Streamlit's sanitizer (DOMPurify) drops a script whose text has one.
+_CHART_NAMES_JS = """<script>(() => { if (window.lnChartNames) return; window.lnChartNames = true;
+  const plain = (html) => new DOMParser().parseFromString(String(html || '').replace(/\\x3cbr\\s*\\/?>/gi, ' '),
+    'text/html').body.textContent.replace(/\\s+/g, ' ').trim();
+  const name = (gd) => { const title = (gd.layout || {}).title || {};
+    const head = plain(typeof title === 'string' ? title : title.text);
+    const sub = plain(title.subtitle && title.subtitle.text);
+    return head && sub ? head + '. ' + sub : head || sub; };
+  let queued = false;
+  const label = () => { queued = false;
+    for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+      const title = (gd.layout || {}).title;  /* parsed again only when it changed: a run redraws often */
+      if (gd.lnTitle === title && gd.hasAttribute('aria-label')) continue;
+      gd.lnTitle = title; const text = name(gd);
+      if (!text) continue;
+      if (gd.getAttribute('role') !== 'img') gd.setAttribute('role', 'img');
+      if (gd.getAttribute('aria-label') !== text) gd.setAttribute('aria-label', text); } };
+  new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(label); } })
+    .observe(document.body, {childList: true, subtree: true});
+  label(); })();</script>"""
+
+
+def chart_names() -> None:
+    """Give every chart on the page an accessible name (`_CHART_NAMES_JS`); drawn once per page, in a
+    hidden container (it and its wrapper: the script takes no room, not even the page's 16-px gap)."""
+    with st.container(key="ln_chart_names"):
+        st.html(_CHART_NAMES_JS, unsafe_allow_javascript=True)
 
 
 # Scrolls the element with a Streamlit key into view once it is drawn (it may arrive after this script).

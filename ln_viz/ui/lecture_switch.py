@@ -35,7 +35,8 @@ def _toggle_lecture_view() -> None:
 
 
 def style_and_toggle() -> bool:
-    """The frame's style on every page (whole Korean words, no modebar on touch screens) and, in the
+    """The frame's style on every page (whole Korean words, no modebar on touch screens, a visible focus,
+    charts named for screen readers and their modebars out of the Tab order) and, in the
     lecture view (`?present=1`), larger text for a projector; Live and Compare then draw their one-screen
     layout (ln_viz.ui.lecture_view). The sidebar's toggle switches that view on (the view has its own way out)."""
     from ln_viz.ui import layout
@@ -44,6 +45,7 @@ def style_and_toggle() -> bool:
     if lecture and "present" not in st.query_params:  # a page switch dropped it: the address stays a bookmark
         st.query_params["present"] = "1"
     layout.css(layout.FRAME_CSS + layout.BOX_CSS + (layout.LECTURE_TEXT_CSS if lecture else ""))
+    layout.chart_names()
     st.session_state[keys.LECTURE_TOGGLE] = lecture
     st.sidebar.toggle(t("lecture.toggle", current_lang()), key=keys.LECTURE_TOGGLE, on_change=_toggle_lecture_view,
                       help=t("lecture.toggle_help", current_lang()))  # fmt: skip

@@ -1,0 +1,82 @@
+"""What colour alone must not carry (issue 32), on the figures' data, no browser: Post-LN and Pre-LN differ
+by their dash on every line chart of several runs (greyscale, a black-and-white handout), runs that share
+a norm position stay apart, and every word on the stability map reads at 4.5:1 against its cell (WCAG AA)."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.colors
+import pytest
+
+from ln_viz.charts.loss import _prepare_loss
+from ln_viz.sweep import charts as sweep_charts
+from ln_viz.sweep import map_cells
+from tests.runs import demo
+from tests.test_sweep_map_charts import UNIGRAM, _no_norm_sweep
+
+
+@pytest.fixture(scope="module")
+def post_pre():
+    return demo("post-ln-no-warmup"), demo("pre-ln-no-warmup")
+
+
+def test_post_and_pre_ln_differ_by_dash_and_same_position_runs_stay_apart(post_pre):
+    post, pre = post_pre
+    (_, c_post, d_post, _), (_, c_pre, d_pre, _) = _prepare_loss([post, pre], None, "en").lines
+    assert c_post != c_pre and d_post != d_pre, (d_post, d_pre)  # apart in greyscale too
+    for run in post_pre:
+        (_, c1, d1, _), (_, c2, d2, _) = _prepare_loss([run, run], None, "en").lines
+        assert c1 == c2 and d1 != d2  # A and B in one position: one colour, two dashes
+
+
+def _contrast(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    def lum(rgb):
+        lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in rgb)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _rgb(colour: str | None, ground: tuple[float, ...]) -> tuple[float, ...]:
+    """A text colour as Plotly paints it: a named or hex colour; none set, Plotly's own choice (its
+    `Color.contrast`: #444 on a light cell, white on a dark one, by tinycolor's brightness)."""
+    if colour is None:
+        light = (ground[0] * 299 + ground[1] * 587 + ground[2] * 114) / 1000 >= 128
+        colour = "#444444" if light else "#ffffff"
+    named = {"white": "#ffffff", "black": "#000000"}
+    return plotly.colors.hex_to_rgb(named.get(colour, colour))
+
+
+def _cell_colour(heat, j: int, i: int) -> tuple[float, ...]:
+    """The colour of the heat trace's cell (j, i) on its Viridis scale (plotly.js's stops); white where
+    it has no value (the plot's ground)."""
+    z = heat.z[j][i]
+    if z is None:
+        return (255, 255, 255)
+    frac = (min(max(z, heat.zmin), heat.zmax) - heat.zmin) / (heat.zmax - heat.zmin)
+    return plotly.colors.unlabel_rgb(plotly.colors.sample_colorscale(list(map_cells.VIRIDIS_STOPS), frac)[0])
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_every_word_on_the_stability_map_reads_at_4_5_to_1(lecture):
+    spec, rs = _no_norm_sweep()
+    zrange = sweep_charts.colour_range(rs, None, math.log(65), unigram=UNIGRAM)
+    fig = sweep_charts.stability_heatmap(spec, rs, zrange, "en", lecture=lecture)
+    off = (sweep_charts.PENDING, sweep_charts.DIVERGED_FILL, sweep_charts.TEXT_LAYER)
+    heats = [d for d in fig.data if d.type == "heatmap" and d.colorscale[0][1] not in off]
+    worst, stalled = math.inf, 0
+    for heat in heats:  # each panel's coloured cells, and every layer of words drawn on them
+        layers = [d for d in fig.data if d.type == "heatmap" and d.xaxis == heat.xaxis and d.text is not None]
+        for j, row in enumerate(heat.z):
+            for i in range(len(row)):
+                if row[i] is None:
+                    continue
+                ground = _cell_colour(heat, j, i)
+                for layer in layers:
+                    if layer.text[j][i] and (layer is heat or layer.colorscale[0][1] == sweep_charts.TEXT_LAYER):
+                        worst = min(worst, _contrast(_rgb(layer.textfont.color, ground), ground))
+                        stalled += "stalled" in layer.text[j][i]
+    assert stalled >= 1  # the cells that carry the lesson are among those checked
+    assert worst >= 4.5, f"a cell's words read at {worst:.2f}:1"
