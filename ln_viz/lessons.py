@@ -32,13 +32,16 @@ def lesson_chart(name: str | None, cfgs: Sequence[RunConfig]) -> str | None:
 
 
 def scenario_of(cfgs: Sequence[RunConfig]) -> str | None:
-    """The preset (one run) or Compare scenario (two) whose configurations these are, seeds aside: the
-    name of its takeaway (`lecture.takeaway.<name>`), or None for the user's own settings."""
+    """The preset (one run) or Compare scenario (two) whose configurations these are, seeds and the probes'
+    cadence aside (what is measured, not what is trained: the README's GIF probes every 15 steps): the name
+    of its takeaway (`lecture.takeaway.<name>`), or None for the user's own settings."""
     names = {name: p.config for name, p in PRESETS.items()}
     if len(cfgs) == 2:
         names = {name: (PRESETS[a].config, PRESETS[b].config) for name, (a, b, _) in COMPARE_PRESETS.items()}
     for name, want in names.items():
         wants = want if isinstance(want, tuple) else (want,)
-        if len(wants) == len(cfgs) and all(c.replace(seed=w.seed) == w for c, w in zip(cfgs, wants)):
+        if len(wants) == len(cfgs) and all(
+            c.replace(seed=w.seed, probe_every=w.probe_every) == w for c, w in zip(cfgs, wants)
+        ):
             return name
     return None

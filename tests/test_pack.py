@@ -135,3 +135,16 @@ def test_a_pack_of_an_instability_lesson_shows_the_lecture_view_s_chart(tiny_run
     assert '<main class="pair lesson">' in page
     plain = {c["id"]: c for c in _payload(pack_html([tiny_run], "en"))["charts"]}
     assert plain["heatmap0"]["fig"]["data"][0]["type"] == "heatmap"  # no lesson: the heatmap, as before
+
+
+def test_a_scenario_is_known_by_what_it_trains_not_by_how_often_it_is_probed() -> None:
+    """The README's GIF probes the post-vs-pre pair every 15 steps (21 frames): its frames still carry the
+    scenario's question and takeaway, as the pair with the presets' own cadence does."""
+    from ln_viz.config import COMPARE_PRESETS, preset
+    from ln_viz.lessons import scenario_of
+
+    a, b, _ = COMPARE_PRESETS["post-vs-pre"]
+    cfgs = [preset(a), preset(b)]
+    assert scenario_of(cfgs) == "post-vs-pre"
+    assert scenario_of([c.replace(probe_every=15, seed=3) for c in cfgs]) == "post-vs-pre"
+    assert scenario_of([c.replace(lr=1e-2) for c in cfgs]) is None  # a trained setting changed: not the scenario
