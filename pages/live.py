@@ -4,6 +4,7 @@ import streamlit as st
 
 from ln_viz.config import PRESETS
 from ln_viz.i18n import LocalizedError, t
+from ln_viz.server.runs import where_line
 from ln_viz.ui import (
     config_form,
     keys,
@@ -79,7 +80,7 @@ if stop:
     st.rerun()
 
 source = run_view.RunnerRuns([[handle]] if handle else [], [form_cfg], lambda: runs.running(("live",)),
-                            runner.max_concurrent, preset, where=lambda: training.where_line(runner, lang))  # fmt: skip
+                            runner.max_concurrent, preset, where=lambda: where_line(runner, lang))  # fmt: skip
 
 
 def watch_link_stored(_frame) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from ln_viz.server.runs import SessionRuns, where_line  # noqa: F401 -- where_line: runview's pages, until merged
+from ln_viz.server.runs import SessionRuns
 
 if TYPE_CHECKING:
     from ln_viz.runner import Runner
