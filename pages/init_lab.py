@@ -8,12 +8,15 @@ from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.init_lab import DEFAULT_SCENARIO
 from ln_viz.schema import PARAM_NAMES
-from ln_viz.ui import init_lab_cache, keys, language, lecture_switch, links, page_state
+from ln_viz.ui import init_lab_cache, init_lab_hf, keys, language, lecture_switch, links, page_state
 from ln_viz.ui.config_form import widget_bounds
 from ln_viz.ui.safe import md
 
 lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
+if lecture:  # one screen: Figure 3, ln-viz's model or BERT vs GPT-2, and the sentence its measurement supports
+    init_lab_hf.lecture(lang)
+    st.stop()
 st.title(t("init.title", lang))
 for notice in links.link_notices(lang):
     st.warning(md(notice))
@@ -87,3 +90,4 @@ with st.expander(t("init.cli_equivalent", lang)):
         "\n".join(f"python -m ln_viz init-grads --norm-position {p} {flags} --seeds {seeds} --csv" for p in positions),
         language="bash",
     )
+init_lab_hf.real_architectures(lang)

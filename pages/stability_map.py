@@ -31,7 +31,9 @@ for notice in links.link_notices(lang):
     st.warning(md(notice))  # it quotes the link
 
 if lecture:  # one screen: the header strip, the map and its curves sized from the viewport, the takeaway
-    lecture_view.page_header(lecture_title(st.session_state[keys.SM_SPEC], lang), lang, nav.LIVE)
+    lecture_view.page_header(
+        lecture_title(st.session_state[keys.SM_SPEC], lang), lang, nav.LIVE, here=nav.STABILITY_MAP
+    )
     layout.css(view.LECTURE_CSS)
 else:
     layout.css(view.PHONE_CSS)

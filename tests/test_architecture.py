@@ -50,12 +50,13 @@ LAYERS: list[tuple[str, str]] = [
     (
         "byom",
         "byom byom.layout byom.measure byom.card byom.attention byom.probe "
-        "integrations integrations.hf integrations.lightning",
+        "integrations integrations.hf integrations.lightning "
+        "hf_init_lab byom.figure3",  # the Init lab on real architectures: its summaries, its measurement
     ),
     (
         "charts",
         "charts charts.style charts.axes charts.sample charts.lr_axis charts.dist charts.entropy charts.grads "
-        "charts.init_lab "
+        "charts.init_lab charts.init_hf "
         "charts.instability charts.loss charts.profile charts.seeds words export video_charts pack video_frames video",
     ),
     # the stability map

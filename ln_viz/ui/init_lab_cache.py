@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -58,3 +59,37 @@ def warm_init_lab_pool() -> None:
     from ln_viz.init_lab import warm_pool
 
     warm_pool(init_lab_pool())
+
+
+# --- the real architectures (ln_viz.hf_init_lab) -----------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _bundled_hf():
+    from ln_viz.hf_init_lab import bundled_default
+
+    return bundled_default()
+
+
+@st.cache_resource(show_spinner=False)
+def _hf_measured() -> tuple[dict, threading.Lock]:
+    """The server's measurements of real architectures made so far, (arch, init) -> Measured, and their lock
+    (a second visitor waits for the first one's measurement instead of measuring again)."""
+    return {}, threading.Lock()
+
+
+def hf_results(archs: tuple[str, ...]) -> tuple[dict | None, str | None]:
+    """({(arch, init): Measured} of `archs` at every init, the transformers version of a shipped measurement
+    (None: measured here)); (None, None) when they are neither shipped nor measurable (no transformers)."""
+    from ln_viz.hf_init_lab import INITS, hf_lab, transformers_missing
+
+    bundle = _bundled_hf()
+    wanted = [(a, i) for a in archs for i in INITS]
+    if bundle is not None and all(k in bundle[0].measured for k in wanted):
+        return {k: bundle[0].measured[k] for k in wanted}, bundle[1]
+    if transformers_missing():
+        return None, None
+    done, lock = _hf_measured()
+    with lock:
+        todo = tuple(dict.fromkeys(a for a, i in wanted if (a, i) not in done))
+        if todo:
+            done.update(hf_lab(archs=todo, executor=init_lab_pool()).measured)
+    return {k: done[k] for k in wanted}, None

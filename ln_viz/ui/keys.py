@@ -54,6 +54,10 @@ INIT_HEADS = "init_heads"
 INIT_BATCH = "init_batch"
 INIT_SEQ = "init_seq"
 INIT_DEPTHS = "init_depths"
+INIT_HF_ARCHS = "init_hf_archs"  # the real-architecture view (ln_viz.ui.init_lab_hf)
+INIT_HF_INIT = "init_hf_init"
+INIT_HF_ROLE = "init_hf_role"
+INIT_LECTURE_VIEW = "init_lecture_view"  # the lecture view's choice: ln-viz's model, BERT vs GPT-2 at either init
 
 # --- the stability map (ln_viz.ui.stability_view, stability_form, pages/stability_map.py) --------------
 SM_SESSION = "_sm_session"  # this session's own key: a sweep's owner

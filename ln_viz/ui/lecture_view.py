@@ -80,13 +80,17 @@ def _switch_lang(lang: str) -> None:
     st.session_state[keys.LANG] = lang
 
 
-def _top_row(text: str, lang: str, other_page: nav.Page, extra: Callable[[Any], None] | None = None) -> None:
+def _top_row(
+    text: str, lang: str, other_page: nav.Page, extra: Callable[[Any], None] | None = None, here: nav.Page | None = None
+) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", key="lecture_top")
     with row.container(key="lecture_title", width="stretch"):
         st.markdown(text)
     if extra is not None:  # the run's watch link (ln_viz.ui.watch_share), before the page's own buttons
         extra(row)
-    row.page_link(other_page.file, label=t(other_page.title_key, lang), width="content")
+    # the other page, then every other page with a lecture view but the one shown (`here`; UX round 4, M4)
+    for page in dict.fromkeys(p for p in (other_page, nav.INIT_LAB, nav.STABILITY_MAP) if p != here and p.exists()):
+        row.page_link(page.file, label=t(page.title_key, lang), width="content")
     other = "ko" if lang == "en" else "en"
     row.button(language.LANG_NAMES[other], key="lecture_lang", on_click=_switch_lang, args=(other,))
     row.button(t("lecture.exit", lang), key="lecture_exit", on_click=lecture_switch.set_lecture_view, args=(False,))
@@ -140,12 +144,15 @@ def _choice_widgets(row, buttons: list[str], more: list[str], current: str | Non
             )
 
 
-def page_header(text: str, lang: str, other_page: nav.Page, extra: Callable[[Any], None] | None = None) -> None:
-    """The header strip alone (a page without scenario buttons: the stability map, a watched run): `text` in
-    large type, the link to `other_page`, the language and leave buttons (`extra(row)` draws more into that
-    row); the screen's rules (SCREEN_CSS) with it."""
+def page_header(
+    text: str, lang: str, other_page: nav.Page, extra: Callable[[Any], None] | None = None, here: nav.Page | None = None
+) -> None:
+    """The header strip alone (a page without scenario buttons: the stability map, the Init lab, a watched
+    run): `text` in large type, the links to `other_page` and the other lecture pages but `here` (the page
+    shown), the language and leave buttons (`extra(row)` draws more into that row); the screen's rules
+    (SCREEN_CSS) with it."""
     layout.css(SCREEN_CSS)
-    _top_row(text, lang, other_page, extra)
+    _top_row(text, lang, other_page, extra, here)
 
 
 def takeaway(name: str | None, lang: str, ended: bool, question: str | None = None) -> None:
