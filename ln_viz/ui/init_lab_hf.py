@@ -11,6 +11,7 @@ from ln_viz.i18n import t
 from ln_viz.init_lab import DEFAULT_SCENARIO, default_config
 from ln_viz.ui import init_lab_cache, keys, layout, lecture_view, nav, page_state
 from ln_viz.ui.layout import FULL
+from ln_viz.ui.safe import md
 
 PAIR = ("bert", "gpt2")  # the lecture's pair: Post-LN (BERT) against Pre-LN (GPT-2)
 LECTURE_VIEWS = ("toy", "hf", "xavier")  # ln-viz's model; BERT vs GPT-2 at HF's init; at Xavier's
@@ -18,8 +19,17 @@ LECTURE_VIEWS = ("toy", "hf", "xavier")  # ln-viz's model; BERT vs GPT-2 at HF's
 LECTURE_CSS = ":root {--ln-chrome: calc(196px * var(--ln-zoom));}"
 
 
-def _lines(measured: dict, archs, init: str) -> list[Line]:
-    return [Line(a, hf.ARCHS[a].label, measured[(a, init)].grads) for a in archs if (a, init) in measured]
+def _label(name: str, placement: str, lang: str) -> str:
+    return f"{name} ({t(f'init.hf.placement.{placement}', lang)})"
+
+
+def _lines(measured: dict, archs, init: str, lang: str) -> list[Line]:
+    """Each architecture's line, named with the placement ln_viz.describe found in it."""
+    return [
+        Line(a, _label(hf.ARCHS[a].label, measured[(a, init)].placement, lang), measured[(a, init)].grads)
+        for a in archs
+        if (a, init) in measured
+    ]
 
 
 def real_architectures(lang: str) -> None:
@@ -43,22 +53,23 @@ def real_architectures(lang: str) -> None:
     with st.spinner(t("init.hf.measuring", lang)):
         measured, version = init_lab_cache.hf_results(tuple(archs))
     if measured is None:
-        st.info(hf.missing_sentence(lang))
+        st.info(md(hf.missing_sentence(lang)))
         return
     left, right = st.columns([1.4, 1])
     with left:
-        fig = hf_profile_chart(_lines(measured, archs, init), lang, False, role, t(f"init.hf.init_{init}", lang))
+        fig = hf_profile_chart(_lines(measured, archs, init, lang), lang, False, role, t(f"init.hf.init_{init}", lang))
         st.plotly_chart(fig, key="init_hf_profile", theme=None)
         st.caption(t("init.hf.profile_caption", lang))
     with right:
         rows = [(a, i, m.grads) for (a, i), m in measured.items()]
         st.plotly_chart(hf_ratio_chart(rows, lang, False, role), key="init_hf_ratio", theme=None)
         st.caption(t("init.hf.ratio_caption", lang))
-    st.markdown("\n".join("- " + hf.arch_sentence(measured[(a, init)], lang, role) for a in archs))
+    # md: exactly the text (Korean ranges are "0.89~1.07", and two tildes in a line strike through what is between)
+    st.markdown("\n".join("- " + md(hf.arch_sentence(measured[(a, init)], lang, role)) for a in archs))
     if version is not None:
         st.caption(t("init.hf.shipped", lang, version=version))
     if hf.transformers_missing():
-        st.caption(hf.missing_sentence(lang))
+        st.caption(md(hf.missing_sentence(lang)))
 
 
 def _toy(lang: str) -> tuple[list[Line], str]:
@@ -67,7 +78,7 @@ def _toy(lang: str) -> tuple[list[Line], str]:
     lab, _ = init_lab_cache.init_lab_results(default_config(), d["positions"], d["seeds"], d["depths"], d["param"])
     grads = {pos: lab.grads[pos].rename(columns={"param": "role"}) for pos in ("post", "pre")}
     label = t("init.lecture.toy_label", lang)
-    lines = [Line(pos, f"{label} {t(f'init.hf.placement.{pos}', lang)}", g) for pos, g in grads.items()]
+    lines = [Line(pos, _label(label, pos, lang), g) for pos, g in grads.items()]
     pair = [(label, pos, hf.ratio(g, d["param"])) for pos, g in grads.items()]
     return lines, hf.pair_sentence(pair[0], pair[1], lang, d["param"])
 
@@ -91,12 +102,12 @@ def lecture(lang: str) -> None:
     else:
         measured, _ = init_lab_cache.hf_results(PAIR)
         if measured is None:
-            st.info(hf.missing_sentence(lang))
+            st.info(md(hf.missing_sentence(lang)))
             return
-        lines = _lines(measured, PAIR, view)
+        lines = _lines(measured, PAIR, view, lang)
         text = hf.measured_pair(measured[(PAIR[0], view)], measured[(PAIR[1], view)], lang)
         init_label = t(f"init.hf.init_{view}", lang)
     fig = hf_profile_chart(lines, lang, True, role, init_label, height=layout.NOMINAL_PX[FULL])
     layout.chart(fig, "init_lecture", FULL, lecture=True)
     with st.container(key="lecture_takeaway"):
-        st.markdown(text)
+        st.markdown(md(text))
