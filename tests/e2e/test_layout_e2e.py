@@ -4,10 +4,10 @@ For each viewport (the lecture view: 1920x1080 with `?present=1`; a 1280x720 lap
 and each page (Live with post-ln-no-warmup while it trains and once it has ended, Compare after "Start
 both" once both have ended: on the room's and the laptop's screens the qk-norm-logits scenario, whose
 lecture view puts the attention-logit chart in the heatmaps' place, on the phone the default scenario;
-Init lab at its defaults), one test opens the page in English, switches to Korean and back with the
-page's own language control (the run carries on: one training per case, not one per language), and
-asserts in each state and language, from the SVG Plotly.js
-rendered:
+Init lab at its defaults, with its real architectures; its lecture view: BERT vs GPT-2, one screen), one
+test opens the page in English, switches to Korean and back with the page's own language control (the
+run carries on: one training per case, not one per language), and asserts in each state and language,
+from the SVG Plotly.js rendered:
   (a) no two text boxes of one chart overlap (titles, axis titles, legend items, colourbar labels,
       annotations, tick labels, the Play/Pause buttons, the animation slider, a visible modebar);
   (b) no text sticks out of its chart's drawing area (where it is cut);
@@ -177,11 +177,12 @@ def open_case(pg, server, page: str, lecture: bool, figures: dict, viewport: str
     if page == "stability-map":
         yield from open_map(pg, lecture)
         return
-    if page == "init-lab":
-        pg.wait_for_selector(".st-key-init_resid .js-plotly-plot", timeout=120_000)
+    if page == "init-lab":  # the lecture view: one chart (BERT vs GPT-2); else the toy's three and the real ones
+        drawn = ".st-key-full__init_lecture .js-plotly-plot" if lecture else ".st-key-init_hf_ratio .js-plotly-plot"
+        pg.wait_for_selector(drawn, timeout=120_000)
         yield page, "en"
         switch_lang(pg, "ko", lecture)
-        pg.wait_for_selector(".st-key-init_resid .js-plotly-plot", timeout=120_000)
+        pg.wait_for_selector(drawn, timeout=120_000)
         yield page, "ko"
         return
     pg.wait_for_selector(f".st-key-{START[page]} button", state="attached", timeout=60_000)
@@ -268,6 +269,12 @@ CHART_TEXT = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(g
           legend: least('.legend .legendtext'), colourbar: least('.colorbar text')}; })"""
 
 
+def chart_text_problems(pg) -> list[str]:
+    return [f"chart {c['key']}: its smallest {kind} text is {c[kind]:.1f} px, under {CHART_TEXT_MIN} px"
+            for c in pg.evaluate(CHART_TEXT) for kind in ("tick", "legend", "colourbar")
+            if c[kind] is not None and c[kind] < CHART_TEXT_MIN - 0.01]  # fmt: skip
+
+
 def back_row_problems(pg, reading: dict, page: str) -> list[str]:
     sizes = pg.evaluate(BACK_ROW)
     found = [f"the {k} text is {sizes[k]} px, under {least} px" for k, least in BACK_ROW_MIN.items()
@@ -275,9 +282,7 @@ def back_row_problems(pg, reading: dict, page: str) -> list[str]:
     tops = pg.evaluate(ROW_TOPS)
     if max(tops) - min(tops) > 12:  # one row: at 24 px Stop went to a second row in English, the takeaway off screen
         found.append(f"the scenario buttons, Start and Stop take more than one row (their tops: {tops})")
-    found += [f"chart {c['key']}: its smallest {kind} text is {c[kind]:.1f} px, under {CHART_TEXT_MIN} px"
-              for c in pg.evaluate(CHART_TEXT) for kind in ("tick", "legend", "colourbar")
-              if c[kind] is not None and c[kind] < CHART_TEXT_MIN - 0.01]  # fmt: skip
+    found += chart_text_problems(pg)
     if page.startswith("compare"):
         h, quarter = geometry.plot_height(reading, "compare_profile"), reading["innerHeight"] / 4
         if h is None or h < quarter:
@@ -292,7 +297,7 @@ def problems(reading: dict, page: str, lecture: bool) -> tuple[list[str], float 
     if not reading["charts"]:
         found.append("no chart is drawn")
     loss_h = geometry.plot_height(reading, LOSS_CHART[page]) if page in LOSS_CHART else None
-    if lecture and page == "stability-map":  # one screen, as Live's and Compare's
+    if lecture and page in ("stability-map", "init-lab"):  # one screen, as Live's and Compare's
         found += geometry.outside_viewport(reading)
     if page == "compare" and not lecture and reading["innerWidth"] > 800:  # the laptop: the loss chart with its
         # legend (which line is which run) on the first screen (issue 21 N16)
@@ -408,6 +413,8 @@ def test_layout(server, case_page, page, viewport):
             state_found += slider_problems(case_page) if page == "init-lab" else []
             if lecture and page in LOSS_CHART and reading["innerHeight"] >= 1080:
                 state_found += back_row_problems(case_page, reading, page)
+            if lecture and page == "init-lab":  # the Init lab's one chart read from the back row too
+                state_found += chart_text_problems(case_page)
             if state_found or ALL_SHOTS:
                 full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
             found += [f"[{state}, {lang}] {p}" for p in state_found]
