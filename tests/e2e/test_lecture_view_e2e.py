@@ -1,6 +1,7 @@
 """The lecture view and the one step control in headless Chromium: the lecture view fits one screen
 (no scrolling, every chart inside, the loss plot at least a third of the height) at 1920x1080 and at
-1280x720; its scenario and language buttons work without the sidebar; after a run, Play moves the
+1280x720; its scenario and language buttons work without the sidebar, its header links to the Init lab's
+(one screen too); after a run, Play moves the
 distribution and the per-layer profile together, and Pause raises no page error."""
 
 import time
@@ -62,6 +63,19 @@ def test_the_lecture_view_fits_one_screen_and_switches_without_the_url(server, b
         page.wait_for_function(f"() => document.querySelector('{TITLE}').innerText.includes('24층')", timeout=30_000)
         wait_idle(page)
         assert page.locator(".st-key-compare_start button").inner_text().strip() == "둘 다 시작"
+        # the header's link to the Init lab (UX round 4, M4): its lecture view, one screen, the measured sentence
+        page.locator(".st-key-lecture_top a", has_text="초기화 실험실").click()
+        page.wait_for_selector(".st-key-full__init_lecture .js-plotly-plot", timeout=60_000)
+        wait_idle(page)
+        wait_charts(page, 1)
+        fit = page.evaluate(FIT)
+        page.screenshot(path=str(ARTIFACTS / f"lecture-init-lab-{size[0]}x{size[1]}.png"))
+        assert "/init-lab" in page.url and "present=1" in page.url
+        assert fit["scroll"] <= 1 and page.locator(".js-plotly-plot").count() == 1, fit  # one figure
+        for r in fit["charts"]:
+            assert r["top"] >= 0 and r["bottom"] <= fit["h"] + 1 and r["right"] <= fit["w"] + 1, (r, fit)
+        assert "BERT(Post-LN)" in page.locator(".st-key-lecture_takeaway").inner_text()
+        assert page.locator(".st-key-lecture_top a", has_text="안정성 지도").count() == 1
     finally:
         context.close()
     assert errors == [], errors
