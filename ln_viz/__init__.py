@@ -18,6 +18,7 @@ import circle or an import of a higher layer; docs/code.md names every module):
     store, recorder               runs in SQLite; the server's single writer
     byom, integrations            your own model: describe/attach (ln_viz.describe, ln_viz.attach), and the
                                   adapters for the Hugging Face Trainer and Lightning
+    hf_init_lab                   the Init lab on Hugging Face's own blocks: Figure 3 measured, its verdicts
     charts, words, export,        pure Plotly builders; settings in words; chart files; the lecture
     pack, video, video_frames,    pack; MP4 and GIF animations: which steps a video draws and how, and
     video_charts                  what one frame shows
