@@ -260,3 +260,18 @@ def test_the_lecture_view_shows_bert_against_gpt2_and_the_sentence_its_measureme
     at.button_group(key="init_lecture_view").set_value("xavier").run()
     xavier = measured_pair(lab.get("bert", "xavier"), lab.get("gpt2", "xavier"), "ko")
     assert md(xavier) in [m.value for m in at.markdown] and not at.exception
+
+
+def test_the_ratio_chart_draws_each_init_s_median_and_its_seeds_range():
+    from ln_viz.charts.init_hf import hf_ratio_chart
+
+    measured = [("bert", "hf", _grads([1.0, 0.9, 1.2])), ("bert", "xavier", _grads([0.3, 0.5, 0.4])),
+                ("gpt2", "hf", _grads([0.8, 0.82, 0.85]))]  # fmt: skip
+    fig = hf_ratio_chart(measured, "ko")
+    by_name = {tr.name: tr for tr in fig.data}
+    hf, xavier = by_name["Hugging Face 자체 초기화"], by_name["Xavier-uniform(논문)"]
+    assert list(hf.y) == pytest.approx([1.0, 0.82]) and list(xavier.y) == pytest.approx([0.4])
+    assert list(hf.error_y.array) == pytest.approx([0.2, 0.03]) and list(hf.error_y.arrayminus) == pytest.approx(
+        [0.1, 0.02]
+    )
+    assert list(fig.layout.xaxis.ticktext) == ["BERT", "GPT-2"] and hf.x[0] < xavier.x[0] < hf.x[1]
