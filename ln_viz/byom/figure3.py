@@ -49,11 +49,15 @@ def build(arch: str, loss: str, s: Setup, seed: int) -> nn.Module:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()  # tiny configs: its notes about them are not the user's business
-    config = AutoConfig.for_model(arch, **_config_kwargs(arch, s))
-    auto = AutoModelForMaskedLM if loss == "mlm" else AutoModelForCausalLM
-    torch.manual_seed(seed)
-    return auto.from_config(config).eval()
+    was = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its notes about a tiny config are not the reader's business
+    try:
+        config = AutoConfig.for_model(arch, **_config_kwargs(arch, s))
+        auto = AutoModelForMaskedLM if loss == "mlm" else AutoModelForCausalLM
+        torch.manual_seed(seed)
+        return auto.from_config(config).eval()
+    finally:
+        hf_logging.set_verbosity(was)
 
 
 def xavier_(model: nn.Module, seed: int) -> None:
