@@ -82,13 +82,17 @@ def test_ray_stop_within_two_seconds_and_a_killed_worker_fails_its_cell(cluster)
     crash_one_cell_then_stop(RayExecutor(address=cluster), _spec(steps=3000))
 
 
-def test_a_killed_head_ends_the_sweep_in_one_sentence_and_a_restarted_head_takes_the_next():
+def test_a_killed_head_ends_the_sweep_in_one_sentence_and_a_restarted_head_takes_the_next(monkeypatch):
     """Issue 32, H2, the map's sweep: its Ray driver was this process's, which Ray ended 60 s after the head
     died (exit 1) or at once on a head restarted on the same port. Now the head's SIGKILL fails the cells it
-    trained and ends the sweep with one sentence within seconds, this process lives on past Ray's minute,
-    and a sweep on the head restarted on the same port trains every cell."""
+    trained and ends the sweep with one sentence within seconds, this process lives on past Ray's GCS timeout,
+    and a sweep on the head restarted on the same port trains every cell. The timeout is Ray's 60 s by default;
+    here 5 s (RAY_gcs_rpc_server_reconnect_timeout_s, which the Ray host keeps): a driver given 5 s ended its
+    process 15 s after the head's SIGKILL (measured), so a driver back in this process would still end it."""
     import threading
 
+    gcs_timeout_s = 5
+    monkeypatch.setenv("RAY_gcs_rpc_server_reconnect_timeout_s", str(gcs_timeout_s))
     head = HeadNode(cpus=2).start()
     try:
         executor = RayExecutor(address=head.address)
@@ -118,7 +122,7 @@ def test_a_killed_head_ends_the_sweep_in_one_sentence_and_a_restarted_head_takes
         p = sweep.progress()
         assert p.state == "failed" and p.running == 0
         assert all(r.status == "failed" for r in p.results)  # the cells it trained: failed, not left running
-        time.sleep(max(0.0, killed + 65 - time.monotonic()))  # past Ray's 60 s, after which it ended us
+        time.sleep(max(0.0, killed + gcs_timeout_s + 20 - time.monotonic()))  # past where Ray's driver ended us
         head = HeadNode(cpus=2, port=head.port).start()
         restarted = time.monotonic()
         done = SweepRun(_spec(), RayExecutor(address=head.address)).run()
