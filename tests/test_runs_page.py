@@ -405,6 +405,7 @@ def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_p
     print(f"\n{len(long_run.probe_steps)} probe steps stored and downloaded, {len(shown)} drawn")
 
 
+@pytest.mark.slow  # the module's 600-step run probed every step, trained and decoded
 def test_whole_run_downloads_are_built_one_at_a_time_on_the_server(store_path: Path, long_run: RunData, monkeypatch):
     """Issue 21 X5 (left after the re-check): each download button decodes the whole run on click, about
     1.6 GB for the largest run a visitor may train; three clicks at once held three copies. Now the server
