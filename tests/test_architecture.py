@@ -114,13 +114,20 @@ def _from_base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*parts, node.module] if node.module else parts)
 
 
+@cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a file's syntax tree (ast.walk's order), parsed and walked once for the module's checks:
+    walking the tree's files was most of their time."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))))
+
+
 def imported_names(module: str, table: dict[str, tuple[Path, bool]] | None = None) -> set[str]:
     """Every dotted name `module` (of ln_viz/, or of `table`) imports, at any depth of its code (lazy imports
     included); for `from pkg import x`, `pkg.x` when x is a submodule, else `pkg`."""
     table = modules() if table is None else table
     path, is_package = table[module]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -287,7 +294,7 @@ def test_no_library_file_is_over_400_lines_and_no_function_over_60() -> None:
         rel = path.relative_to(ROOT).as_posix()
         if text.count("\n") > MAX_FILE_LINES:
             long_files.append(f"{rel} ({text.count(chr(10))} lines)")
-        for node in ast.walk(ast.parse(text)):
+        for node in nodes(path):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 n = node.end_lineno - node.lineno + 1
                 if n > MAX_FUNCTION_LINES:
@@ -347,9 +354,9 @@ def private_uses(module: str, source: str | None = None) -> list[tuple[int, str]
     """(line, 'pkg.mod._name') for each private name of another package's module that `module` imports
     (`from x import _y`) or reads from a module it imported (`x._y`, `pkg.x._y`)."""
     path, is_package = tree_modules()[module]
-    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"), str(path))
+    walked = tuple(ast.walk(ast.parse(source, str(path)))) if source is not None else nodes(path)
     found, bound = [], {}  # bound: a local name -> the tree module it stands for
-    for node in ast.walk(tree):
+    for node in walked:
         if isinstance(node, ast.ImportFrom):
             base = _from_base(module, is_package, node)
             for alias in node.names:
@@ -361,7 +368,7 @@ def private_uses(module: str, source: str | None = None) -> list[tuple[int, str]
             for alias in node.names:
                 name = alias.name if alias.asname else alias.name.split(".")[0]
                 bound[alias.asname or name] = name
-    for node in ast.walk(tree):
+    for node in walked:
         if isinstance(node, ast.Attribute) and _private(node.attr):
             chain, value = [], node.value
             while isinstance(value, ast.Attribute):

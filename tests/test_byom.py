@@ -269,6 +269,7 @@ def test_an_attached_run_exports_as_a_run_file_with_its_card_and_an_import_refus
     assert "ln_viz.attach" in e.value.message() and "ln_viz.attach" in e.value.message("ko")
 
 
+@pytest.mark.slow  # a Python process of its own importing torch (speed: out of the fast lane)
 def test_import_ln_viz_stays_light_and_names_the_api_lazily() -> None:
     import subprocess
     import sys

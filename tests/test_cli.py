@@ -169,6 +169,7 @@ def test_a_text_file_trains():
     assert json.loads(out)["config"]["corpus"] == "user"
 
 
+@pytest.mark.slow  # a Python process of its own importing torch
 def test_the_real_entry_point_prints_no_traceback():
     proc = subprocess.run(
         [sys.executable, "-m", "ln_viz", "train", "--lr", "nan"],

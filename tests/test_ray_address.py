@@ -191,6 +191,7 @@ def hang_connect(address: str, num_cpus: int | None = None) -> None:
     time.sleep(600)
 
 
+@pytest.mark.slow  # a Ray host process
 def test_stop_frees_the_sweep_slot_while_a_ray_connection_hangs(monkeypatch, tmp_path):
     """`127.0.0.1:1` on the page kept the server's only sweep slot busy after Stop, until a restart (X3). The
     probe now answers such addresses at once, so the hang is made here: the Ray host process's connect

@@ -354,22 +354,22 @@ def test_compare_of_two_long_stored_runs_reads_them_thinned_with_their_steps_ali
     assert all(d.nbytes() < long_run.nbytes() for d in held)
 
 
-def test_the_run_cache_holds_at_most_its_bytes_least_recently_used_out_first(long_run: RunData) -> None:
+def test_the_run_cache_holds_at_most_its_bytes_least_recently_used_out_first(tiny_run: RunData) -> None:
     """Issue 21 X5: the cache of stored runs kept 8 runs whatever their size (8 whole 10,000-step depth-48
-    runs: about 6 GB); it is bounded in bytes now."""
+    runs: about 6 GB); it is bounded in bytes now. Any run shows it: the bound is in its bytes."""
     from ln_viz.server.store import MAX_CACHED_BYTES, RunCache
 
-    size = long_run.nbytes()
+    size = tiny_run.nbytes()
     assert MAX_CACHED_BYTES < 512 * 1024**2  # what all visitors' opened runs may hold together
     cache = RunCache(max_bytes=int(size * 2.5))
     for key in ("a", "b", "c"):
-        assert cache.get(key, lambda: long_run) is long_run
+        assert cache.get(key, lambda: tiny_run) is tiny_run
     assert len(cache) == 2 and cache.held_bytes == 2 * size  # "a" went first
     cache.get("b", lambda: pytest.fail("b is cached"))  # used again: now "c" is the oldest
-    cache.get("d", lambda: long_run)
+    cache.get("d", lambda: tiny_run)
     assert set(cache._entries) == {"b", "d"}
     small = RunCache(max_bytes=size - 1)
-    assert small.get("a", lambda: long_run) is long_run and len(small) == 0 and small.held_bytes == 0
+    assert small.get("a", lambda: tiny_run) is tiny_run and len(small) == 0 and small.held_bytes == 0
 
 
 @pytest.mark.slow  # seconds of real training or waiting: CI's lane 1, out of the fast lane
@@ -405,6 +405,7 @@ def test_a_long_stored_run_is_drawn_thinned_said_so_and_downloaded_whole(store_p
     print(f"\n{len(long_run.probe_steps)} probe steps stored and downloaded, {len(shown)} drawn")
 
 
+@pytest.mark.slow  # the module's 600-step run probed every step, trained and decoded
 def test_whole_run_downloads_are_built_one_at_a_time_on_the_server(store_path: Path, long_run: RunData, monkeypatch):
     """Issue 21 X5 (left after the re-check): each download button decodes the whole run on click, about
     1.6 GB for the largest run a visitor may train; three clicks at once held three copies. Now the server

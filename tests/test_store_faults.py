@@ -259,6 +259,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.slow  # a writer in a Python process of its own
 def test_the_server_reopening_a_new_file_keeps_the_log_another_process_is_writing(
     tmp_path: Path, tiny_snapshots
 ) -> None:

@@ -168,6 +168,7 @@ def tiny_sweep(tmp_path_factory):
     return path, sweep, final
 
 
+@pytest.mark.slow  # the module's tiny sweep (two worker processes) and a CLI run in its own process
 def test_a_sweep_cell_is_the_train_command_of_its_config(tiny_sweep):
     _, sweep, final = tiny_sweep
     assert final.state == "done" and final.done == 4
@@ -186,6 +187,7 @@ def test_a_sweep_cell_is_the_train_command_of_its_config(tiny_sweep):
     assert result.eval_loss == report["eval_loss"][-1][1]
 
 
+@pytest.mark.slow  # the module's tiny sweep: two worker processes
 def test_resume_trains_only_what_the_store_lacks(tiny_sweep):
     path, _, final = tiny_sweep
     with SweepStore(path) as store:
@@ -196,6 +198,7 @@ def test_resume_trains_only_what_the_store_lacks(tiny_sweep):
         assert store.results(tiny_spec()) == list(final.results)  # the round trip keeps every field
 
 
+@pytest.mark.slow  # the module's tiny sweep: two worker processes
 def test_the_sweep_tables_live_in_the_run_store_and_export(tiny_sweep, tmp_path):
     path, _, final = tiny_sweep
     SweepStore(path).close()  # idempotent: opening again changes nothing
@@ -212,6 +215,7 @@ def test_the_sweep_tables_live_in_the_run_store_and_export(tiny_sweep, tmp_path)
         assert frame.final_loss.tolist() == pytest.approx([r.final_loss for r in final.results])
 
 
+@pytest.mark.slow  # the module's tiny sweep: two worker processes
 def test_opening_an_up_to_date_sweep_store_writes_nothing_and_a_newer_one_is_refused(tiny_sweep, tmp_path):
     """The map page opens the sweep tables on every rerun: that must not take the write lock (a live run's
     writer waits for it) nor write a newer ln-viz's version number down to ours."""
@@ -270,6 +274,7 @@ CREATE TABLE IF NOT EXISTS sweep_cells (
 """
 
 
+@pytest.mark.slow  # the module's tiny sweep: two worker processes
 def test_a_sweep_store_made_by_the_first_release_opens_and_reads_the_same(tiny_sweep, tmp_path):
     path, _, final = tiny_sweep
     old = tmp_path / "old.sqlite"
@@ -297,6 +302,7 @@ def test_a_sweep_store_made_by_the_first_release_opens_and_reads_the_same(tiny_s
     db.close()
 
 
+@pytest.mark.slow  # the module's tiny sweep: two worker processes
 def test_cli_json_resumes_from_the_store(tiny_sweep):
     path, _, final = tiny_sweep
     cmd = [sys.executable, "-m", "ln_viz", "sweep", "--norm-position", "post,pre", "--lr", "1e-3,1e-2", "--warmup",
@@ -344,6 +350,7 @@ def crash_one_cell_then_stop(executor, spec: SweepConfig) -> None:
     assert p.state == "stopped" and p.done == 1 and p.running == 0  # stopped cells are not results
 
 
+@pytest.mark.slow  # two worker processes
 def test_a_crashed_run_fails_its_cell_the_sweep_goes_on_and_stop_takes_under_two_seconds():
     crash_one_cell_then_stop(LocalExecutor(workers=2), tiny_spec(steps=4000))  # far longer than the test waits
 
@@ -370,6 +377,7 @@ def test_cli_bad_values_exit_2_with_one_error_line(argv, words, capsys):
 
 
 # --- the shipped default map --------------------------------------------------------------------------------
+@pytest.mark.slow  # trains two cells of the shipped map for 30 steps
 def test_the_shipped_default_map_is_measured_with_this_code():
     """Two of its cells trained again for their first 30 steps: the same losses as the shipped curve (the
     runs are deterministic: one thread, seeded batches, a constant schedule after warm-up)."""
@@ -415,6 +423,7 @@ def test_a_bookmark_with_any_value_the_spec_accepts_opens_the_page(start_app):
     assert any("8 runs x 2000 steps" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # imports Ray (seconds)
 def test_a_visitor_never_chooses_where_the_server_connects(start_app, monkeypatch):
     """The page had a free-text "Ray cluster address" box: any visitor made the server dial any address
     (issue 21, S1). Now the operator's $LN_VIZ_RAY_ADDRESS is the only cluster, said on the page; without it
@@ -472,6 +481,7 @@ def test_the_sweep_benchmark_runs_and_reports_its_ratio(tmp_path):
     assert result["local_vs_ideal_steady"] > 0 and "x ideal" in proc.stdout
 
 
+@pytest.mark.slow  # a worker process
 def test_a_serial_worker_trains_job_after_job_at_its_nice_level_and_leaves_at_a_stop():
     """A sweep's worker (the Runner's WorkerProcess, serial) trains one Job after another, each ending in
     End(stopped=False), at `nice` steps below us; a Stop that reaches it between two cells (the driver

@@ -71,6 +71,7 @@ def test_cli_sweep_trains_through_a_write_lock_held_elsewhere_and_stores_every_c
     assert stored_cells(path) == 4  # every cell, once the lock was released
 
 
+@pytest.mark.slow  # two worker processes train 4 cells while the lock is held
 def test_cli_sweep_whose_store_stays_locked_says_each_sentence_once(tmp_path: Path, monkeypatch) -> None:
     """The store refuses the whole sweep: the trouble is said once as it starts, the report has every cell,
     and how many were not stored is said once, last (it was printed twice: a warning, then the error)."""

@@ -32,8 +32,8 @@ from tests.runs import TINY
 pytestmark = pytest.mark.filterwarnings("ignore:The kopts argument is ignored:UserWarning")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_chromium():
+@pytest.fixture(scope="module")
+def kaleido_server():
     """One kaleido server (one Chromium) for the module's seven exports, as a long video's later batches
     share one (video._one_chromium); each one-shot start took 3-5 s here."""
     import kaleido
@@ -41,6 +41,14 @@ def one_chromium():
     kaleido.start_sync_server(silence_warnings=True)
     yield
     kaleido.stop_sync_server(silence_warnings=True)
+
+
+@pytest.fixture(autouse=True)
+def one_chromium(request: pytest.FixtureRequest) -> None:
+    """The kaleido server for the tests that draw (`e2e`), started at the first of them; the fast lane's
+    tests here draw nothing and start no Chromium (its start and stop took ~6 s of the fast lane)."""
+    if request.node.get_closest_marker("e2e") is not None:
+        request.getfixturevalue("kaleido_server")
 
 
 SMALL = TINY.replace(steps=40, probe_every=20, eval_every=20)  # probe steps 1, 20, 40: three frames
@@ -225,7 +233,8 @@ def test_a_second_export_is_drawn_between_a_long_one_s_frames(stored: tuple[RunD
             errors.append(e)
 
     t0 = time.monotonic()
-    a = threading.Thread(target=make, args=("long", long, 5, lambda share: drawing.set()))
+    # 3.5 s: 14 frames in 4 batches (BATCH 4): after the first, three more for the small one to go between
+    a = threading.Thread(target=make, args=("long", long, 3.5, lambda share: drawing.set()))
     a.start()
     assert drawing.wait(120), "the long video drew no batch in 120 s"
     started = time.monotonic()

@@ -177,6 +177,7 @@ def _store_ids() -> list[int]:
         return [r.id for r in store.list_runs()]
 
 
+@pytest.mark.slow  # a replayed run followed for seconds
 def test_a_watcher_follows_a_run_in_progress_and_nothing_is_trained_for_it(replay_runner, start_app) -> None:
     replay_runner.hold_at = 60
     lecturer = start_app(60)
