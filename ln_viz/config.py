@@ -9,7 +9,7 @@ from typing import Any
 
 from ln_viz.i18n import LocalizedError
 
-NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none", "mix")
+NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none", "mix", "reordered")
 NORM_TYPES = ("layernorm", "rmsnorm", "dyt")
 QK_NORMS = ("none", "layernorm", "rmsnorm")
 LN_SCALING_POSITIONS = ("pre", "peri", "mix")  # LayerNorm Scaling needs norms in front of the sublayers
@@ -34,7 +34,7 @@ class ConfigError(LocalizedError):
 class RunConfig:
     """One training run. Field names are the paper's words; the CLI flags are the same with dashes."""
 
-    norm_position: str = "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none
+    norm_position: str = "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none; mix; reordered
     norm_type: str = "layernorm"  # layernorm | rmsnorm
     depth: int = 6  # number of transformer blocks, L
     d_model: int = 64  # residual stream width, d

@@ -9,8 +9,10 @@ BAD_FIELDS = [
     (
         {"norm_position": "middle"},
         "norm_position",
-        "must be one of post, pre, peri, deepnorm, none",
+        "must be one of post, pre, peri, deepnorm, none, mix, reordered",
     ),
+    # OLMo 2's reordered norm has no norm in front of a sublayer for LayerNorm Scaling to scale
+    ({"norm_position": "reordered", "ln_scaling": True}, "ln_scaling", "not norm_position reordered"),
     ({"norm_type": "batchnorm"}, "norm_type", "must be one of layernorm, rmsnorm"),
     ({"depth": 0}, "depth", "between 1 and 48"),
     ({"depth": -3}, "depth", "between 1 and 48"),

@@ -1,15 +1,18 @@
 """ln-viz's blocks against Hugging Face's own, with the same weights copied in: `pre` computes what GPT-2's block
 (and, with the embeddings and the final LayerNorm, GPT-2's whole model) and Llama's decoder layer compute, `post`
-what BERT's layer computes, `peri` + QK-norm what Gemma 3's decoder layer computes, to float32 tolerance.
+what BERT's layer computes, `peri` + QK-norm what Gemma 3's decoder layer computes, `reordered` + QK-norm what
+OLMo 2's decoder layer computes (with one head: OLMo 2's QK-norm spans all heads, ln-viz's each head; a test shows
+that this is the one difference left at 4 heads), to float32 tolerance.
 
 What is aligned, and how (the HF side is changed, never ln-viz's):
 - biases: ln-viz's projections have none; GPT-2's and BERT's are set to 0 (Llama and Gemma 3 have none).
 - activation: GPT-2's and BERT's `relu` (ln-viz's FFN is ReLU, as Xiong et al.'s analysis).
-- gated MLP: Llama's and Gemma 3's MLPs are gated (down(act(gate x) * up x)): no weights make that a ReLU FFN, so
-  their layer runs with ln-viz's own FFN module in the MLP's place; the placement, the norms and the attention are
-  Hugging Face's. That the MLP is not SwiGLU is the difference that remains.
-- positions: ln-viz adds learnt positions to the embeddings (GPT-2 does too: the whole-model test); Llama and
-  Gemma 3 rotate q and k (RoPE) inside the layer, here with angle 0 (cos 1, sin 0), which leaves them unrotated.
+- gated MLP: Llama's, Gemma 3's and OLMo 2's MLPs are gated (down(act(gate x) * up x)): no weights make that a
+  ReLU FFN, so their layer runs with ln-viz's own FFN module in the MLP's place; the placement, the norms and the
+  attention are Hugging Face's. That the MLP is not SwiGLU is the difference that remains.
+- positions: ln-viz adds learnt positions to the embeddings (GPT-2 does too: the whole-model test); Llama,
+  Gemma 3 and OLMo 2 rotate q and k (RoPE) inside the layer, here with angle 0 (cos 1, sin 0), which leaves them
+  unrotated.
 - causal mask for BERT (`is_decoder`), one key/value head per query head (no grouped-query attention), eps 1e-5,
   Gemma 3's query scale 1/sqrt(head_dim), its norms' (1 + w) gain (ln-viz's gain is 1 + w), full attention (no
   sliding window), no dropout, eager attention.
@@ -219,3 +222,49 @@ def test_peri_block_with_qk_norm_is_gemma3s_decoder_layer_with_ln_vizs_ffn() -> 
     with torch.no_grad():
         out = layer(x, attention_mask=causal_mask(), position_embeddings=no_rotation(hs))
         assert max_diff("peri + QK-norm vs Gemma 3 decoder layer", lv(x), out) < TOL
+
+
+def olmo2_pair(heads: int):
+    """OLMo 2's decoder layer and ln-viz's reordered block with RMSNorm and QK-norm, OLMo's weights copied in."""
+    from transformers import Olmo2Config
+    from transformers.models.olmo2.modeling_olmo2 import Olmo2DecoderLayer
+
+    torch.manual_seed(0)
+    cfg = Olmo2Config(hidden_size=D, num_attention_heads=heads, num_key_value_heads=heads, intermediate_size=4 * D,
+                      rms_norm_eps=1e-5, attention_bias=False, attention_dropout=0.0)  # fmt: skip
+    cfg._attn_implementation = "eager"
+    layer = Olmo2DecoderLayer(cfg, layer_idx=0).eval()
+    a = layer.self_attn
+    lv = ln_viz_block("reordered", heads=heads, norm_type="rmsnorm", qk_norm="rmsnorm")
+    copy_attention(lv, a.q_proj, a.k_proj, a.v_proj, a.o_proj)
+    randomise(layer.post_attention_layernorm, layer.post_feedforward_layernorm)
+    lv.ln1_out.load_state_dict(layer.post_attention_layernorm.state_dict())
+    lv.ln2_out.load_state_dict(layer.post_feedforward_layernorm.state_dict())
+    layer.mlp = lv.ffn  # OLMo 2's SwiGLU cannot be made a ReLU FFN: the layer runs with ln-viz's
+    x = x_in()
+    with torch.no_grad():
+        out = layer(x, attention_mask=causal_mask(), position_embeddings=no_rotation(D // heads))
+    return lv, layer, x, out
+
+
+def test_reordered_block_with_qk_norm_is_olmo2s_decoder_layer_with_one_head() -> None:
+    """With one head, OLMo 2's QK-norm (over all heads' features together) and ln-viz's (per head) are the same."""
+    lv, layer, x, out = olmo2_pair(heads=1)
+    randomise(layer.self_attn.q_norm, layer.self_attn.k_norm)
+    lv.attn.q_norm.load_state_dict(layer.self_attn.q_norm.state_dict())
+    lv.attn.k_norm.load_state_dict(layer.self_attn.k_norm.state_dict())
+    with torch.no_grad():
+        out = layer(x, attention_mask=causal_mask(), position_embeddings=no_rotation(D))
+        assert max_diff("reordered + QK-norm vs OLMo 2 decoder layer (1 head)", lv(x), out) < TOL
+
+
+def test_olmo2s_qk_norm_spans_all_heads_ln_vizs_each_head_the_difference_that_remains() -> None:
+    """With 4 heads (gains at 1 on both sides) the outputs differ: OLMo 2 divides q and k by their RMS over all 64
+    features, ln-viz by each head's RMS over its 16, so the heads' logits are scaled differently."""
+    lv, layer, x, out = olmo2_pair(heads=4)
+    with torch.no_grad():
+        assert max_diff("reordered + QK-norm vs OLMo 2 decoder layer (4 heads)", lv(x), out) > 1e-2
+        lv.attn.qk_norm = False  # both QK-norms taken out: the rest of the two layers is the same
+        layer.self_attn.q_norm = layer.self_attn.k_norm = torch.nn.Identity()
+        out = layer(x, attention_mask=causal_mask(), position_embeddings=no_rotation(D // 4))
+        assert max_diff("reordered vs OLMo 2 decoder layer, both without QK-norm (4 heads)", lv(x), out) < TOL
