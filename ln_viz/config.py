@@ -14,6 +14,7 @@ NORM_TYPES = ("layernorm", "rmsnorm", "dyt")
 QK_NORMS = ("none", "layernorm", "rmsnorm")
 LN_SCALING_POSITIONS = ("pre", "peri", "mix")  # LayerNorm Scaling needs norms in front of the sublayers
 OPTIMIZERS = ("adam", "sgd")
+ADAM_INITS = ("zero", "gi")  # Adam's second moment at the start: 0, or the first gradient squared (GI-Adam)
 SCHEDULES = ("constant", "inverse_sqrt", "cosine")
 CORPORA = ("english", "markov", "user")
 DEVICES = ("cpu", "cuda")
@@ -60,6 +61,8 @@ class RunConfig:
     z_loss: float = 0.0  # coefficient of mean(log Z)^2 added to the training loss (PaLM: 1e-4)
     dyt_alpha: float = 0.5  # DyT's alpha at initialisation (Zhu et al. 2025)
     ln_scaling: bool = False  # each block's norm outputs times 1/sqrt(l), l 1-based (Sun et al. 2025)
+    # issue 33
+    adam_init: str = "zero"  # zero | gi: GI-Adam, v0 = g0^2 (Kalra & Barkeshli 2024); Adam's other lines unchanged
 
     @property
     def ffn_width(self) -> int:
@@ -71,7 +74,7 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, by name (JSON-ready), but the issue-19 fields while they hold their defaults:
+        """Every field, by name (JSON-ready), but the issue-19 and issue-33 fields while they hold their defaults:
         configs from before them keep their dicts, so sweep fingerprints, the shipped stability map and
         stored runs match as they did (from_dict fills the defaults back in)."""
         data = dataclasses.asdict(self)
@@ -114,6 +117,8 @@ class RunConfig:
                 position=self.norm_position,
                 allowed=", ".join(LN_SCALING_POSITIONS),
             )
+        if self.adam_init != "zero" and self.optimizer != "adam":
+            raise ConfigError("err.adam_init_optimizer", "adam_init", init=self.adam_init, optimizer=self.optimizer)
         if self.corpus == "user" and self.user_text is None:  # "" is a text, and ln_viz.corpus says it is empty
             raise ConfigError("err.user_text_missing", "user_text")
         if self.device == "cuda":
@@ -319,13 +324,19 @@ FIELDS: dict[str, FieldSpec] = {
               cli="--dyt-alpha", cli_help="DyT's alpha at initialisation", url="dytalpha"),
         FieldSpec("ln_scaling", bool, label="ui.ln_scaling", widget="checkbox", cli="--ln-scaling",
               cli_help="norm outputs times 1/sqrt(layer) (pre, peri, mix)", url="lnscale"),
+        FieldSpec("adam_init", str, choices=ADAM_INITS, label="ui.adam_init", choice_label="adaminit", widget="select",
+              cli="--adam-init", cli_help="Adam's second moment at the start: 0, or GI-Adam's first gradient squared",
+              train_only=True, url="adaminit"),
     ]
 }  # fmt: skip
 
 
-# Added by issue 19: left out of RunConfig.to_dict while at their default (see there).
+# Added by issues 19 and 33: left out of RunConfig.to_dict while at their default (see there).
 _ISSUE_19 = ("qk_norm", "weight_decay", "grad_clip", "z_loss", "dyt_alpha", "ln_scaling")
-OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _ISSUE_19}
+_ISSUE_33 = ("adam_init",)
+OMIT_AT_DEFAULT: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _ISSUE_19 + _ISSUE_33
+}
 
 
 # --- presets -------------------------------------------------------------------------------------
