@@ -61,7 +61,6 @@ class RunConfig:
     z_loss: float = 0.0  # coefficient of mean(log Z)^2 added to the training loss (PaLM: 1e-4)
     dyt_alpha: float = 0.5  # DyT's alpha at initialisation (Zhu et al. 2025)
     ln_scaling: bool = False  # each block's norm outputs times 1/sqrt(l), l 1-based (Sun et al. 2025)
-    # issue 33
     adam_init: str = "zero"  # zero | gi: GI-Adam, v0 = g0^2 (Kalra & Barkeshli 2024); Adam's other lines unchanged
 
     @property
@@ -104,12 +103,7 @@ class RunConfig:
                 suggest=suggest,
             )
         if self.warmup_steps > self.steps:
-            raise ConfigError(
-                "err.warmup_longer",
-                "warmup_steps",
-                warmup=self.warmup_steps,
-                steps=self.steps,
-            )
+            raise ConfigError("err.warmup_longer", "warmup_steps", warmup=self.warmup_steps, steps=self.steps)
         if self.ln_scaling and self.norm_position not in LN_SCALING_POSITIONS:
             raise ConfigError(
                 "err.ln_scaling_position",
@@ -325,18 +319,15 @@ FIELDS: dict[str, FieldSpec] = {
         FieldSpec("ln_scaling", bool, label="ui.ln_scaling", widget="checkbox", cli="--ln-scaling",
               cli_help="norm outputs times 1/sqrt(layer) (pre, peri, mix)", url="lnscale"),
         FieldSpec("adam_init", str, choices=ADAM_INITS, label="ui.adam_init", choice_label="adaminit", widget="select",
-              cli="--adam-init", cli_help="Adam's second moment at the start: 0, or GI-Adam's first gradient squared",
-              train_only=True, url="adaminit"),
+              cli="--adam-init", cli_help="second moment v0: 0, or g0^2 (GI-Adam)", train_only=True, url="adaminit"),
     ]
 }  # fmt: skip
 
 
 # Added by issues 19 and 33: left out of RunConfig.to_dict while at their default (see there).
 _ISSUE_19 = ("qk_norm", "weight_decay", "grad_clip", "z_loss", "dyt_alpha", "ln_scaling")
-_ISSUE_33 = ("adam_init",)
-OMIT_AT_DEFAULT: dict[str, Any] = {
-    f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _ISSUE_19 + _ISSUE_33
-}
+_OMITTED = (*_ISSUE_19, "adam_init")
+OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _OMITTED}
 
 
 # --- presets -------------------------------------------------------------------------------------
