@@ -9,11 +9,12 @@ from typing import Any
 
 from ln_viz.i18n import LocalizedError
 
-NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none", "mix")
+NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none", "mix", "reordered")
 NORM_TYPES = ("layernorm", "rmsnorm", "dyt")
 QK_NORMS = ("none", "layernorm", "rmsnorm")
 LN_SCALING_POSITIONS = ("pre", "peri", "mix")  # LayerNorm Scaling needs norms in front of the sublayers
 OPTIMIZERS = ("adam", "sgd")
+ADAM_INITS = ("zero", "gi")  # Adam's second moment at the start: 0, or the first gradient squared (GI-Adam)
 SCHEDULES = ("constant", "inverse_sqrt", "cosine")
 CORPORA = ("english", "markov", "user")
 DEVICES = ("cpu", "cuda")
@@ -34,7 +35,7 @@ class ConfigError(LocalizedError):
 class RunConfig:
     """One training run. Field names are the paper's words; the CLI flags are the same with dashes."""
 
-    norm_position: str = "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none
+    norm_position: str = "pre"  # post: LN(x+F(x)); pre: x+F(LN(x)) + final LN; peri; deepnorm; none; mix; reordered
     norm_type: str = "layernorm"  # layernorm | rmsnorm
     depth: int = 6  # number of transformer blocks, L
     d_model: int = 64  # residual stream width, d
@@ -60,6 +61,7 @@ class RunConfig:
     z_loss: float = 0.0  # coefficient of mean(log Z)^2 added to the training loss (PaLM: 1e-4)
     dyt_alpha: float = 0.5  # DyT's alpha at initialisation (Zhu et al. 2025)
     ln_scaling: bool = False  # each block's norm outputs times 1/sqrt(l), l 1-based (Sun et al. 2025)
+    adam_init: str = "zero"  # zero | gi: GI-Adam, v0 = g0^2 (Kalra & Barkeshli 2024); Adam's other lines unchanged
 
     @property
     def ffn_width(self) -> int:
@@ -71,7 +73,7 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, by name (JSON-ready), but the issue-19 fields while they hold their defaults:
+        """Every field, by name (JSON-ready), but the issue-19 and issue-33 fields while they hold their defaults:
         configs from before them keep their dicts, so sweep fingerprints, the shipped stability map and
         stored runs match as they did (from_dict fills the defaults back in)."""
         data = dataclasses.asdict(self)
@@ -101,12 +103,7 @@ class RunConfig:
                 suggest=suggest,
             )
         if self.warmup_steps > self.steps:
-            raise ConfigError(
-                "err.warmup_longer",
-                "warmup_steps",
-                warmup=self.warmup_steps,
-                steps=self.steps,
-            )
+            raise ConfigError("err.warmup_longer", "warmup_steps", warmup=self.warmup_steps, steps=self.steps)
         if self.ln_scaling and self.norm_position not in LN_SCALING_POSITIONS:
             raise ConfigError(
                 "err.ln_scaling_position",
@@ -114,6 +111,8 @@ class RunConfig:
                 position=self.norm_position,
                 allowed=", ".join(LN_SCALING_POSITIONS),
             )
+        if self.adam_init != "zero" and self.optimizer != "adam":
+            raise ConfigError("err.adam_init_optimizer", "adam_init", init=self.adam_init, optimizer=self.optimizer)
         if self.corpus == "user" and self.user_text is None:  # "" is a text, and ln_viz.corpus says it is empty
             raise ConfigError("err.user_text_missing", "user_text")
         if self.device == "cuda":
@@ -319,13 +318,16 @@ FIELDS: dict[str, FieldSpec] = {
               cli="--dyt-alpha", cli_help="DyT's alpha at initialisation", url="dytalpha"),
         FieldSpec("ln_scaling", bool, label="ui.ln_scaling", widget="checkbox", cli="--ln-scaling",
               cli_help="norm outputs times 1/sqrt(layer) (pre, peri, mix)", url="lnscale"),
+        FieldSpec("adam_init", str, choices=ADAM_INITS, label="ui.adam_init", choice_label="adaminit", widget="select",
+              cli="--adam-init", cli_help="second moment v0: 0, or g0^2 (GI-Adam)", train_only=True, url="adaminit"),
     ]
 }  # fmt: skip
 
 
-# Added by issue 19: left out of RunConfig.to_dict while at their default (see there).
+# Added by issues 19 and 33: left out of RunConfig.to_dict while at their default (see there).
 _ISSUE_19 = ("qk_norm", "weight_decay", "grad_clip", "z_loss", "dyt_alpha", "ln_scaling")
-OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _ISSUE_19}
+_OMITTED = (*_ISSUE_19, "adam_init")
+OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _OMITTED}
 
 
 # --- presets -------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ The block's forward is its two residual lines, one pair per `norm_position`:
     post      x = LN(x + Attn(x));              x = LN(x + FFN(x))             (Vaswani 2017, BERT)
     pre       x = x + Attn(LN(x));              x = x + FFN(LN(x))   + final LN (GPT-2, Xiong 2020)
     peri      x = x + LN(Attn(LN(x)));          x = x + LN(FFN(LN(x))) + final LN (the "sandwich")
+    reordered x = x + LN(Attn(x));              x = x + LN(FFN(x))   + final LN (OLMo 2, 2025)
     deepnorm  x = LN(alpha*x + Attn(x));        x = LN(alpha*x + FFN(x))       (DeepNet, Wang 2022)
     none      x = x + Attn(x);                  x = x + FFN(x)                 (a control)
     mix       blocks 1..ceil(L/4) as post, the rest as pre, + final LN     (Mix-LN, Li 2025)
@@ -33,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ln_viz.config import RunConfig
-from ln_viz.schema import PARAM_NAMES, norm_names
+from ln_viz.schema import PARAM_NAMES, has_final_norm, norm_names
 
 
 class DyT(nn.Module):
@@ -104,8 +105,8 @@ def block_position(cfg: RunConfig, layer: int) -> str:
 
 
 class Block(nn.Module):
-    """One transformer layer (`layer` 1-based). Norm modules are named ln1/ln2 (and ln1_out/ln2_out for
-    peri)."""
+    """One transformer layer (`layer` 1-based). Norm modules are named ln1/ln2 on a sublayer's input or on the
+    residual sum, ln1_out/ln2_out on a sublayer's output (peri has all four, reordered the two outputs only)."""
 
     def __init__(self, cfg: RunConfig, layer: int = 1) -> None:
         super().__init__()
@@ -113,10 +114,10 @@ class Block(nn.Module):
         self.norm_position = pos
         self.attn = CausalSelfAttention(d, cfg.heads, cfg.qk_norm)
         self.ffn = FFN(d, cfg.ffn_width)
-        if pos != "none":
+        if pos not in ("none", "reordered"):
             self.ln1 = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
             self.ln2 = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
-        if pos == "peri":
+        if pos in ("peri", "reordered"):
             self.ln1_out = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
             self.ln2_out = make_norm(cfg.norm_type, d, cfg.dyt_alpha)
         self.alpha = (2 * cfg.depth) ** 0.25 if pos == "deepnorm" else 1.0
@@ -138,6 +139,9 @@ class Block(nn.Module):
         elif pos == "peri":
             x = x + self.ln1_out(self.attn(self._in(self.ln1, x)))
             x = x + self.ln2_out(self.ffn(self._in(self.ln2, x)))
+        elif pos == "reordered":
+            x = x + self.ln1_out(self.attn(x))
+            x = x + self.ln2_out(self.ffn(x))
         elif pos == "deepnorm":
             x = self.ln1(self.alpha * x + self.attn(x))
             x = self.ln2(self.alpha * x + self.ffn(x))
@@ -156,7 +160,7 @@ class TinyLM(nn.Module):
         self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(1, cfg.depth + 1))
-        final = cfg.norm_position in ("pre", "peri", "mix")
+        final = has_final_norm(cfg.norm_position)
         self.ln_f = make_norm(cfg.norm_type, cfg.d_model, cfg.dyt_alpha) if final else None
         self.head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         self.reset_parameters(cfg.seed)

@@ -6,7 +6,12 @@ so the updates are identical to torch.optim.Adam's (tests/test_optim.py compares
 with `weight_decay` to torch.optim.AdamW's: decoupled, p *= 1 - lr * weight_decay before the update
 (SGD decays the same way, decoupled, not torch.optim.SGD's L2 term). The interface is the part of
 torch.optim.Optimizer that ln-viz uses: `param_groups` (the
-trainer sets each step's learning rate there), `zero_grad(set_to_none=True)`, `step()`."""
+trainer sets each step's learning rate there), `zero_grad(set_to_none=True)`, `step()`.
+
+`Adam(..., init="gi")` is GI-Adam (Kalra & Barkeshli 2024, arXiv 2406.09405): the second moment starts at the first
+gradient squared, v0 = g0^2, instead of 0; every other line is Adam's, bias correction included. The first update
+is then lr * sqrt(1 - beta2) * g / |g| (0.14 lr at beta2 0.98) where Adam's is lr * g / |g|, and it grows towards
+Adam's over about 1 / (1 - beta2) steps as the bias correction fades: a warm-up built into the optimizer."""
 
 from __future__ import annotations
 
@@ -54,7 +59,8 @@ class SGD(_Optimizer):
 
 
 class Adam(_Optimizer):
-    """Adam (Kingma & Ba 2015) with bias correction, as torch.optim.Adam computes it."""
+    """Adam (Kingma & Ba 2015) with bias correction, as torch.optim.Adam computes it; `init` "gi": GI-Adam, the
+    second moment of each parameter starting at its first gradient squared."""
 
     def __init__(
         self,
@@ -63,9 +69,10 @@ class Adam(_Optimizer):
         betas: tuple[float, float],
         eps: float,
         weight_decay: float = 0.0,
+        init: str = "zero",
     ) -> None:
         super().__init__(params, lr, weight_decay)
-        self.betas, self.eps = betas, eps
+        self.betas, self.eps, self.init = betas, eps, init
         self.exp_avg = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
         self.steps = [0] * len(self.params)
@@ -78,6 +85,10 @@ class Adam(_Optimizer):
         beta1, beta2 = self.betas
         exp_avg = [self.exp_avg[i] for i in idx]
         exp_avg_sq = [self.exp_avg_sq[i] for i in idx]
+        if self.init == "gi":  # v0 = g0^2: a parameter's first gradient, before its first update
+            for k, i in enumerate(idx):
+                if self.steps[i] == 0:
+                    torch.mul(grads[k], grads[k], out=exp_avg_sq[k])
         for i in idx:
             self.steps[i] += 1
         self._decay(params)

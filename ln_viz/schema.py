@@ -85,8 +85,15 @@ def norm_names(norm_position: str) -> list[str]:
         "pre": ["ln1", "ln2"],
         "deepnorm": ["ln1", "ln2"],
         "mix": ["ln1", "ln2"],
+        "reordered": ["ln1_out", "ln2_out"],
         "none": [],
     }.get(norm_position, ["ln1", "ln1_out", "ln2", "ln2_out"])
+
+
+def has_final_norm(norm_position: str) -> bool:
+    """Whether a norm sits between the last block and the output layer: the placements whose residual stream is
+    never normalised inside the blocks."""
+    return norm_position in ("pre", "peri", "mix", "reordered")
 
 
 Kind = Literal["scalar", "probe"]

@@ -19,7 +19,17 @@ import numpy as np
 import pandas as pd
 
 from ln_viz.config import RunConfig
-from ln_viz.schema import HIST_EDGES, PARAM_NAMES, PROBE_NAMES, PROBES, SCALAR_NAMES, STAT_NAMES, norm_names, probe_dims
+from ln_viz.schema import (
+    HIST_EDGES,
+    PARAM_NAMES,
+    PROBE_NAMES,
+    PROBES,
+    SCALAR_NAMES,
+    STAT_NAMES,
+    has_final_norm,
+    norm_names,
+    probe_dims,
+)
 
 FINAL_LOSS_WINDOW = 10  # steps: a run's final loss is the mean of its last this-many finite losses
 
@@ -62,7 +72,7 @@ class RunInfo:
         hs = d // cfg.heads
         qk_params = {"none": 0, "rmsnorm": 2 * hs}.get(cfg.qk_norm, 4 * hs)  # per block: q's and k's norm
         names = norm_names(cfg.norm_position)
-        final = norm_params if cfg.norm_position in ("pre", "peri", "mix") else 0
+        final = norm_params if has_final_norm(cfg.norm_position) else 0
         per_block = 4 * d * d + 2 * d * f + len(names) * norm_params + qk_params
         n_params = 2 * V * d + cfg.seq_len * d + L * per_block + final
         return cls(cfg, V, n_params, corpus.unigram_entropy, corpus.floor(cfg.seq_len), names)

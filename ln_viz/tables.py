@@ -3,7 +3,7 @@
 Tidy tables (`tables(data)`; `export_tables` writes each as `<name>.csv` or `<name>.parquet` plus
 `info.json`, the run's header). Layers count from 1 at the input side; layer 0 is the embeddings.
 A site is where in a block a tensor was measured: `resid` is the residual stream after the block,
-a norm name (`ln1`, `ln2`, and for Peri-LN `ln1_out`, `ln2_out`) is that norm's input.
+a norm name (`ln1`, `ln2`, and for Peri-LN and reordered `ln1_out`, `ln2_out`) is that norm's input.
 
     table        columns
     -----------  ------------------------------------------------------------------------------------

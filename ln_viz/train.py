@@ -196,11 +196,14 @@ def clip_gradients(params: list[torch.Tensor], total_norm: float, max_norm: floa
 
 
 def make_optimizer(cfg: RunConfig, model: TinyLM) -> Adam | SGD:
-    """The paper's Adam (betas 0.9, 0.98) or plain SGD, each with decoupled weight decay (AdamW's);
-    ln_viz.optim computes exactly what torch.optim does, without its 2 s first-use import."""
+    """The paper's Adam (betas 0.9, 0.98; GI-Adam's v0 = g0^2 under adam_init gi) or plain SGD, each with
+    decoupled weight decay (AdamW's); ln_viz.optim computes exactly what torch.optim does, without its 2 s
+    first-use import."""
     if cfg.optimizer == "sgd":
         return SGD(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return Adam(model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay)
+    return Adam(
+        model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay, init=cfg.adam_init
+    )
 
 
 def run(cfg: RunConfig, corpus: Corpus | None = None, keep_probes: bool = True) -> RunData:

@@ -170,6 +170,14 @@ def test_warmup_longer_than_the_run_is_refused(at):
     assert "longer than the run" in at.error[0].value
 
 
+def test_gi_adam_with_sgd_is_refused_in_one_sentence(at):
+    at.selectbox(key="optimizer").set_value("sgd")
+    at.selectbox(key="adam_init").set_value("gi").run()
+    at.button(key="start").click().run()
+    assert len(at.error) == 1 and "choose optimizer adam or adam_init zero" in at.error[0].value
+    assert "live_run_id" not in at.session_state
+
+
 def test_korean_changes_the_labels(at):
     at.sidebar.radio(key="lang_choice").set_value("ko").run()
     assert at.button(key="start").label == "시작"

@@ -268,7 +268,7 @@ def test_compared_runs_get_one_line_each_the_largest_logit_over_the_layers(dyt_r
     from ln_viz.charts import NORM_COLORS
 
     blue = NORM_COLORS["pre"]
-    assert [style for _, style, _, _ in info.lines][:2] == [(blue, "longdash"), (blue, "solid")]  # both Pre-LN
+    assert [style for _, style, _, _ in info.lines][:2] == [(blue, "longdash"), (blue, "longdashdot")]  # both Pre-LN
     z = _prepare_compared_log_z([dyt_run], None, "en")
     assert z.lines[0][0] == "Pre-LN" and z.rng is None  # named by the norm position without labels
     np.testing.assert_array_equal(z.lines[0][3], dyt_run.probe("logz_stats")[:, 0])

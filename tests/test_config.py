@@ -9,8 +9,12 @@ BAD_FIELDS = [
     (
         {"norm_position": "middle"},
         "norm_position",
-        "must be one of post, pre, peri, deepnorm, none",
+        "must be one of post, pre, peri, deepnorm, none, mix, reordered",
     ),
+    # OLMo 2's reordered norm has no norm in front of a sublayer for LayerNorm Scaling to scale
+    ({"norm_position": "reordered", "ln_scaling": True}, "ln_scaling", "not norm_position reordered"),
+    ({"adam_init": "ones"}, "adam_init", "must be one of zero, gi"),
+    ({"optimizer": "sgd", "adam_init": "gi"}, "adam_init", "optimizer sgd does not have; choose optimizer adam"),
     ({"norm_type": "batchnorm"}, "norm_type", "must be one of layernorm, rmsnorm"),
     ({"depth": 0}, "depth", "between 1 and 48"),
     ({"depth": -3}, "depth", "between 1 and 48"),
@@ -72,6 +76,12 @@ def test_memory_estimate_grows_with_batch_and_sequence():
     small = estimate_memory_bytes(RunConfig())
     assert estimate_memory_bytes(RunConfig(batch_size=64)) > small
     assert estimate_memory_bytes(RunConfig(seq_len=256)) > 2 * small
+
+
+def test_adam_init_is_left_out_of_the_dict_at_its_default_so_stored_fingerprints_stay():
+    assert "adam_init" not in RunConfig().to_dict()
+    gi = RunConfig(adam_init="gi")
+    assert gi.to_dict()["adam_init"] == "gi" and RunConfig.from_dict(gi.to_dict()) == gi
 
 
 def test_round_trip_through_dict_keeps_every_field():

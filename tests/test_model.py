@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -46,9 +47,30 @@ def test_every_placement_runs_and_has_its_norms(pos):
     logits = model(torch.randint(0, 30, (3, 16)))
     assert logits.shape == (3, 16, 30)
     n_norms = sum(isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm)) for m in model.modules())
-    expected = {"post": 4, "pre": 5, "peri": 9, "deepnorm": 4, "none": 0, "mix": 5}[pos]
+    expected = {"post": 4, "pre": 5, "peri": 9, "deepnorm": 4, "none": 0, "mix": 5, "reordered": 5}[pos]
     assert n_norms == expected
-    assert (model.ln_f is not None) == (pos in ("pre", "peri", "mix"))
+    assert (model.ln_f is not None) == (pos in ("pre", "peri", "mix", "reordered"))
+    assert {n for n, _ in model.blocks[-1].named_children() if n.startswith("ln")} == set(model.norm_names())
+
+
+def test_the_docstring_table_has_a_line_per_placement():
+    """The model's docstring is the forward's truth: every placement has its line."""
+    import ln_viz.model
+
+    for pos in NORM_POSITIONS:
+        assert re.search(rf"^    {pos} +\S", ln_viz.model.__doc__, re.M), pos
+    assert "reordered x = x + LN(Attn(x));" in ln_viz.model.__doc__
+
+
+def test_reordered_normalises_only_the_branch_output():
+    """OLMo 2's x = x + LN(F(x)): the sublayers read the stream unnormalised, each output is normalised."""
+    model = build_model(RunConfig(norm_position="reordered", depth=1, d_model=32, heads=2, seq_len=8), 30).eval()
+    block = model.blocks[0]
+    x = 3.0 * torch.randn(2, 8, 32)
+    with torch.no_grad():
+        h = x + block.ln1_out(block.attn(x))
+        want = h + block.ln2_out(block.ffn(h))
+        assert torch.equal(block(x), want)
 
 
 def test_rmsnorm_replaces_layernorm():
@@ -82,3 +104,15 @@ def test_probes_summarise_and_always_leave():
         raise RuntimeError("boom")
     assert sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()) == 0
     assert len(PARAM_NAMES) == 6
+
+
+@pytest.mark.parametrize("pos", NORM_POSITIONS)
+def test_the_preview_counts_the_parameters_the_model_has(pos):
+    """RunInfo.preview (no torch) and the model agree on the norms each placement has, the final one included."""
+    from ln_viz.snapshot import RunInfo
+
+    cfg = RunConfig(norm_position=pos, depth=2, d_model=32, heads=2, seq_len=16, qk_norm="rmsnorm")
+    info = RunInfo.preview(cfg)
+    model = build_model(cfg, info.vocab_size)
+    assert info.n_params == sum(p.numel() for p in model.parameters())
+    assert info.norm_names == model.norm_names()

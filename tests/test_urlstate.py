@@ -28,6 +28,17 @@ def test_every_setting_survives_the_url():
     assert notices == [] and back == cfg
 
 
+def test_issue_33s_settings_survive_the_url_and_a_bad_one_is_named():
+    cfg = RunConfig(norm_position="reordered", qk_norm="rmsnorm", adam_init="gi")
+    query = config_to_query(cfg)
+    assert query["norm"] == "reordered" and query["adaminit"] == "gi"
+    back, notices = config_from_query(query, RunConfig())
+    assert notices == [] and back == cfg
+    back, notices = config_from_query({"opt": "sgd", "adaminit": "gi"}, RunConfig())  # the blamed field goes back
+    assert back == RunConfig(optimizer="sgd") and [n.param for n in notices] == ["adaminit"]
+    assert "choose optimizer adam or adam_init zero" in str(notices[0].reason)
+
+
 def test_malformed_parameters_are_ignored_one_by_one_with_a_notice():
     base = preset("pre-ln-no-warmup")
     back, notices = config_from_query(

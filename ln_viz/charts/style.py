@@ -19,18 +19,20 @@ NORM_COLORS: dict[str, str] = {
     "peri": "#009E73",  # bluish green
     "deepnorm": "#CC79A7",  # reddish purple
     "none": "#E69F00",  # orange
+    "reordered": "#56B4E9",  # sky blue
 }
 # And a dash per norm position, so that two placements differ without colour too (greyscale, a
 # black-and-white handout, achromatopsia): Post-LN solid, Pre-LN long dashes. Runs that share a position
 # take the next dashes of DASHES in turn (`charts.sample._run_styles`). The unigram reference line is grey
 # "dash": no position's first line uses it but "none" (orange, rarely beside it).
-DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 NORM_DASHES: dict[str, str] = {
     "post": "solid",
     "pre": "longdash",
     "peri": "dot",
     "deepnorm": "dashdot",
     "none": "dash",
+    "reordered": "longdashdot",
 }
 PARAM_COLORS: dict[str, str] = {
     "attn.q": "#56B4E9",

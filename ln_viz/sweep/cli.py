@@ -28,10 +28,12 @@ _BASE_FLAGS = ("d_model", "heads", "d_ff", "batch_size", "seq_len", "optimizer",
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `sweep` subcommand to `python -m ln_viz`."""
+    from ln_viz.config import FIELDS, NORM_POSITIONS
+
     # no abbreviations (ln_viz.cli.parser): `--seed 5`, a `train` habit, is refused, not taken as --seeds
     p = subparsers.add_parser("sweep", help="a grid of runs: lr x warm-up x depth x norm position (the stability map)")
     p.add_argument("--preset", help="start from a named sweep: warmup-map | depth-slice | qk-norm")
-    p.add_argument("--norm-position", help=f"{_AXES_HELP}: post,pre,peri,deepnorm,none")
+    p.add_argument("--norm-position", help=f"{_AXES_HELP}: {','.join(NORM_POSITIONS)}")
     p.add_argument("--lr", help=f"{_AXES_HELP} of peak learning rates")
     p.add_argument("--warmup", dest="warmup_steps", help=f"{_AXES_HELP} of warm-up steps")
     p.add_argument("--depth", help=f"{_AXES_HELP} of depths")
@@ -40,8 +42,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--weight-decay", help=f"{_AXES_HELP} of decoupled weight decays")
     p.add_argument("--seeds", type=int, help="number of seeds per cell (0..N-1), 1-16")
     p.add_argument("--steps", type=int, help="steps of every run")
-    from ln_viz.config import FIELDS
-
     for spec in (FIELDS[name] for name in _BASE_FLAGS):
         p.add_argument(spec.cli, dest=spec.name, type=spec.kind if spec.kind is not str else None, help=spec.help())
     from ln_viz.sweep.chooser import EXECUTORS

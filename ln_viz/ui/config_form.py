@@ -34,6 +34,7 @@ ADVANCED_FIELDS = (
     "steps",
     "seed",
     "optimizer",
+    "adam_init",
     "schedule",
     "probe_every",
     "corpus",
