@@ -83,7 +83,8 @@ source = run_view.RunnerRuns([[handle]] if handle else [], [form_cfg], lambda: r
                             runner.max_concurrent, preset, where=lambda: where_line(runner, lang))  # fmt: skip
 
 
-def watch_link_stored(_frame) -> None:
+def watch_link_stored(frame) -> None:
+    live.announce(handle, frame.datas, lang)  # the run in one sentence, for a screen reader (issue 32)
     if shared_id is None and watch_share.store_id_of(handle) is not None:  # stored now: show its watch link
         st.rerun(scope="app")
 
