@@ -9,6 +9,7 @@ from ln_viz.ui import (
     compare_seeds,
     compare_view,
     config_form,
+    first_visit,
     keys,
     language,
     layout,
@@ -94,6 +95,7 @@ else:
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
 compare_view.write_query()
 compare_seeds.write_query()
+start = start or first_visit.start_requested()  # Live's way to the lesson opened this page to start both
 
 try:
     if not lecture:

@@ -7,6 +7,7 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.server.runs import where_line
 from ln_viz.ui import (
     config_form,
+    first_visit,
     keys,
     language,
     layout,
@@ -65,6 +66,7 @@ else:
     row = st.container(horizontal=True, key="run_buttons")
     start, stop = live.start_stop(lang, ("start", t("ui.start", lang)), ("stop", t("ui.stop", lang)), row, running)
     watch_share.popover_for(shared_id, lang, lecture=False)(row)
+    first_visit.lead_to_compare(row, lang, runs)  # a newcomer's way to the lesson: Compare's pair (issue 32)
 config_form.write_query(prefix="")
 
 if start:
