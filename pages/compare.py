@@ -20,6 +20,7 @@ from ln_viz.ui import (
     loss_view,
     nav,
     page_state,
+    reattach,
     run_view,
     training,
 )
@@ -30,6 +31,7 @@ lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
 runner = training.get_runner()
 runs = training.session_runs()
+reattach.keep_in_link(runs)  # its runs named in the address: a reload keeps them (issue 32)
 
 stored = st.session_state.get(keys.COMPARE_RUNS)
 if stored:  # two runs from the store: draw them, train nothing

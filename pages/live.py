@@ -17,6 +17,7 @@ from ln_viz.ui import (
     live,
     nav,
     page_state,
+    reattach,
     run_view,
     training,
     watch,
@@ -33,6 +34,7 @@ if watch.requested():  # a watch link: that run, read-only (no form, no Start)
     st.stop()
 runner = training.get_runner()
 runs = training.session_runs()
+reattach.keep_in_link(runs)  # its runs named in the address: a reload keeps them (issue 32)
 
 page_state.keep(config_form.form_keys(""))  # the form survives a visit to another page
 if keys.LIVE_NOTICES not in st.session_state:  # a shared link sets the form once per session
