@@ -79,10 +79,10 @@ scenario = scenario if scenario in COMPARE_PRESETS else None
 if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are kept
     for prefix in compare_view.SIDES:
         config_form.config_form(lang, prefix=prefix, container=st.sidebar.container(), compact=True)
-    compare_seeds.seeds_input(lang, st.sidebar)  # kept (and read from the link) like the forms
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
     choices = (list(COMPARE_PRESETS), scenario, "lecture.scenario.", compare_view.pick_scenario)
-    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running)
+    seeds = lambda row: compare_seeds.lecture_seeds(lang, row)  # noqa: E731 (in the header's row: issue 32)
+    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running, seeds)
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))
