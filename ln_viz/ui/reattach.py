@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,10 +40,13 @@ class _Released:
 
 _lock = threading.Lock()
 _released: dict[str, _Released] = {}  # owner token -> a released tab's runs
+_open: weakref.WeakValueDictionary[str, SessionRuns] = weakref.WeakValueDictionary()  # the tabs not released yet
 
 
 def release(runs: SessionRuns) -> None:
     """A tab's session has ended (closed, or reloaded): keep its runs for its reload (see the module)."""
+    with _lock:
+        _open.pop(runs.owner, None)
     if not runs.runs:
         return
     stop = threading.Timer(GRACE_S, _stop_training, (runs.owner,))
@@ -97,14 +101,19 @@ def adopt(runs: SessionRuns, owner: str, wait_s: float = 0.0) -> bool:
     runs.runs.update(kept.runs.runs)
     runs.asked.update(kept.runs.asked)
     runs.owner = kept.runs.owner  # the same tab to the queue, and the same token in the address
+    with _lock:
+        _open[runs.owner] = runs
     return True
 
 
 def adopt_from_link(runs: SessionRuns) -> None:
     """A new tab whose address names a released tab's runs takes them over (called once, as its runs are made)."""
     owner = st.query_params.get(SESSION_PARAM)
+    with _lock:
+        _open[runs.owner] = runs
+        still_open = owner in _open  # its old session not released yet (a reload's race), or a tab still open
     if owner and owner != runs.owner:
-        adopt(runs, owner, ARRIVAL_WAIT_S)
+        adopt(runs, owner, ARRIVAL_WAIT_S if still_open else 0.0)  # an unknown token waits for nothing
 
 
 def keep_in_link(runs: SessionRuns) -> None:
