@@ -199,6 +199,8 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
     print(
         f"server process CPU: {cpu_used:.0f} s over {seen.all_done_s:.0f} s ({100 * cpu_used / seen.all_done_s:.0f} %)"
     )
+    # issue 32: what one running run costs the server (its drawing, and on Ray the client's threads and stream)
+    print(f"server CPU per run: {cpu_used / max(trained, 1):.2f} s over {trained} run(s){where}")
     print(
         f"{'run actors' if args.ray else 'worker processes beyond the warm pool'}, at most: {trained_at_once}; "
         f"queue places seen: {sorted(seen.queue_seen, key=int)}"
@@ -233,6 +235,7 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
     click_s = sorted(ms / 1000 for ms in seen.click_ms)
     result |= {
         "mode": "sessions",
+        "server_cpu_per_run_s": cpu_used / max(trained, 1),
         "executor": "ray" if args.ray else "local",
         "sessions": args.sessions,
         "refresh_p95_s": None,  # not timed here: the sessions' own runs refresh their pages (--watchers times it)

@@ -9,6 +9,7 @@ from ln_viz.ui import (
     compare_seeds,
     compare_view,
     config_form,
+    first_visit,
     keys,
     language,
     layout,
@@ -19,6 +20,7 @@ from ln_viz.ui import (
     loss_view,
     nav,
     page_state,
+    reattach,
     run_view,
     training,
 )
@@ -29,6 +31,7 @@ lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
 runner = training.get_runner()
 runs = training.session_runs()
+reattach.keep_in_link(runs)  # its runs named in the address: a reload keeps them (issue 32)
 
 stored = st.session_state.get(keys.COMPARE_RUNS)
 if stored:  # two runs from the store: draw them, train nothing
@@ -76,10 +79,10 @@ scenario = scenario if scenario in COMPARE_PRESETS else None
 if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are kept
     for prefix in compare_view.SIDES:
         config_form.config_form(lang, prefix=prefix, container=st.sidebar.container(), compact=True)
-    compare_seeds.seeds_input(lang, st.sidebar)  # kept (and read from the link) like the forms
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
     choices = (list(COMPARE_PRESETS), scenario, "lecture.scenario.", compare_view.pick_scenario)
-    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running)
+    seeds = lambda row: compare_seeds.lecture_seeds(lang, row)  # noqa: E731 (in the header's row: issue 32)
+    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running, seeds)
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))
@@ -94,6 +97,7 @@ else:
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
 compare_view.write_query()
 compare_seeds.write_query()
+start = start or first_visit.start_requested()  # Live's way to the lesson opened this page to start both
 
 try:
     if not lecture:

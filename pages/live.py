@@ -7,6 +7,7 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.server.runs import where_line
 from ln_viz.ui import (
     config_form,
+    first_visit,
     keys,
     language,
     layout,
@@ -16,6 +17,7 @@ from ln_viz.ui import (
     live,
     nav,
     page_state,
+    reattach,
     run_view,
     training,
     watch,
@@ -32,6 +34,7 @@ if watch.requested():  # a watch link: that run, read-only (no form, no Start)
     st.stop()
 runner = training.get_runner()
 runs = training.session_runs()
+reattach.keep_in_link(runs)  # its runs named in the address: a reload keeps them (issue 32)
 
 page_state.keep(config_form.form_keys(""))  # the form survives a visit to another page
 if keys.LIVE_NOTICES not in st.session_state:  # a shared link sets the form once per session
@@ -65,6 +68,7 @@ else:
     row = st.container(horizontal=True, key="run_buttons")
     start, stop = live.start_stop(lang, ("start", t("ui.start", lang)), ("stop", t("ui.stop", lang)), row, running)
     watch_share.popover_for(shared_id, lang, lecture=False)(row)
+    first_visit.lead_to_compare(row, lang, runs)  # a newcomer's way to the lesson: Compare's pair (issue 32)
 config_form.write_query(prefix="")
 
 if start:
@@ -83,7 +87,8 @@ source = run_view.RunnerRuns([[handle]] if handle else [], [form_cfg], lambda: r
                             runner.max_concurrent, preset, where=lambda: where_line(runner, lang))  # fmt: skip
 
 
-def watch_link_stored(_frame) -> None:
+def watch_link_stored(frame) -> None:
+    live.announce(handle, frame.datas, lang)  # the run in one sentence, for a screen reader (issue 32)
     if shared_id is None and watch_share.store_id_of(handle) is not None:  # stored now: show its watch link
         st.rerun(scope="app")
 

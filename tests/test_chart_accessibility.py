@@ -4,6 +4,7 @@ a norm position stay apart, and every word on the stability map reads at 4.5:1 a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import plotly.colors
@@ -27,7 +28,38 @@ def test_post_and_pre_ln_differ_by_dash_and_same_position_runs_stay_apart(post_p
     assert c_post != c_pre and d_post != d_pre, (d_post, d_pre)  # apart in greyscale too
     for run in post_pre:
         (_, c1, d1, _), (_, c2, d2, _) = _prepare_loss([run, run], None, "en").lines
-        assert c1 == c2 and d1 != d2  # A and B in one position: one colour, two dashes
+        assert d1 != d2  # A and B in one position: two dashes
+
+
+# Machado, Oliveira & Fernandes (2009), severity 1: linear-RGB matrices of the two red-green deficiencies,
+# and the luminance row (achromatopsia) -- what Chromium's vision-deficiency emulation applies.
+_CVD = {
+    "deuteranopia": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413), (-0.01182, 0.04294, 0.968881)),
+    "protanopia": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216), (-0.003882, -0.048116, 1.051998)),
+    "achromatopsia": ((0.2126, 0.7152, 0.0722),) * 3,
+}
+
+
+def _seen_as(colour: str, deficiency: str) -> tuple[float, ...]:
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in _rgb(colour, ()))]
+    out = [min(1.0, max(0.0, sum(m * c for m, c in zip(row, lin)))) for row in _CVD[deficiency]]
+    return tuple(255 * (12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055) for c in out)
+
+
+@pytest.mark.parametrize("position", ["post", "pre", "peri", "deepnorm", "none"])
+def test_a_and_b_of_one_norm_position_are_two_colours_apart_under_colour_vision_deficiencies(post_pre, position):
+    """Compare's "+ warm-up" (both Post-LN) and "QK-norm rescue" (both Pre-LN) drew A and B in one colour, solid
+    against dashed (UX round 4, M3): two colours now, that stay apart as a red-green deficient or a greyscale eye
+    sees them (CIELAB ΔE; 40 is about the distance of Post-LN's vermillion from Pre-LN's blue in greyscale x 5)."""
+    from tests.e2e.test_accessibility_e2e import delta_e
+
+    run = post_pre[0]  # the same run, as if trained at `position`
+    data = dataclasses.replace(
+        run, info=dataclasses.replace(run.info, config=run.info.config.replace(norm_position=position))
+    )
+    (_, c1, _, _), (_, c2, _, _) = _prepare_loss([data, data], None, "en").lines
+    seen = {k: delta_e(_seen_as(c1, k), _seen_as(c2, k)) for k in _CVD}
+    assert seen["deuteranopia"] > 40 and seen["protanopia"] > 40 and seen["achromatopsia"] > 30, (c1, c2, seen)
 
 
 def _contrast(a: tuple[float, ...], b: tuple[float, ...]) -> float:

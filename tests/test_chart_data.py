@@ -266,9 +266,10 @@ def test_compared_runs_get_one_line_each_the_largest_logit_over_the_layers(dyt_r
     assert no_steps.size == 0
     assert info.rng[0] <= min(1.0, top.min()) and max(10.0, top.max()) <= info.rng[1]
     from ln_viz.charts import NORM_COLORS
+    from ln_viz.charts.style import SECOND_COLOR
 
-    blue = NORM_COLORS["pre"]
-    assert [style for _, style, _, _ in info.lines][:2] == [(blue, "longdash"), (blue, "longdashdot")]  # both Pre-LN
+    blue = NORM_COLORS["pre"]  # both Pre-LN: the second in the second colour, with the next dash
+    assert [style for _, style, _, _ in info.lines][:2] == [(blue, "longdash"), (SECOND_COLOR, "longdashdot")]
     z = _prepare_compared_log_z([dyt_run], None, "en")
     assert z.lines[0][0] == "Pre-LN" and z.rng is None  # named by the norm position without labels
     np.testing.assert_array_equal(z.lines[0][3], dyt_run.probe("logz_stats")[:, 0])

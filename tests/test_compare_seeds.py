@@ -98,7 +98,8 @@ def _seeded_compare(at, replay_runner, lang: str):
     if lang == "ko":
         at.session_state["lang"] = "ko"
         at.run()
-    assert at.number_input(key="cseeds").value == 3
+    box = at.selectbox(key="cseeds") if "present" in at.query_params else at.number_input(key="cseeds")
+    assert box.value == 3
     at.button(key="compare_start").click().run()
     wait_for(lambda: len(replay_runner.handles()) == 6 and all(h.done for h in replay_runner.handles()), timeout=30)
     at.run()
@@ -199,6 +200,31 @@ def test_the_lecture_view_with_three_seeds_says_the_interval_in_its_verdict_box(
     status = [m.value for m in at.markdown if "95 % CI" in m.value]
     assert len(status) == 1 and status[0].startswith("**Post-LN ends ") and "3 seeds)**" in status[0]
     assert "Run A: 3 seeds, 3 done, 3 of 3 stalled · Run B: 3 seeds, 3 done" in status[0]  # the demo Post-LN stalls
+
+
+def test_seeds_are_set_in_the_lecture_view_s_header_and_kept_when_the_view_changes(replay_runner, at):
+    """UX round 4 M8: the lecture view had no Seeds control (leave it, type 3, come back: 11 s), and its header
+    did not say "3 seeds" before the runs ended. Now a box in the header's row says it, in words."""
+    at.query_params["present"] = "1"
+    at.switch_page("pages/compare.py").run()
+    box = at.selectbox(key="cseeds")
+    assert box.value == 1 and box.format_func(1) == "1 seed per side"
+    box.set_value(3).run()
+    assert not at.exception
+    assert at.selectbox(key="cseeds").format_func(3) == "3 seeds per side"
+    assert at.query_params["seeds"] in ("3", ["3"])  # in the address too, as the page view's box
+    at.button(key="compare_start").click().run()
+    wait_for(lambda: len(replay_runner.handles()) == 6 and all(h.done for h in replay_runner.handles()), timeout=30)
+    at.run()
+    assert sorted(c.seed for c in replay_runner.started) == [0, 0, 1, 1, 2, 2]
+    at.session_state["_lecture_view"] = False  # leave the view: the page view's box holds the same 3
+    at.query_params.pop("present", None)
+    at.run()
+    assert at.number_input(key="cseeds").value == 3
+    at.session_state["lang"] = "ko"
+    at.session_state["_lecture_view"] = True
+    at.run()
+    assert at.selectbox(key="cseeds").format_func(3) == "양쪽 시드 3개씩"
 
 
 @pytest.mark.parametrize("lecture", [False, True])

@@ -437,3 +437,24 @@ def test_a_failure_keeps_its_i18n_key_and_survives_unpicklable_params() -> None:
         for msg in (Ready(1.5), Job(TINY, 2), SetThreads(1), Stop(), End(stopped=True), got):
             write.send(msg)
             assert read.recv() == msg  # every message crosses a pipe as itself
+
+
+@pytest.mark.slow
+def test_no_warm_worker_is_spawned_while_every_slot_trains_and_the_pool_refills_after(
+    make_runner: Callable[..., Runner],
+) -> None:
+    """Compare's first pair on a 2-core server took both warm workers, and at their first steps the pool spawned
+    two more (seconds of torch imports each) beside them: the gap the room waits for came later (issue 32). While
+    `max_concurrent` runs train no worker is spawned (a Start would queue anyway); once one ends the pool refills."""
+    runner = make_runner(warm_workers=2, max_concurrent=2)
+    assert runner.wait_warm(120)
+    warm = set(worker_children())
+    a, b = runner.start(TINY.replace(steps=400)), runner.start(TINY.replace(steps=400, seed=1))
+    wait_steps(a, 5)
+    wait_steps(b, 5)
+    time.sleep(1.0)  # the drain threads' first-snapshot refills have had their chance
+    assert set(worker_children()) == warm, "a worker was spawned beside the two training runs"
+    a.stop()
+    assert a.wait(30)
+    wait_for(lambda: len(set(worker_children()) - warm) >= 1, timeout=120)  # one slot free: the pool tops up
+    b.stop()

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ln_viz.charts.style import DASHES, GREY, NORM_COLORS, NORM_DASHES
+from ln_viz.charts.style import DASHES, GREY, NORM_COLORS, NORM_DASHES, SECOND_COLOR
 from ln_viz.snapshot import RunData
 
 MAX_LOSS_POINTS = 500  # per loss line on the live page
@@ -104,7 +104,9 @@ def _runs_key(prefix: str, datas: Sequence[RunData]) -> str:
 
 def _run_styles(datas: Sequence[RunData]) -> list[tuple[str, str]]:
     """(colour, dash) per run: the norm position's colour and dash (`NORM_DASHES`: positions differ in
-    greyscale too); runs sharing a position take the dashes after it in turn, so they stay apart."""
+    greyscale too); runs sharing a position take the dashes after it in turn, and every other one of them
+    SECOND_COLOR, so that A and B of one position differ by colour as well (issue 32: two noisy lines of one
+    colour, solid against dashed, were hard to follow from the back of a room)."""
     seen: dict[str, int] = {}
     out = []
     for d in datas:
@@ -112,5 +114,6 @@ def _run_styles(datas: Sequence[RunData]) -> list[tuple[str, str]]:
         n = seen.get(pos, 0)
         seen[pos] = n + 1
         first = DASHES.index(NORM_DASHES.get(pos, "solid"))
-        out.append((NORM_COLORS.get(pos, GREY), DASHES[(first + n) % len(DASHES)]))
+        colour = SECOND_COLOR if n % 2 else NORM_COLORS.get(pos, GREY)
+        out.append((colour, DASHES[(first + n) % len(DASHES)]))
     return out

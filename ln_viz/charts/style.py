@@ -34,6 +34,11 @@ NORM_DASHES: dict[str, str] = {
     "none": "dash",
     "reordered": "longdashdot",
 }
+# The second run of a norm position on one chart (Compare's A and B both Post-LN, or both Pre-LN): black, an
+# Okabe-Ito colour that stays apart from every position's colour under deuteranopia and protanopia (CIELAB
+# ΔE 57-103 after Machado et al. 2009's simulation) and in greyscale (ΔE 46-71), where a lighter second colour
+# (sky blue beside Pre-LN's blue, yellow) did not; tests/test_chart_accessibility.py measures it.
+SECOND_COLOR = "#000000"
 PARAM_COLORS: dict[str, str] = {
     "attn.q": "#56B4E9",
     "attn.k": "#009E73",

@@ -273,13 +273,16 @@ class Runner:
         """Top the warm pool up; the spawns happen outside the lock (each takes a few ms here and
         seconds of CPU in the child, which is why the pool exists). Not while a run is starting: on
         2 cores a new worker's imports would slow the first steps the user is waiting for; the drain
-        thread calls again at the run's first snapshot (and every run's end calls it too)."""
+        thread calls again at the run's first snapshot (and every run's end calls it too). Nor while
+        `max_concurrent` runs train (by default one per core): a Start would wait in the queue for one of them
+        to end, which refills the pool, so a warm worker could not help it, and its seconds of imports would
+        slow the pair the room is watching (issue 32: Compare's first pair on 2 cores shared them with two)."""
         while True:
             with self._lock:
                 s = self._state
                 if s.closed or len(s.idle) + s.spawning >= self.warm_workers:
                     return
-                if any(h.first_snapshot_s is None for h in s.active):
+                if any(h.first_snapshot_s is None for h in s.active) or len(s.active) >= self.max_concurrent:
                     return
                 s.spawning += 1
             try:

@@ -39,8 +39,33 @@ def seed_count() -> int:
 def seeds_input(lang: str, container=None) -> None:
     """The compact `seeds` box (1-8) beside the scenario box."""
     lo, hi = COMPARE_SEEDS
+    st.session_state[SEEDS_KEY] = seed_count()  # kept when the lecture view's box (another widget) drew it last
     (container or st).number_input(
         t("compare.seeds", lang), lo, hi, step=1, key=SEEDS_KEY, help=t("compare.seeds_help", lang), width=110
+    )
+
+
+# The lecture view's box, in its top row at the back row's 24 px (the view is zoomed to the screen as a whole)
+LECTURE_SEEDS_CSS = """.st-key-lecture_top .st-key-cseeds, .st-key-lecture_top .st-key-cseeds * {font-size: 24px;}"""
+
+
+def lecture_seeds(lang: str, row) -> None:
+    """The lecture view's seeds (issue 32, UX round 4 M8: a lecturer had to leave the view, type 3 and come
+    back, 11 s): a compact box in the header's row whose choice reads "3 seeds per side", so the header says
+    how many before Start too. The same key as the page view's box: the choice is kept when the view changes."""
+    from ln_viz.ui import layout
+
+    lo, hi = COMPARE_SEEDS
+    st.session_state[SEEDS_KEY] = seed_count()  # kept when the page view's box (another widget) drew it last
+    layout.css(LECTURE_SEEDS_CSS)
+    row.selectbox(
+        t("compare.seeds", lang),
+        list(range(lo, hi + 1)),
+        key=SEEDS_KEY,
+        format_func=lambda n: t("compare.seeds_n", lang, n=n) if n > 1 else t("compare.seeds_one", lang),
+        help=t("compare.seeds_help", lang),
+        label_visibility="collapsed",
+        width=230,
     )
 
 

@@ -98,3 +98,6 @@ KEPT_ARRIVED = "_kept_arrived"  # ln_viz.ui.page_state._ARRIVED: this run draws 
 STEP_PLAYING = "__playing"  # ln_viz.ui.stepper: a step control's key + this: Play is on
 STEP_CHOSEN = "__step"  # ln_viz.ui.stepper: a step control's key + this: the step chosen
 STEP_AT_END = "__at_end"  # ln_viz.ui.stepper: a step control's key + this: at its last step
+
+# --- a newcomer's way to the lesson (ln_viz.ui.first_visit) ------------------------------------------------------
+START_COMPARE = "_start_compare"  # Live's lead button asked Compare to start both runs as it draws

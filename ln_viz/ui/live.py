@@ -231,3 +231,59 @@ def draw_charts(
             layout.chart(figure(name), key_prefix + name, layout.SHORT)
             st.caption(t(f"caption.{name}", lang))
     instability_expander(data, lang, step, figure, key_prefix)
+
+
+# --- the run's result in one sentence, for a screen reader (issue 32, UX round 4 M11) ---------------------------
+# Visually hidden, not display:none (a screen reader skips that), and out of the page's flex flow (absolute), so
+# it adds no gap: the lecture view's one screen keeps its height.
+SUMMARY_CSS = """.st-key-live_summary {position: absolute !important; width: 1px !important; height: 1px !important;
+    overflow: hidden; clip-path: inset(50%); white-space: nowrap; margin: -1px; padding: 0;}"""
+QUARTERS = 4  # while a run trains its sentence changes at each quarter of its steps: a polite region, not a ticker
+
+
+def loss_at(data: RunData, step: int) -> float | None:
+    """The run's loss as it stood at `step` (the mean of the last losses up to it, as its final loss is)."""
+    from ln_viz.snapshot import final_loss
+
+    steps = data.scalars["step"]
+    n = next((i for i in range(len(steps) - 1, -1, -1) if steps[i] <= step), -1) + 1
+    return final_loss(data.scalars["loss"][:n])
+
+
+def summary(view: RunView | None, data: RunData | None, lang: str) -> str:
+    """Live's run in one sentence a screen reader reads (the charts say it only to the eye): while it trains, its
+    loss against the unigram loss at the last quarter of its steps it passed (so the sentence changes four times,
+    not every second); once it has ended, its verdict (learned, stalled, diverged at step N: Compare's status
+    lines' words). Empty before Start."""
+    from ln_viz.views import run_frames
+
+    if view is None:
+        return ""
+    label = t("live.sr_run", lang, run=charts.norm_label(view.config.norm_position, lang), depth=view.config.depth)
+    if view.status == "queued":
+        return f"{label}: {run_frames.status_line(view, lang, 0)}"
+    if view.done:
+        return run_frames.verdict(view, label, lang)
+    data = data or view.data
+    steps, done = view.config.steps, data.steps_done if data is not None else 0
+    quarter = done * QUARTERS // steps * steps // QUARTERS if steps else 0
+    loss = loss_at(data, quarter) if data is not None and quarter > 0 else None
+    if loss is None:
+        return t("live.sr_started", lang, run=label, steps=steps)
+    unigram = data.info.unigram_entropy
+    key = "live.sr_below" if loss < unigram else "live.sr_above"
+    text = t(key, lang, run=label, step=quarter, steps=steps, loss=f"{loss:.2f}", unigram=f"{unigram:.2f}")
+    if data.stalled_since is not None:
+        text += " " + t("live.sr_stalled", lang, step=data.stalled_since)
+    return text
+
+
+def announce(handle: RunHandle | None, datas: list[RunData] | tuple, lang: str) -> None:
+    """Draw `summary` of Live's run in a polite live region, visually hidden: a screen reader says it when it
+    changes (each quarter of the run, and its end), and finds it in the page's text at any time."""
+    from html import escape
+
+    text = summary(handle.view() if handle is not None else None, datas[0] if datas else None, lang)
+    with st.container(key="live_summary"):
+        layout.css(SUMMARY_CSS)
+        st.html(f'<div role="status" aria-live="polite" aria-atomic="true">{escape(text)}</div>')

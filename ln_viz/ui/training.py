@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 
 def _shutdown(runner: Runner) -> None:
+    from ln_viz.ui import reattach
+
+    reattach.drop_all()  # the runs kept for reloads go with the runner
     runner.shutdown()
     getattr(runner.new_worker, "shutdown", lambda: None)()  # a Ray backend's host process
 
@@ -28,9 +31,18 @@ def get_runner() -> Runner:
 
 
 def _release(runs: SessionRuns) -> None:
-    runs.stop_all()
+    """The tab has gone (closed, or reloaded): its runs are kept a moment for its reload (ln_viz.ui.reattach), then
+    stopped and forgotten."""
+    from ln_viz.ui import reattach
+
+    reattach.release(runs)
 
 
 @st.cache_resource(scope="session", on_release=_release, show_spinner=False)
 def session_runs() -> SessionRuns:
-    return SessionRuns(get_runner())
+    """This tab's runs; a reloaded tab's, when its address names them (ln_viz.ui.reattach)."""
+    from ln_viz.ui import reattach
+
+    runs = SessionRuns(get_runner())
+    reattach.adopt_from_link(runs)
+    return runs

@@ -72,13 +72,18 @@ def _legend_lines(page) -> list[dict]:
     )
 
 
-def test_compare_sides_stay_apart_under_colour_vision_deficiencies(server, page):
-    page.goto(server.url + "/compare")
+@pytest.mark.parametrize(
+    ("scenario", "names"), [("post-vs-pre", ("Post-LN", "Pre-LN")), ("warmup-vs-none", ("no warm-up", "warm-up"))]
+)
+def test_compare_sides_stay_apart_under_colour_vision_deficiencies(server, page, scenario, names):
+    """Post-LN against Pre-LN, and A and B of one norm position (both Post-LN: "+ warm-up"), which shared one
+    colour, solid against dashed, until issue 32."""
+    page.goto(server.url + "/compare?cpreset=" + scenario)
     wait_idle(page)
     page.wait_for_selector(f".st-key-mid__compare_profile {CHART} .legend .traces", timeout=30_000, state="attached")
     page.mouse.move(0, 0)
     a, b = _legend_lines(page)
-    assert "Post-LN" in a["name"] and "Pre-LN" in b["name"], (a["name"], b["name"])
+    assert names[0] in a["name"] and names[1] in b["name"], (a["name"], b["name"])
     cdp = page.context.new_cdp_session(page)
     seen = {}
     for deficiency in ("deuteranopia", "protanopia", "achromatopsia"):

@@ -207,3 +207,26 @@ def test_the_page_recovers_its_run_after_the_connection_drops(server, browser):
     assert page.get_by_test_id("stException").count() == 0
     page.locator(".st-key-stop button").click()
     context.close()
+
+
+def test_a_reload_keeps_the_run_training_on_screen_and_a_screen_reader_hears_its_loss(server, browser):
+    """Issue 32 (UX round 4 M7, M11): F5 during a run stopped it and showed empty charts; Live gave a screen
+    reader no sentence of result. The tab's address names its runs (session=), so the reloaded page shows the
+    same run still training, and its live region says the loss in words."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    open_app(page, server.url)
+    page.locator(".st-key-start button").click()
+    n = wait_points(page, "loss_chart", 3)
+    page.wait_for_function("() => location.search.includes('session=')", timeout=15_000)
+    page.reload()
+    wait_idle(page, 60_000)
+    wait_points(page, "loss_chart", n + 5, timeout=60)  # the same run, still streaming after the reload
+    assert page.locator(".st-key-stop button").is_enabled()
+    region = page.get_by_role("status")
+    page.wait_for_function("el => /Pre-LN, 6 layers/.test(el.textContent)", arg=region.element_handle(), timeout=60_000)
+    hidden = page.locator(".st-key-live_summary")  # its box clips it: for a screen reader, not the eye
+    assert hidden.bounding_box()["height"] <= 1 and hidden.evaluate("e => getComputedStyle(e).clipPath") != "none"
+    assert page.get_by_test_id("stException").count() == 0
+    page.locator(".st-key-stop button").click()
+    context.close()
