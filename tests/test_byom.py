@@ -5,6 +5,7 @@ attached run in the store and the app (listed; its pages say in one sentence wha
 
 from __future__ import annotations
 
+import copy
 import warnings
 from pathlib import Path
 
@@ -16,6 +17,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 
 import ln_viz  # noqa: E402
 from ln_viz.byom import LayoutError, UnsupportedModel, attach, describe  # noqa: E402
+from ln_viz.schema import PROBES  # noqa: E402
 from ln_viz.store import Store, StoreError  # noqa: E402
 from ln_viz.store.rows import blob_to_array  # noqa: E402
 from tests.byom_models import MORE, SPECS, build  # noqa: E402
@@ -88,10 +90,74 @@ def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> No
         describe(model, layout="model.nothing")
 
 
-def test_compiled_and_sharded_models_are_refused_in_one_sentence() -> None:
+@pytest.mark.slow  # torch.compile's first import and set-up: ~5 s
+def test_a_model_compiled_in_place_is_refused_in_one_sentence() -> None:
     model = build("llama")
-    with pytest.raises(UnsupportedModel, match="torch.compile"):
-        describe(torch.compile(model))
+    model.model.layers[0].compile()  # its hooks would run inside the compiled graph
+    with pytest.raises(UnsupportedModel, match=r"torch\.compile\(model\)`, not by `module\.compile\(\)`"):
+        describe(model)
+
+
+def _train(model, batches, *, backend: str | None, store: Path | None, warm: int = 0):
+    """`model` (compiled with `backend` unless None) trained on `batches` by AdamW, attached every step
+    from step `warm` + 1 when `store` is given: (its losses, the probe or None, graphs compiled while
+    attached)."""
+    from torch._dynamo.utils import counters
+
+    run = torch.compile(model, backend=backend) if backend else model
+    opt = torch.optim.AdamW(run.parameters(), lr=1e-2)
+    losses, probe, graphs = [], None, 0
+    torch.manual_seed(0)  # dropout's draws
+    for i, x in enumerate(batches):
+        if store is not None and i == warm:
+            probe, graphs = attach(run, opt, store=store, every=1), counters["stats"]["unique_graphs"]
+        out = run(input_ids=x, labels=x)
+        losses.append(out.loss.detach().clone())
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad()
+    if probe is not None:
+        probe.close()
+        graphs = counters["stats"]["unique_graphs"] - graphs
+    return losses, probe, graphs
+
+
+# torch.compile: aot_eager traces and hooks as inductor does (dynamo, the OptimizedModule, its guards); inductor
+# adds code generation (~40 s cold on CPU, a C compiler needed)
+BACKENDS = ["aot_eager", "inductor"]
+
+
+@pytest.mark.slow  # three compiled or attached runs: ~10 s with aot_eager (the first compile), ~40 s with inductor cold
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_compiled_model_is_probed_by_an_eager_shadow_forward(backend: str, tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    model = build("llama", attention_dropout=0.0)
+    batches = [ids(seed=s) for s in range(4)]
+    eager_losses, eager, _ = _train(copy.deepcopy(model), batches, backend=None, store=path, warm=1)
+    plain, _, _ = _train(copy.deepcopy(model), batches, backend=backend, store=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no probe failed
+        losses, shadow, graphs = _train(copy.deepcopy(model), batches, backend=backend, store=path, warm=1)
+    assert all(torch.equal(a, b) for a, b in zip(losses, plain))  # the user's numbers, with and without attach
+    assert graphs == 0  # attaching after the warm-up step compiled nothing new (no hook in the graph)
+    assert shadow.card.compiled and not eager.card.compiled and shadow.attention_tap == "AttentionInterface"
+    torch.testing.assert_close(torch.stack(losses), torch.stack(eager_losses), atol=1e-5, rtol=1e-5)
+    for name in PROBES:
+        for step in (1, 2, 3):  # the optimizer steps taken while attached; same weights, same batches
+            want, got = (stored_probe(path, p.run_id, name, step) for p in (eager, shadow))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} at step {step}")
+            if name in ("resid_hist", "attn_logit_max", "grad_norm", "update_ratio"):
+                assert np.isfinite(got).all(), name
+
+
+@pytest.mark.slow  # two compiled runs: ~15 s
+def test_a_compiled_model_s_dropout_draws_the_same_with_and_without_the_shadow(tmp_path: Path) -> None:
+    model = build("gpt2")  # dropout 0.1 in its embeddings, attention and residual branches
+    batches = [ids(seed=s) for s in range(3)]
+    plain, _, _ = _train(copy.deepcopy(model), batches, backend="aot_eager", store=None)
+    losses, probe, _ = _train(copy.deepcopy(model), batches, backend="aot_eager", store=tmp_path / "runs.sqlite")
+    assert all(torch.equal(a, b) for a, b in zip(losses, plain))  # the shadow forward's draws were its own
+    assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", probe.run_id, "resid_stats", 3)).all()
 
 
 @pytest.mark.parametrize("name", list(SPECS))

@@ -8,6 +8,12 @@ When things are read (measured in the design note for plain loops, the HF Traine
   post-hook reads `.grad` as the update used it (after unscaling and clipping) for the per-matrix norms;
 - forward hooks are armed at the previous step's post-hook (Lightning runs forward inside `step()`), and
   capture only the first training-mode forward with gradients of a probe step; nothing under no_grad/eval.
+- a `torch.compile(model)` is probed by an eager shadow forward: hooks on the compiled graph's modules are
+  traced once and hooks added later are not seen (torch's `skip_nnmodule_hook_guards`), so on a probe step
+  the compiled wrapper's own forward pre-hook (it runs eagerly) runs the original module (`_orig_mod`, the
+  same parameters) on the same batch under no_grad, with the activation and attention hooks added for that
+  forward only, the random state forked and the buffers put back; the gradient and update probes read the
+  parameters in the optimizer's hooks, as for an eager model. The compiled graph never sees a hook.
 
 Probes never change the user's numbers (no_grad, detached; the attention tap delegates to the original);
 a probe that fails disables itself with one warning. `close()` (idempotent; also at exit) removes every
@@ -29,7 +35,7 @@ import torch
 from torch import nn
 
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, attention_stats, hf_tap_name
-from ln_viz.byom.card import ModelCard, block_input, describe, first_tensor, unwrap
+from ln_viz.byom.card import ModelCard, block_input, describe, first_tensor, is_compiled, unwrap
 from ln_viz.byom.measure import _mode_stack, grad_norms, is_probe_step, update_ratio
 from ln_viz.config import RunConfig
 from ln_viz.probes import median_abs, tensor_summary
@@ -58,10 +64,11 @@ class Probe:
     ) -> None:
         if every < 1:
             raise ValueError(f"every={every!r}: probe every N >= 1 optimizer steps.")
+        self.compiled = model if is_compiled(model) else None  # torch.compile's wrapper: a shadow forward
         self.model = unwrap(model)
         self.optimizer = optimizer
         self.every, self.steps = int(every), steps
-        self.card: ModelCard = describe(self.model, layout=layout, example=example)
+        self.card: ModelCard = describe(model, layout=layout, example=example)
         self.blocks = list(self.model.get_submodule(self.card.blocks))
         self.norm_names = self.card.residual_norms
         self.matrix_names = tuple(m.name for m in self.card.matrices)
@@ -83,6 +90,7 @@ class Probe:
         self._handles: list[Any] = []
         self._attn_index: dict[int, int] = {}  # id(attention module) -> block
         self._restore_impl: str | None = None  # the HF attention implementation to put back
+        self._tap: str | None = None  # the HF attention implementation that taps (None: the sdpa mode)
         self._sdpa: SdpaTap | None = None
         self._keep_attention = False  # tests: keep each layer's probabilities in `attention_probs`
         self.attention_probs: dict[int, torch.Tensor] = {}
@@ -138,38 +146,54 @@ class Probe:
         opt = self.optimizer
         self._handles.append(opt.register_step_pre_hook(self._guard("update", self._on_pre_step)))
         self._handles.append(opt.register_step_post_hook(self._guard("step", self._on_post_step)))
-        m = self.model
-        self._handles.append(m.register_forward_pre_hook(self._guard("forward", self._on_model_in), with_kwargs=True))
-        self._handles.append(m.register_forward_hook(self._guard("forward", self._on_model_out)))
-        self._handles.append(
-            self.blocks[0].register_forward_pre_hook(self._guard("activations", self._on_input), with_kwargs=True)
-        )
-        for i, block in enumerate(self.blocks):
-            self._handles.append(block.register_forward_hook(self._guard("activations", self._on_block(i))))
-            for j, name in enumerate(self.norm_names):
-                try:
-                    norm = block.get_submodule(name)
-                except AttributeError:
-                    continue
-                self._handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
         for i, block in enumerate(self.blocks):
             if self.card.attention:
                 try:
                     self._attn_index[id(block.get_submodule(self.card.attention))] = i
                 except AttributeError:
                     pass
-        tap = hf_tap_name(self.model) if self._attn_index else None
-        if tap is not None:
-            original = self.model.config._attn_implementation
-            if original != tap:
-                self.model.set_attn_implementation(tap)
-                self._restore_impl = original
+        self._tap = hf_tap_name(self.model) if self._attn_index else None
+        if self._tap is not None:
             for key, i in self._attn_index.items():
                 _LISTENERS[key] = self._guard("attention", self._on_hf_attention(i))
             self.attention_tap = "AttentionInterface"
         else:
             self._sdpa = SdpaTap(self._guard("attention", self._on_sdpa))
             self.attention_tap = "sdpa"
+        if self.compiled is not None:  # only the wrapper's hooks, which run eagerly; the rest per shadow forward
+            c = self.compiled
+            self._handles.append(
+                c.register_forward_pre_hook(self._guard("forward", self._on_compiled_in), with_kwargs=True)
+            )
+            self._handles.append(c.register_forward_hook(self._guard("forward", self._on_model_out)))
+            return
+        m = self.model
+        self._handles.append(m.register_forward_pre_hook(self._guard("forward", self._on_model_in), with_kwargs=True))
+        self._handles.append(m.register_forward_hook(self._guard("forward", self._on_model_out)))
+        self._restore_impl = self._set_tap()
+        self._add_activation_hooks(self._handles)
+
+    def _set_tap(self) -> str | None:
+        """Switch the HF model to the tapping attention implementation; the one to put back, if switched."""
+        original = self.model.config._attn_implementation if self._tap is not None else None
+        if original is None or original == self._tap:
+            return None
+        self.model.set_attn_implementation(self._tap)
+        return original
+
+    def _add_activation_hooks(self, handles: list[Any]) -> None:
+        """Hooks on the blocks and their norms (block input, residual stream, norm inputs), into `handles`."""
+        handles.append(
+            self.blocks[0].register_forward_pre_hook(self._guard("activations", self._on_input), with_kwargs=True)
+        )
+        for i, block in enumerate(self.blocks):
+            handles.append(block.register_forward_hook(self._guard("activations", self._on_block(i))))
+            for j, name in enumerate(self.norm_names):
+                try:
+                    norm = block.get_submodule(name)
+                except AttributeError:
+                    continue
+                handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
 
     def _guard(self, probe: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` that never raises into the user's run: a failure disables `probe` with one warning."""
@@ -243,14 +267,17 @@ class Probe:
             return
         if self._armed and not self._capturing:
             self._armed = False
-            self._capturing = True
-            dims = self._dims()
-            forward = [n for n, m in PROBES.items() if m.source == "forward"]
-            self._arrays = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
-            self._last: tuple[Any, Any] | None = None
-            if self._sdpa is not None and "attention" not in self._disabled:
-                self._sdpa.calls = 0
-                self._sdpa.__enter__()
+            self._begin_capture()
+
+    def _begin_capture(self) -> None:
+        self._capturing = True
+        dims = self._dims()
+        forward = [n for n, m in PROBES.items() if m.source == "forward"]
+        self._arrays = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
+        self._last: tuple[Any, Any] | None = None
+        if self._sdpa is not None and "attention" not in self._disabled:
+            self._sdpa.calls = 0
+            self._sdpa.__enter__()
 
     def _on_model_out(self, module: nn.Module, args: tuple, out: Any) -> None:
         if not (module.training and torch.is_grad_enabled()):
@@ -260,11 +287,46 @@ class Probe:
             d = loss.detach().float()
             self._loss_sum = d if self._loss_sum is None else self._loss_sum + d
             self._loss_n += 1
+        self._end_capture(out)
+
+    def _end_capture(self, out: Any) -> None:
         if self._capturing and self._arrays is not None and "logz" not in self._disabled:
             logits = getattr(out, "logits", None) if not isinstance(out, torch.Tensor) else out
             if isinstance(logits, torch.Tensor) and logits.ndim >= 2:
                 self._guard("logz", self._logz)(logits)
         self._stop_capture()
+
+    def _on_compiled_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        """The compiled wrapper's forward pre-hook: on a probe step's first training forward, the shadow."""
+        if module.training and torch.is_grad_enabled() and self._armed and not self._capturing:
+            self._armed = False
+            self._shadow(args, kwargs)
+
+    def _shadow(self, args: tuple, kwargs: dict) -> None:
+        """The original module's forward on the batch the compiled one is about to see, under no_grad, with
+        the activation hooks and the attention tap on for it alone; the random state (dropout) and the
+        buffers (a norm's running statistics) as they were, so the compiled step computes what it would."""
+        handles: list[Any] = []
+        restore = None
+        buffers = list(self.model.buffers())
+        saved = [b.detach().clone() for b in buffers]
+        devices = sorted({p.device.index or 0 for p in self.all_params[:1] if p.device.type == "cuda"})
+        try:
+            self._add_activation_hooks(handles)
+            restore = self._set_tap()
+            self._begin_capture()
+            with torch.no_grad(), torch.random.fork_rng(devices=devices):
+                out = self.model(*args, **kwargs)
+            self._end_capture(out)
+        finally:
+            self._stop_capture()
+            for h in handles:
+                h.remove()
+            if restore is not None:
+                self.model.set_attn_implementation(restore)
+            with torch.no_grad():
+                for b, v in zip(buffers, saved):
+                    b.copy_(v)
 
     @torch.no_grad()
     def _logz(self, logits: torch.Tensor) -> None:
