@@ -17,7 +17,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 
 import ln_viz  # noqa: E402
 from ln_viz.byom import LayoutError, UnsupportedModel, attach, describe  # noqa: E402
-from ln_viz.schema import PROBES  # noqa: E402
+from ln_viz.schema import HIST_EDGES, PROBES  # noqa: E402
 from ln_viz.store import Store, StoreError  # noqa: E402
 from ln_viz.store.rows import blob_to_array  # noqa: E402
 from tests.byom_models import MORE, SPECS, build  # noqa: E402
@@ -380,3 +380,49 @@ def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) 
     want_largest, want_entropy = _attention_reference(q, k, keep)
     assert largest == pytest.approx(want_largest, rel=1e-5)
     assert entropy == pytest.approx(want_entropy, rel=1e-5)
+
+
+def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """ln_viz.probes.tensor_summary as it was before its passes were trimmed (kept here as the reference the
+    faster one must equal bit for bit): clamp always, int64 indices, the stats assembled in torch."""
+    from ln_viz.probes import _summary_nonfinite
+    from ln_viz.schema import HIST_ASINH_LIMIT, HIST_BINS
+
+    x = x.detach().float().reshape(-1)
+    n = x.numel()
+    lo, hi = torch.aminmax(x)
+    if not (np.isfinite(float(lo)) and np.isfinite(float(hi))):
+        return _summary_nonfinite(x)
+    mean = x.sum() / n
+    centred = x - mean
+    var, ms = torch.dot(centred, centred) / n, torch.dot(x, x) / n
+    ax = x.abs().clamp_(max=1e15)
+    sq = ax * ax
+    asinh = sq.div_(sq.add(1).sqrt_().add_(1)).add_(ax).log1p_().copysign_(x)
+    idx = asinh.mul_(HIST_BINS / (2 * HIST_ASINH_LIMIT)).add_(HIST_BINS / 2 + 1).clamp_(0, HIST_BINS + 1)
+    fractions = torch.bincount(idx.to(torch.int64), minlength=HIST_BINS + 2).to(torch.float64) / n
+    stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
+    out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
+    return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
+
+
+def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
+    from ln_viz.probes import tensor_summary
+    from ln_viz.schema import HIST_LIMIT
+
+    g = torch.Generator().manual_seed(0)
+    edges = torch.from_numpy(HIST_EDGES.astype(np.float32))
+    near = torch.cat([edges, edges.nextafter(edges + 1), edges.nextafter(edges - 1)])  # on and beside each edge
+    for i in range(120):  # sizes, scales from 1e-4 to past the last edge, inf and NaN
+        x = torch.randn(int(torch.randint(1, 5000, (1,), generator=g)), generator=g) * 10.0 ** (i % 9 - 4)
+        if i % 6 == 1:
+            x[::7] = torch.inf
+        elif i % 6 == 2:
+            x[::5] = torch.nan
+        elif i % 6 == 3:
+            x[::3] = -torch.inf
+        elif i % 6 == 4:  # the edges, and values up to where the clamp is skipped (0.99 of the last edge)
+            x = torch.cat([near, (torch.rand(len(x), generator=g) * 2 - 1) * 0.99 * HIST_LIMIT])
+        want, got = _summary_before(x), tensor_summary(x)
+        np.testing.assert_array_equal(got[0], want[0], err_msg=f"histogram of case {i}")
+        np.testing.assert_array_equal(got[1], want[1], err_msg=f"stats of case {i}")

@@ -218,7 +218,7 @@ class Probe:
     @torch.no_grad()
     def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if is_probe_step(self.step + 1, self.every, self.steps):
-            self._before = [p.detach().clone() for ps in self.block_params for p in ps]
+            self._before = torch._foreach_mul([p.detach() for ps in self.block_params for p in ps], 1.0)  # copies
 
     @torch.no_grad()
     def _on_post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
