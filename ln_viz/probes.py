@@ -88,7 +88,7 @@ def _asinh(x: torch.Tensor, largest: float = math.inf) -> torch.Tensor:
     if not largest <= 1e15:
         ax.clamp_(max=1e15)
     sq = ax * ax
-    return sq.div_(sq.add(1).sqrt_().add_(1)).add_(ax).log1p_().copysign_(x)
+    return ax.addcdiv_(sq, sq.add(1).sqrt_().add_(1)).log1p_().copysign_(x)  # ax + sq / (...): one pass
 
 
 def _bin_fractions(x: torch.Tensor, n: int, largest: float = math.inf) -> torch.Tensor:
