@@ -143,3 +143,9 @@ def test_the_overhead_benchmark_runs_in_its_quick_mode() -> None:
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert all(c in done.stdout for c in ("ln-viz/10", "ln-viz/1", "tensorboard/10", "tensorboard/1"))
+    try:  # wandb's watch beside them where it is installed; else one line says how to add it
+        import wandb  # noqa: F401
+
+        assert "wandb/10" in done.stdout and "wandb/1 " in done.stdout
+    except ImportError:
+        assert "wandb is not installed (pip install wandb)" in done.stdout
