@@ -151,6 +151,31 @@ def test_a_compiled_model_is_probed_by_an_eager_shadow_forward(backend: str, tmp
 
 
 @pytest.mark.slow  # two compiled runs: ~15 s
+def test_a_model_compiled_after_attach_trains_as_without_and_one_sentence_says_why_nothing_is_probed(
+    tmp_path: Path,
+) -> None:
+    model = build("llama", attention_dropout=0.0)
+    batches = [ids(seed=s) for s in range(3)]
+    plain, _, _ = _train(copy.deepcopy(model), batches, backend="aot_eager", store=None)
+    late = copy.deepcopy(model)
+    opt = torch.optim.AdamW(late.parameters(), lr=1e-2)
+    compiled = torch.compile(late, backend="aot_eager")
+    losses = []
+    torch.manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught, attach(late, opt, store=tmp_path / "runs.sqlite", every=1):
+        warnings.simplefilter("always")
+        for x in batches:
+            out = compiled(input_ids=x, labels=x)
+            losses.append(out.loss.detach().clone())
+            out.loss.backward()
+            opt.step()
+            opt.zero_grad()
+    said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(said) == 1 and "compiled after attach" in said[0] and "torch.compile(model)" in said[0], said
+    assert all(torch.equal(a, b) for a, b in zip(losses, plain))
+
+
+@pytest.mark.slow  # two compiled runs: ~15 s
 def test_a_compiled_model_s_dropout_draws_the_same_with_and_without_the_shadow(tmp_path: Path) -> None:
     model = build("gpt2")  # dropout 0.1 in its embeddings, attention and residual branches
     batches = [ids(seed=s) for s in range(3)]

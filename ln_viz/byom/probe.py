@@ -76,6 +76,7 @@ class Probe:
         self.step = 0  # optimizer steps taken while attached
         self.run_id: int | None = None
         self._closed = False
+        self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
         self._armed = False
         self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
@@ -199,6 +200,9 @@ class Probe:
         """`fn` that never raises into the user's run: a failure disables `probe` with one warning."""
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling():  # traced into a graph compiled after attach: a no-op there
+                self._traced = True
+                return None
             if probe in self._disabled or self._closed:
                 return None
             try:
@@ -222,6 +226,15 @@ class Probe:
 
     @torch.no_grad()
     def _on_post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._traced and "traced" not in self._disabled:
+            self._disabled.add("traced")
+            warnings.warn(
+                "ln-viz: the model was compiled after attach, so its activation and attention probes do nothing "
+                "inside the compiled graph; attach to the compiled model instead "
+                "(compiled = torch.compile(model); ln_viz.attach(compiled, optimizer)).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self._emit_pending()
         self.step += 1
         probes = None
