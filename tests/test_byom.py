@@ -271,7 +271,7 @@ def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_app
 
 
 def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ln_viz.byom.probe as attach_module
+    import ln_viz.byom.forward as attach_module  # where the forward hooks summarise
 
     def broken(x):
         raise RuntimeError("broken summary")
@@ -407,25 +407,32 @@ def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) 
     assert entropy == pytest.approx(want_entropy, rel=1e-5)
 
 
-def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """ln_viz.probes.tensor_summary as it was before its passes were trimmed (kept here as the reference the
-    faster one must equal bit for bit): clamp always, int64 indices, the stats assembled in torch."""
-    from ln_viz.probes import _summary_nonfinite
+def _fractions_before(x: torch.Tensor, n: int) -> torch.Tensor:
     from ln_viz.schema import HIST_ASINH_LIMIT, HIST_BINS
 
-    x = x.detach().float().reshape(-1)
-    n = x.numel()
-    lo, hi = torch.aminmax(x)
-    if not (np.isfinite(float(lo)) and np.isfinite(float(hi))):
-        return _summary_nonfinite(x)
-    mean = x.sum() / n
-    centred = x - mean
-    var, ms = torch.dot(centred, centred) / n, torch.dot(x, x) / n
     ax = x.abs().clamp_(max=1e15)
     sq = ax * ax
     asinh = sq.div_(sq.add(1).sqrt_().add_(1)).add_(ax).log1p_().copysign_(x)
     idx = asinh.mul_(HIST_BINS / (2 * HIST_ASINH_LIMIT)).add_(HIST_BINS / 2 + 1).clamp_(0, HIST_BINS + 1)
-    fractions = torch.bincount(idx.to(torch.int64), minlength=HIST_BINS + 2).to(torch.float64) / n
+    return torch.bincount(idx.to(torch.int64), minlength=HIST_BINS + 2).to(torch.float64) / n
+
+
+def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """ln_viz.probes.tensor_summary as it was before its passes were trimmed (kept here as the reference the
+    faster one must equal bit for bit): clamp always, int64 indices, the stats assembled in torch."""
+    from ln_viz.schema import HIST_BINS
+
+    x = x.detach().float().reshape(-1)
+    n = x.numel()
+    lo, hi = torch.aminmax(x)
+    if not (np.isfinite(float(lo)) and np.isfinite(float(hi))):  # infinities outside the edges, NaN nowhere
+        f = _fractions_before(x[~torch.isnan(x)], n).numpy()
+        stats = [float(x.mean()), float(x.std(correction=0)), float(x.square().mean().sqrt()), float(x.abs().max())]
+        return f[1:-1].astype(np.float32), np.array([*stats, f[0], f[HIST_BINS + 1]], np.float32)
+    mean = x.sum() / n
+    centred = x - mean
+    var, ms = torch.dot(centred, centred) / n, torch.dot(x, x) / n
+    fractions = _fractions_before(x, n)
     stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
     out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
     return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)

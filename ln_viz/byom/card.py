@@ -231,8 +231,7 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     """The model's card, found by following one tiny forward pass through its first block (see the
     module's docstring). `layout` names the block list where discovery fails; `example` is an input batch
     for a model that does not take token ids."""
-    compiled = is_compiled(model)
-    model = unwrap(model)
+    compiled, model = is_compiled(model), unwrap(model)  # torch.compile's wrapper: its original module
     path, blocks, found_by, others = find_blocks(model, layout)
     block = blocks[0]
     trace = _trace_block(model, block, example if example is not None else example_input(model))
