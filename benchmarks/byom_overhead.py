@@ -1,6 +1,8 @@
 """The cost of ln_viz.attach's probes on a 0.4M-parameter Hugging Face Llama (6 blocks, d 64, batch 16 x 64,
 CPU, one thread), beside TensorBoard histograms of the same tensors (block outputs, norm inputs, the block
-matrices' gradients) at the same cadence, every 10 and every 1 optimizer steps.
+matrices' gradients) at the same cadence, every 10 and every 1 optimizer steps, and beside wandb's
+`watch(model, log="all", log_freq=N)` offline where wandb is installed (`pip install wandb`; it is no
+dependency of ln-viz: without it its rows say so).
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.byom_overhead [--steps 30] [--rounds 3] [--quick]
         [--configs ln-viz/10,ln-viz/1]
@@ -11,8 +13,9 @@ a configuration's total over steps 4..N (every cadence's probe steps inside) ove
 CPU time (all threads: the store's writer too, but also the other configurations' background threads and
 thread pools, which TensorBoard at every step keeps busy: with it beside, ln-viz's process figure rises by
 a third), in own CPU time (the main thread during the configuration's steps plus the threads it started,
-over the window) and in wall time. Printed: the median over rounds and the
-spread (min - max). Targets (issue 31):
+over the window) and in wall time. wandb does its writing in a service process of its own
+(wandb-core), whose CPU time none of these counts: it is printed beside, per step, shared by the wandb
+configurations of the run. Printed: the median over rounds and the spread (min - max). Targets (issue 31):
 ln-viz at every 10 at most 1.03x, at every 1 at most 1.20x. Nothing is asserted.
 """
 
@@ -89,6 +92,60 @@ class TensorBoardHistograms:
         self.writer.close()
 
 
+class WandbWatch:
+    """What `wandb.watch` users do, offline: `run.watch(model, log="all", log_freq=every)` (histograms of
+    every parameter and its gradient, counted in forward/backward calls: one per step here) and
+    `run.log({"loss": ...})` each step, which commits them."""
+
+    def __init__(self, model, every: int, logdir: str) -> None:
+        import wandb
+
+        os.makedirs(logdir, exist_ok=True)
+        self.model = model
+        self.run = wandb.init(
+            mode="offline", dir=logdir, project="ln-viz-overhead", reinit="create_new",
+            settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
+        )  # fmt: skip
+        self.run.watch(model, log="all", log_freq=every)
+
+    def before_step(self) -> None:
+        import wandb
+
+        wandb.run = self.run  # watch's hooks log to the global run; two wandb rows take turns
+
+    def after_step(self, loss: torch.Tensor) -> None:
+        self.run.log({"loss": float(loss.detach())})
+
+    def close(self) -> None:
+        self.run.unwatch(self.model)
+        self.run.finish()
+
+
+def wandb_missing() -> str | None:
+    """Why wandb's rows cannot run, or None."""
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        return "wandb is not installed (pip install wandb): its rows are left out"
+    return None
+
+
+def service_cpu() -> float:
+    """CPU seconds of this process's child processes still running (wandb's service), or 0."""
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 def threads_cpu(threads: list[threading.Thread]) -> float:
     """CPU seconds `threads` (those still running) have used."""
     total = 0.0
@@ -111,8 +168,10 @@ class Runner:
         before = set(threading.enumerate())
         self.model = copy.deepcopy(model)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
-        self.probe = self.tb = None
-        if config.startswith("ln-viz"):
+        self.probe = self.tb = self.wandb = None
+        if config.startswith("wandb"):
+            self.wandb = WandbWatch(self.model, int(config.split("/")[1]), str(tmp / f"wandb-{config[-2:]}"))
+        elif config.startswith("ln-viz"):
             self.probe = ln_viz.attach(self.model, self.opt, store=tmp / "runs.sqlite", every=int(config.split("/")[1]))
         elif config.startswith("tensorboard"):
             self.tb = TensorBoardHistograms(self.model, int(config.split("/")[1]), str(tmp / f"tb-{config[-2:]}"))
@@ -127,11 +186,16 @@ class Runner:
 
     def step(self, x: torch.Tensor) -> None:
         c0, o0, w0 = time.process_time(), time.thread_time(), time.perf_counter()
-        self.model(input_ids=x, labels=x).loss.backward()
+        if self.wandb is not None:
+            self.wandb.before_step()
+        loss = self.model(input_ids=x, labels=x).loss
+        loss.backward()
         if self.tb is not None:
             self.tb.after_backward()
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
+        if self.wandb is not None:
+            self.wandb.after_step(loss)
         self.cpu.append(time.process_time() - c0)
         self.own.append(time.thread_time() - o0)
         self.wall.append(time.perf_counter() - w0)
@@ -141,6 +205,8 @@ class Runner:
             self.probe.close()
         if self.tb is not None:
             self.tb.close()
+        if self.wandb is not None:
+            self.wandb.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,21 +215,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="2 blocks, 10 steps, 1 round (the smoke test)")
     parser.add_argument(
-        "--configs", default="ln-viz/10,tensorboard/10,ln-viz/1,tensorboard/1", help="beside the baseline"
+        "--configs",
+        default="ln-viz/10,tensorboard/10,wandb/10,ln-viz/1,tensorboard/1,wandb/1",
+        help="beside the baseline",
     )
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.rounds = 10, 1
+    wanted = args.configs.split(",")
+    missing = wandb_missing() if any(c.startswith("wandb") for c in wanted) else None
+    if missing:
+        wanted = [c for c in wanted if not c.startswith("wandb")]
+    os.environ.setdefault("WANDB_SILENT", "true")
     torch.set_num_threads(1)
     model = llama(args.quick)
     n_params = sum(p.numel() for p in model.parameters())
     g = torch.Generator().manual_seed(0)
     batches = [torch.randint(0, 512, (16, 64), generator=g) for _ in range(args.steps + 3)]  # 3 warm-up
-    configs = ["baseline", *args.configs.split(",")]
+    configs = ["baseline", *wanted]
     cpu: dict[str, list[float]] = {c: [] for c in configs[1:]}
     own: dict[str, list[float]] = {c: [] for c in configs[1:]}
     wall: dict[str, list[float]] = {c: [] for c in configs[1:]}
     base = []
+    service: list[float] = []  # wandb-core's CPU seconds per measured step
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             runners = {c: Runner(c, model, Path(tmp) / str(r)) for c in configs}
@@ -171,9 +245,11 @@ def main(argv: list[str] | None = None) -> int:
                 if i == 3:
                     for runner in runners.values():
                         runner.mark()
+                    s0 = service_cpu()
                 order = configs if (i + r) % 2 == 0 else configs[::-1]
                 for c in order:
                     runners[c].step(x)
+            service.append((service_cpu() - s0) / (len(batches) - 3))
             for runner in runners.values():
                 runner.mark()
                 runner.close()
@@ -194,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = ", ".join(f"{1e3 * b:.1f}" for b in base)
     print(f"baseline: {1e3 * statistics.median(base):.1f} ms CPU per step (rounds {rounds})")
     print("cost over the baseline, total of the measured steps: process CPU time | own CPU time | wall time")
+    print("(own: the configuration's thread during its steps + the threads it started: the one to compare)")
     for c in configs[1:]:
         v, o, w = cpu[c], own[c], wall[c]
         print(
@@ -201,6 +278,23 @@ def main(argv: list[str] | None = None) -> int:
             f"own {statistics.median(o):.3f}x ({min(o):.3f} - {max(o):.3f})   "
             f"wall {statistics.median(w):.3f}x ({min(w):.3f} - {max(w):.3f})"
         )
+    cadences = sorted({c.split("/")[1] for c in configs[1:]}, key=int, reverse=True)
+    tools = [t for t in ("ln-viz", "tensorboard", "wandb") if any(c.startswith(t + "/") for c in configs)]
+    print("\nside by side, own CPU time over the baseline (median of the rounds):")
+    print(f"{'every':>6s}  " + "  ".join(f"{t:>11s}" for t in tools))
+    for every in cadences:
+        cells = [
+            f"{statistics.median(own[f'{t}/{every}']):10.3f}x" if f"{t}/{every}" in own else f"{'-':>11s}"
+            for t in tools
+        ]
+        print(f"{every:>6s}  " + "  ".join(cells))
+    if any(c.startswith("wandb") for c in configs):
+        print(
+            f"wandb's service process (wandb-core, not in the figures above): {1e3 * statistics.median(service):.1f} ms"
+            " CPU per step, shared by the wandb rows"
+        )
+    if missing:
+        print(missing)
     return 0
 
 

@@ -1,11 +1,12 @@
 """ln-viz on your own training loop: a nanoGPT-style model (F.scaled_dot_product_attention), a plain loop.
 
-    python examples/plain_loop.py --store runs.sqlite --steps 30
+    python examples/plain_loop.py --store runs.sqlite --steps 30 [--compile inductor]
 
 The recipe for nanoGPT's train.py: after the optimizer is built,
-    probe = ln_viz.attach(raw_model, optimizer, store="runs.sqlite", every=10, steps=max_iters)
-and at its log line `probe.log(loss=lossf, lr=lr)`; `probe.close()` at the end (attach to the model before
-`torch.compile`, and train uncompiled while you watch it: a compiled model is refused in one sentence).
+    probe = ln_viz.attach(model, optimizer, store="runs.sqlite", every=10, steps=max_iters)
+and at its log line `probe.log(loss=lossf, lr=lr)`; `probe.close()` at the end. A `torch.compile(model)`
+(nanoGPT's `compile=True`) is attached as it is: on probe steps ln-viz runs the original module eagerly on the
+same batch for the activation and attention probes; the compiled graph is left alone.
 """
 
 from __future__ import annotations
@@ -71,10 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default=None, help="the ln-viz store (default: ln-viz's own)")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--compile", metavar="BACKEND", help="train torch.compile(model, backend=BACKEND)")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     model = TinyGPT()
     print(ln_viz.describe(model).placement, "placement found")
+    if args.compile:
+        model = torch.compile(model, backend=args.compile)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     data = torch.randint(0, 64, (64, 17))
     with ln_viz.attach(

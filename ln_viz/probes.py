@@ -39,6 +39,7 @@ from ln_viz.model import DyT, TinyLM
 from ln_viz.schema import (
     HIST_ASINH_LIMIT,
     HIST_BINS,
+    HIST_LIMIT,
     PARAM_NAMES,
     STAT_NAMES,
     Stat,
@@ -63,37 +64,45 @@ def tensor_summary(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     x = x.detach().float().reshape(-1)
     n = x.numel()
     lo, hi = torch.aminmax(x)
-    if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+    low, high = float(lo), float(hi)
+    if not (math.isfinite(low) and math.isfinite(high)):
         return _summary_nonfinite(x)
     total = x.sum()
     mean = total / n
     centred = x - mean
     var = torch.dot(centred, centred) / n
     ms = torch.dot(x, x) / n
-    fractions = _bin_fractions(x, n)
-    # in schema.Stat order: MEAN, STD, RMS, MAX_ABS, then FRAC_BELOW, FRAC_ABOVE
-    stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
-    out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
-    return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
+    fractions = _bin_fractions(x, n, max(-low, high)).numpy()
+    # in schema.Stat order: MEAN, STD, RMS, MAX_ABS, then FRAC_BELOW, FRAC_ABOVE (assembled in numpy: a
+    # torch op costs microseconds on a 0-d tensor, 14 tensors a probe step)
+    stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).numpy()
+    out = np.array([*stats, fractions[0], fractions[HIST_BINS + 1]], np.float32)
+    return fractions[1:-1].astype(np.float32), out
 
 
-def _asinh(x: torch.Tensor) -> torch.Tensor:
+def _asinh(x: torch.Tensor, largest: float = math.inf) -> torch.Tensor:
     """asinh(x) = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), signed: exact near 0 and 8 SIMD passes,
     about 10x faster than torch.asinh on CPU. |x| is capped at 1e15 (far beyond the last edge) so
-    x^2 stays finite for huge values and infinities."""
-    ax = x.abs().clamp_(max=1e15)
+    x^2 stays finite for huge values and infinities (a pass skipped when `largest`, max |x|, is below)."""
+    ax = x.abs()
+    if not largest <= 1e15:
+        ax.clamp_(max=1e15)
     sq = ax * ax
-    return sq.div_(sq.add(1).sqrt_().add_(1)).add_(ax).log1p_().copysign_(x)
+    return ax.addcdiv_(sq, sq.add(1).sqrt_().add_(1)).log1p_().copysign_(x)  # ax + sq / (...): one pass
 
 
-def _bin_fractions(x: torch.Tensor, n: int) -> torch.Tensor:
+def _bin_fractions(x: torch.Tensor, n: int, largest: float = math.inf) -> torch.Tensor:
     """Fractions of n in [below the first edge, the HIST_BINS bins, at or above the last edge] of the
     values of x (no NaN in it; infinities land in the outer two): one bincount over bin indices. The
     index comes from asinh(x) in float32, so a value within a rounding error of an edge (one in ~10^5 of
-    random values) may count in the bin beside it; a search over the edges is exact but 3-8x slower."""
+    random values) may count in the bin beside it; a search over the edges is exact but 3-8x slower.
+    `largest` (max |x|, when known) well inside the edges skips the clamp, which then changes nothing;
+    the indices (0..HIST_BINS + 1) go to bincount as bytes, 8x less to write and read than int64."""
     scale = HIST_BINS / (2 * HIST_ASINH_LIMIT)
-    idx = _asinh(x).mul_(scale).add_(HIST_BINS / 2 + 1).clamp_(0, HIST_BINS + 1).to(torch.int64)
-    return torch.bincount(idx, minlength=HIST_BINS + 2).to(torch.float64) / n
+    idx = _asinh(x, largest).mul_(scale).add_(HIST_BINS / 2 + 1)
+    if not largest < 0.99 * HIST_LIMIT:  # inside: asinh(0.99 L) * scale < HIST_BINS / 2 - 0.1 of a bin
+        idx.clamp_(0, HIST_BINS + 1)
+    return torch.bincount(idx.to(torch.uint8), minlength=HIST_BINS + 2).to(torch.float64) / n
 
 
 def _summary_nonfinite(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:

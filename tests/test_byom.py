@@ -5,6 +5,7 @@ attached run in the store and the app (listed; its pages say in one sentence wha
 
 from __future__ import annotations
 
+import copy
 import warnings
 from pathlib import Path
 
@@ -16,6 +17,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 
 import ln_viz  # noqa: E402
 from ln_viz.byom import LayoutError, UnsupportedModel, attach, describe  # noqa: E402
+from ln_viz.schema import HIST_EDGES, PROBES  # noqa: E402
 from ln_viz.store import Store, StoreError  # noqa: E402
 from ln_viz.store.rows import blob_to_array  # noqa: E402
 from tests.byom_models import MORE, SPECS, build  # noqa: E402
@@ -88,10 +90,99 @@ def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> No
         describe(model, layout="model.nothing")
 
 
-def test_compiled_and_sharded_models_are_refused_in_one_sentence() -> None:
+@pytest.mark.slow  # torch.compile's first import and set-up: ~5 s
+def test_a_model_compiled_in_place_is_refused_in_one_sentence() -> None:
     model = build("llama")
-    with pytest.raises(UnsupportedModel, match="torch.compile"):
-        describe(torch.compile(model))
+    model.model.layers[0].compile()  # its hooks would run inside the compiled graph
+    with pytest.raises(UnsupportedModel, match=r"torch\.compile\(model\)`, not by `module\.compile\(\)`"):
+        describe(model)
+
+
+def _train(model, batches, *, backend: str | None, store: Path | None, warm: int = 0):
+    """`model` (compiled with `backend` unless None) trained on `batches` by AdamW, attached every step
+    from step `warm` + 1 when `store` is given: (its losses, the probe or None, graphs compiled while
+    attached)."""
+    from torch._dynamo.utils import counters
+
+    run = torch.compile(model, backend=backend) if backend else model
+    opt = torch.optim.AdamW(run.parameters(), lr=1e-2)
+    losses, probe, graphs = [], None, 0
+    torch.manual_seed(0)  # dropout's draws
+    for i, x in enumerate(batches):
+        if store is not None and i == warm:
+            probe, graphs = attach(run, opt, store=store, every=1), counters["stats"]["unique_graphs"]
+        out = run(input_ids=x, labels=x)
+        losses.append(out.loss.detach().clone())
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad()
+    if probe is not None:
+        probe.close()
+        graphs = counters["stats"]["unique_graphs"] - graphs
+    return losses, probe, graphs
+
+
+# torch.compile: aot_eager traces and hooks as inductor does (dynamo, the OptimizedModule, its guards); inductor
+# adds code generation (~40 s cold on CPU, a C compiler needed)
+BACKENDS = ["aot_eager", "inductor"]
+
+
+@pytest.mark.slow  # three compiled or attached runs: ~10 s with aot_eager (the first compile), ~40 s with inductor cold
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_compiled_model_is_probed_by_an_eager_shadow_forward(backend: str, tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    model = build("llama", attention_dropout=0.0)
+    batches = [ids(seed=s) for s in range(4)]
+    eager_losses, eager, _ = _train(copy.deepcopy(model), batches, backend=None, store=path, warm=1)
+    plain, _, _ = _train(copy.deepcopy(model), batches, backend=backend, store=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no probe failed
+        losses, shadow, graphs = _train(copy.deepcopy(model), batches, backend=backend, store=path, warm=1)
+    assert all(torch.equal(a, b) for a, b in zip(losses, plain))  # the user's numbers, with and without attach
+    assert graphs == 0  # attaching after the warm-up step compiled nothing new (no hook in the graph)
+    assert shadow.card.compiled and not eager.card.compiled and shadow.attention_tap == "AttentionInterface"
+    torch.testing.assert_close(torch.stack(losses), torch.stack(eager_losses), atol=1e-5, rtol=1e-5)
+    for name in PROBES:
+        for step in (1, 2, 3):  # the optimizer steps taken while attached; same weights, same batches
+            want, got = (stored_probe(path, p.run_id, name, step) for p in (eager, shadow))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} at step {step}")
+            if name in ("resid_hist", "attn_logit_max", "grad_norm", "update_ratio"):
+                assert np.isfinite(got).all(), name
+
+
+@pytest.mark.slow  # two compiled runs: ~15 s
+def test_a_model_compiled_after_attach_trains_as_without_and_one_sentence_says_why_nothing_is_probed(
+    tmp_path: Path,
+) -> None:
+    model = build("llama", attention_dropout=0.0)
+    batches = [ids(seed=s) for s in range(3)]
+    plain, _, _ = _train(copy.deepcopy(model), batches, backend="aot_eager", store=None)
+    late = copy.deepcopy(model)
+    opt = torch.optim.AdamW(late.parameters(), lr=1e-2)
+    compiled = torch.compile(late, backend="aot_eager")
+    losses = []
+    torch.manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught, attach(late, opt, store=tmp_path / "runs.sqlite", every=1):
+        warnings.simplefilter("always")
+        for x in batches:
+            out = compiled(input_ids=x, labels=x)
+            losses.append(out.loss.detach().clone())
+            out.loss.backward()
+            opt.step()
+            opt.zero_grad()
+    said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(said) == 1 and "compiled after attach" in said[0] and "torch.compile(model)" in said[0], said
+    assert all(torch.equal(a, b) for a, b in zip(losses, plain))
+
+
+@pytest.mark.slow  # two compiled runs: ~15 s
+def test_a_compiled_model_s_dropout_draws_the_same_with_and_without_the_shadow(tmp_path: Path) -> None:
+    model = build("gpt2")  # dropout 0.1 in its embeddings, attention and residual branches
+    batches = [ids(seed=s) for s in range(3)]
+    plain, _, _ = _train(copy.deepcopy(model), batches, backend="aot_eager", store=None)
+    losses, probe, _ = _train(copy.deepcopy(model), batches, backend="aot_eager", store=tmp_path / "runs.sqlite")
+    assert all(torch.equal(a, b) for a, b in zip(losses, plain))  # the shadow forward's draws were its own
+    assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", probe.run_id, "resid_stats", 3)).all()
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -180,7 +271,7 @@ def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_app
 
 
 def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ln_viz.byom.probe as attach_module
+    import ln_viz.byom.forward as attach_module  # where the forward hooks summarise
 
     def broken(x):
         raise RuntimeError("broken summary")
@@ -315,3 +406,56 @@ def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) 
     want_largest, want_entropy = _attention_reference(q, k, keep)
     assert largest == pytest.approx(want_largest, rel=1e-5)
     assert entropy == pytest.approx(want_entropy, rel=1e-5)
+
+
+def _fractions_before(x: torch.Tensor, n: int) -> torch.Tensor:
+    from ln_viz.schema import HIST_ASINH_LIMIT, HIST_BINS
+
+    ax = x.abs().clamp_(max=1e15)
+    sq = ax * ax
+    asinh = sq.div_(sq.add(1).sqrt_().add_(1)).add_(ax).log1p_().copysign_(x)
+    idx = asinh.mul_(HIST_BINS / (2 * HIST_ASINH_LIMIT)).add_(HIST_BINS / 2 + 1).clamp_(0, HIST_BINS + 1)
+    return torch.bincount(idx.to(torch.int64), minlength=HIST_BINS + 2).to(torch.float64) / n
+
+
+def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """ln_viz.probes.tensor_summary as it was before its passes were trimmed (kept here as the reference the
+    faster one must equal bit for bit): clamp always, int64 indices, the stats assembled in torch."""
+    from ln_viz.schema import HIST_BINS
+
+    x = x.detach().float().reshape(-1)
+    n = x.numel()
+    lo, hi = torch.aminmax(x)
+    if not (np.isfinite(float(lo)) and np.isfinite(float(hi))):  # infinities outside the edges, NaN nowhere
+        f = _fractions_before(x[~torch.isnan(x)], n).numpy()
+        stats = [float(x.mean()), float(x.std(correction=0)), float(x.square().mean().sqrt()), float(x.abs().max())]
+        return f[1:-1].astype(np.float32), np.array([*stats, f[0], f[HIST_BINS + 1]], np.float32)
+    mean = x.sum() / n
+    centred = x - mean
+    var, ms = torch.dot(centred, centred) / n, torch.dot(x, x) / n
+    fractions = _fractions_before(x, n)
+    stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
+    out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
+    return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
+
+
+def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
+    from ln_viz.probes import tensor_summary
+    from ln_viz.schema import HIST_LIMIT
+
+    g = torch.Generator().manual_seed(0)
+    edges = torch.from_numpy(HIST_EDGES.astype(np.float32))
+    near = torch.cat([edges, edges.nextafter(edges + 1), edges.nextafter(edges - 1)])  # on and beside each edge
+    for i in range(120):  # sizes, scales from 1e-4 to past the last edge, inf and NaN
+        x = torch.randn(int(torch.randint(1, 5000, (1,), generator=g)), generator=g) * 10.0 ** (i % 9 - 4)
+        if i % 6 == 1:
+            x[::7] = torch.inf
+        elif i % 6 == 2:
+            x[::5] = torch.nan
+        elif i % 6 == 3:
+            x[::3] = -torch.inf
+        elif i % 6 == 4:  # the edges, and values up to where the clamp is skipped (0.99 of the last edge)
+            x = torch.cat([near, (torch.rand(len(x), generator=g) * 2 - 1) * 0.99 * HIST_LIMIT])
+        want, got = _summary_before(x), tensor_summary(x)
+        np.testing.assert_array_equal(got[0], want[0], err_msg=f"histogram of case {i}")
+        np.testing.assert_array_equal(got[1], want[1], err_msg=f"stats of case {i}")

@@ -117,16 +117,22 @@ def test_lightning_probes_optimizer_steps_with_the_clipped_gradients(tmp_path: P
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", ["plain_loop.py"])
-def test_the_examples_run_as_a_user_runs_them(example: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "example, extra",
+    [("plain_loop.py", []), pytest.param("plain_loop.py", ["--compile", "aot_eager"], marks=pytest.mark.slow)],
+)
+def test_the_examples_run_as_a_user_runs_them(example: str, extra: list[str], tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     args = [sys.executable, str(ROOT / "examples" / example), "--store", str(tmp_path / "runs.sqlite"), "--steps", "12"]
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(args + extra, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "probe failed" not in done.stderr
     with Store(tmp_path / "runs.sqlite") as store:
         (run,) = store.list_runs()
         assert (run.source, run.steps_done, run.status) == ("attach", 12, "completed")
         assert store.probe_steps(run.id) == [1, 10, 12]
+    # the sdpa tap saw every layer (in the shadow forward when compiled)
+    assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", run.id, "attn_logit_max", 12)).all()
 
 
 @pytest.mark.slow
@@ -137,3 +143,9 @@ def test_the_overhead_benchmark_runs_in_its_quick_mode() -> None:
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert all(c in done.stdout for c in ("ln-viz/10", "ln-viz/1", "tensorboard/10", "tensorboard/1"))
+    try:  # wandb's watch beside them where it is installed; else one line says how to add it
+        import wandb  # noqa: F401
+
+        assert "wandb/10" in done.stdout and "wandb/1 " in done.stdout
+    except ImportError:
+        assert "wandb is not installed (pip install wandb)" in done.stdout

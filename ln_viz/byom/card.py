@@ -48,10 +48,11 @@ from ln_viz.byom.layout import (
     example_input,
     find_blocks,
     first_tensor,
+    is_compiled,
     unwrap,
 )
 
-__all__ = ["LayoutError", "UnsupportedModel", "block_input", "call_model", "first_tensor", "unwrap"]
+__all__ = ["LayoutError", "UnsupportedModel", "block_input", "call_model", "first_tensor", "is_compiled", "unwrap"]
 
 PLACEMENTS = ("post", "pre", "peri", "reordered", "parallel", "none", "unknown")
 
@@ -109,6 +110,7 @@ class ModelCard:
     found_by: str  # layout | _no_split_modules | largest ModuleList
     other_blocks: tuple[str, ...] = ()  # further block lists (an encoder-decoder's decoder), not probed
     notes: tuple[str, ...] = field(default=())
+    compiled: bool = False  # torch.compile(model): activations and attention from an eager shadow forward
 
     @property
     def residual_norms(self) -> tuple[str, ...]:
@@ -229,7 +231,7 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     """The model's card, found by following one tiny forward pass through its first block (see the
     module's docstring). `layout` names the block list where discovery fails; `example` is an input batch
     for a model that does not take token ids."""
-    model = unwrap(model)
+    compiled, model = is_compiled(model), unwrap(model)  # torch.compile's wrapper: its original module
     path, blocks, found_by, others = find_blocks(model, layout)
     block = blocks[0]
     trace = _trace_block(model, block, example if example is not None else example_input(model))
@@ -283,6 +285,7 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
         found_by=found_by,
         other_blocks=others,
         notes=tuple(notes),
+        compiled=compiled,
     )
 
 

@@ -111,7 +111,11 @@ class UnsupportedModel(ValueError):
 
 
 def unwrap(model: nn.Module) -> nn.Module:
-    """The module to probe: DistributedDataParallel's `.module`; FSDP, DeepSpeed and torch.compile refused."""
+    """The module to probe: DistributedDataParallel's `.module`, `torch.compile(model)`'s original module
+    (probed by an eager shadow forward on probe steps: see `compiled_wrapper`); FSDP, DeepSpeed and
+    `model.compile()` refused."""
+    if is_compiled(model):
+        return unwrap(model._orig_mod)
     names = {type(m).__name__ for m in (model, *model.modules())} if isinstance(model, nn.Module) else set()
     if names & {"FullyShardedDataParallel", "FSDPModule", "DeepSpeedEngine", "PipelineEngine"} or any(
         n.startswith("FSDP") for n in names
@@ -119,14 +123,20 @@ def unwrap(model: nn.Module) -> nn.Module:
         raise UnsupportedModel(
             "ln-viz does not probe FSDP- or DeepSpeed-sharded models yet: attach to a single-process model."
         )
-    if type(model).__name__ == "OptimizedModule" or hasattr(model, "_orig_mod"):
+    if any(getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()):
         raise UnsupportedModel(
-            "ln-viz does not probe a torch.compile'd model yet: attach to the model before compiling it, "
-            "and train it uncompiled while you watch it."
+            "ln-viz probes a model compiled as `compiled = torch.compile(model)`, not by `module.compile()`: "
+            "compile the whole model that way and attach to `compiled`."
         )
     if type(model).__name__ in ("DistributedDataParallel", "DataParallel"):
         return model.module
     return model
+
+
+def is_compiled(model: Any) -> bool:
+    """`model` is torch.compile's wrapper (an OptimizedModule): its forward hooks run eagerly, its original
+    module's run inside the compiled graph (traced once, and hooks added later are not seen)."""
+    return isinstance(model, nn.Module) and isinstance(getattr(model, "_orig_mod", None), nn.Module)
 
 
 # --- norms, by their data -------------------------------------------------------------------------------

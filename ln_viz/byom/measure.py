@@ -36,11 +36,13 @@ def grad_norms(
 
 
 def update_ratio(before: list[torch.Tensor], block_params: list[list[torch.Tensor]]) -> np.ndarray:
-    """||w_after - w_before|| / ||w_before|| per block, from the weights snapshot taken before the step."""
+    """||w_after - w_before|| / ||w_before|| per block, from the weights snapshot taken before the step
+    (which this overwrites with the difference: it is not needed after)."""
     with torch.no_grad():
-        now = [p.detach() for ps in block_params for p in ps]
-        delta = _foreach_norm(torch._foreach_sub(now, before))
-        base = _foreach_norm(before)
+        base = torch._foreach_norm(before)
+        torch._foreach_sub_(before, [p.detach() for ps in block_params for p in ps])
+        norms = torch.stack([n.float() for n in (*base, *torch._foreach_norm(before))]).double().tolist()
+    base, delta = norms[: len(before)], norms[len(before) :]
     out = np.zeros(len(block_params), np.float32)
     start = 0
     for i, ps in enumerate(block_params):

@@ -8,6 +8,12 @@ When things are read (measured in the design note for plain loops, the HF Traine
   post-hook reads `.grad` as the update used it (after unscaling and clipping) for the per-matrix norms;
 - forward hooks are armed at the previous step's post-hook (Lightning runs forward inside `step()`), and
   capture only the first training-mode forward with gradients of a probe step; nothing under no_grad/eval.
+- a `torch.compile(model)` is probed by an eager shadow forward: hooks on the compiled graph's modules are
+  traced once and hooks added later are not seen (torch's `skip_nnmodule_hook_guards`), so on a probe step
+  the compiled wrapper's own forward pre-hook (it runs eagerly) runs the original module (`_orig_mod`, the
+  same parameters) on the same batch under no_grad, with the activation and attention hooks added for that
+  forward only, the random state forked and the buffers put back; the gradient and update probes read the
+  parameters in the optimizer's hooks, as for an eager model. The compiled graph never sees a hook.
 
 Probes never change the user's numbers (no_grad, detached; the attention tap delegates to the original);
 a probe that fails disables itself with one warning. `close()` (idempotent; also at exit) removes every
@@ -28,19 +34,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from ln_viz.byom.attention import _LISTENERS, SdpaTap, attention_stats, hf_tap_name
-from ln_viz.byom.card import ModelCard, block_input, describe, first_tensor, unwrap
-from ln_viz.byom.measure import _mode_stack, grad_norms, is_probe_step, update_ratio
+from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
+from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
+from ln_viz.byom.forward import ForwardProbes
+from ln_viz.byom.measure import grad_norms, is_probe_step, update_ratio
 from ln_viz.config import RunConfig
-from ln_viz.probes import median_abs, tensor_summary
-from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, Stat, probe_dims
+from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
 from ln_viz.snapshot import RunInfo, Snapshot
 from ln_viz.store import RunWriter
 
 GRAD_NORM_APPLIED, GRAD_NORM_PRECLIP = "applied", "pre-clip"  # the grad_norm scalar: after clip, or before
 
 
-class Probe:
+class Probe(ForwardProbes):
     """One attached run: hooks on the model and optimizer, a writer into the store. Use as a context
     manager, or call `close()`; `.log(loss=..., lr=...)` adds scalars to the step just taken."""
 
@@ -58,10 +64,11 @@ class Probe:
     ) -> None:
         if every < 1:
             raise ValueError(f"every={every!r}: probe every N >= 1 optimizer steps.")
+        self.compiled = model if is_compiled(model) else None  # torch.compile's wrapper: a shadow forward
         self.model = unwrap(model)
         self.optimizer = optimizer
         self.every, self.steps = int(every), steps
-        self.card: ModelCard = describe(self.model, layout=layout, example=example)
+        self.card: ModelCard = describe(model, layout=layout, example=example)
         self.blocks = list(self.model.get_submodule(self.card.blocks))
         self.norm_names = self.card.residual_norms
         self.matrix_names = tuple(m.name for m in self.card.matrices)
@@ -69,6 +76,7 @@ class Probe:
         self.step = 0  # optimizer steps taken while attached
         self.run_id: int | None = None
         self._closed = False
+        self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
         self._armed = False
         self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
@@ -83,6 +91,7 @@ class Probe:
         self._handles: list[Any] = []
         self._attn_index: dict[int, int] = {}  # id(attention module) -> block
         self._restore_impl: str | None = None  # the HF attention implementation to put back
+        self._tap: str | None = None  # the HF attention implementation that taps (None: the sdpa mode)
         self._sdpa: SdpaTap | None = None
         self._keep_attention = False  # tests: keep each layer's probabilities in `attention_probs`
         self.attention_probs: dict[int, torch.Tensor] = {}
@@ -138,43 +147,40 @@ class Probe:
         opt = self.optimizer
         self._handles.append(opt.register_step_pre_hook(self._guard("update", self._on_pre_step)))
         self._handles.append(opt.register_step_post_hook(self._guard("step", self._on_post_step)))
-        m = self.model
-        self._handles.append(m.register_forward_pre_hook(self._guard("forward", self._on_model_in), with_kwargs=True))
-        self._handles.append(m.register_forward_hook(self._guard("forward", self._on_model_out)))
-        self._handles.append(
-            self.blocks[0].register_forward_pre_hook(self._guard("activations", self._on_input), with_kwargs=True)
-        )
-        for i, block in enumerate(self.blocks):
-            self._handles.append(block.register_forward_hook(self._guard("activations", self._on_block(i))))
-            for j, name in enumerate(self.norm_names):
-                try:
-                    norm = block.get_submodule(name)
-                except AttributeError:
-                    continue
-                self._handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
         for i, block in enumerate(self.blocks):
             if self.card.attention:
                 try:
                     self._attn_index[id(block.get_submodule(self.card.attention))] = i
                 except AttributeError:
                     pass
-        tap = hf_tap_name(self.model) if self._attn_index else None
-        if tap is not None:
-            original = self.model.config._attn_implementation
-            if original != tap:
-                self.model.set_attn_implementation(tap)
-                self._restore_impl = original
+        self._tap = hf_tap_name(self.model) if self._attn_index else None
+        if self._tap is not None:
             for key, i in self._attn_index.items():
                 _LISTENERS[key] = self._guard("attention", self._on_hf_attention(i))
             self.attention_tap = "AttentionInterface"
         else:
             self._sdpa = SdpaTap(self._guard("attention", self._on_sdpa))
             self.attention_tap = "sdpa"
+        if self.compiled is not None:  # only the wrapper's hooks, which run eagerly; the rest per shadow forward
+            c = self.compiled
+            self._handles.append(
+                c.register_forward_pre_hook(self._guard("forward", self._on_compiled_in), with_kwargs=True)
+            )
+            self._handles.append(c.register_forward_hook(self._guard("forward", self._on_model_out)))
+            return
+        m = self.model
+        self._handles.append(m.register_forward_pre_hook(self._guard("forward", self._on_model_in), with_kwargs=True))
+        self._handles.append(m.register_forward_hook(self._guard("forward", self._on_model_out)))
+        self._restore_impl = self._set_tap()
+        self._add_activation_hooks(self._handles)
 
     def _guard(self, probe: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` that never raises into the user's run: a failure disables `probe` with one warning."""
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling():  # traced into a graph compiled after attach: a no-op there
+                self._traced = True
+                return None
             if probe in self._disabled or self._closed:
                 return None
             try:
@@ -194,10 +200,19 @@ class Probe:
     @torch.no_grad()
     def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if is_probe_step(self.step + 1, self.every, self.steps):
-            self._before = [p.detach().clone() for ps in self.block_params for p in ps]
+            self._before = torch._foreach_mul([p.detach() for ps in self.block_params for p in ps], 1.0)  # copies
 
     @torch.no_grad()
     def _on_post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._traced and "traced" not in self._disabled:
+            self._disabled.add("traced")
+            warnings.warn(
+                "ln-viz: the model was compiled after attach, so its activation and attention probes do nothing "
+                "inside the compiled graph; attach to the compiled model instead "
+                "(compiled = torch.compile(model); ln_viz.attach(compiled, optimizer)).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self._emit_pending()
         self.step += 1
         probes = None
@@ -236,100 +251,6 @@ class Probe:
             out["update_ratio"] = update_ratio(self._before, self.block_params)
         self._before = []
         return out, total
-
-    # --- the forward pass -----------------------------------------------------------------------------
-    def _on_model_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        if not (module.training and torch.is_grad_enabled()):
-            return
-        if self._armed and not self._capturing:
-            self._armed = False
-            self._capturing = True
-            dims = self._dims()
-            forward = [n for n, m in PROBES.items() if m.source == "forward"]
-            self._arrays = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
-            self._last: tuple[Any, Any] | None = None
-            if self._sdpa is not None and "attention" not in self._disabled:
-                self._sdpa.calls = 0
-                self._sdpa.__enter__()
-
-    def _on_model_out(self, module: nn.Module, args: tuple, out: Any) -> None:
-        if not (module.training and torch.is_grad_enabled()):
-            return
-        loss = getattr(out, "loss", None) if not isinstance(out, torch.Tensor) else None
-        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
-            d = loss.detach().float()
-            self._loss_sum = d if self._loss_sum is None else self._loss_sum + d
-            self._loss_n += 1
-        if self._capturing and self._arrays is not None and "logz" not in self._disabled:
-            logits = getattr(out, "logits", None) if not isinstance(out, torch.Tensor) else out
-            if isinstance(logits, torch.Tensor) and logits.ndim >= 2:
-                self._guard("logz", self._logz)(logits)
-        self._stop_capture()
-
-    @torch.no_grad()
-    def _logz(self, logits: torch.Tensor) -> None:
-        assert self._arrays is not None
-        _, self._arrays["logz_stats"][:] = tensor_summary(torch.logsumexp(logits.detach().float(), -1))
-
-    def _stop_capture(self) -> None:
-        if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():
-            self._sdpa.__exit__(None, None, None)
-        self._capturing = False
-
-    def _summary(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        if self._last is not None and self._last[0] is x:
-            return self._last[1]
-        with torch.no_grad():
-            result = tensor_summary(x.detach())
-        self._last = (x, result)
-        return result
-
-    def _on_input(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        if self._capturing and self._arrays is not None:
-            x = block_input(args, kwargs)
-            if x is not None:
-                _, self._arrays["input_stats"][:] = self._summary(x)
-
-    def _on_block(self, i: int) -> Callable[..., None]:
-        def hook(module: nn.Module, args: tuple, out: Any) -> None:
-            if not (self._capturing and self._arrays is not None):
-                return
-            y = first_tensor(out)
-            if y is None:
-                return
-            a = self._arrays
-            a["resid_hist"][i], a["resid_stats"][i] = self._summary(y)
-            median = median_abs(y)
-            a["massive_act"][i] = a["resid_stats"][i, Stat.MAX_ABS] / median if median > 0 else math.nan
-
-        return hook
-
-    def _on_norm(self, i: int, j: int) -> Callable[..., None]:
-        def hook(module: nn.Module, args: tuple) -> None:
-            if self._capturing and self._arrays is not None:
-                x = first_tensor(args)
-                if x is not None:
-                    self._arrays["norm_in_hist"][i, j], self._arrays["norm_in_stats"][i, j] = self._summary(x)
-
-        return hook
-
-    def _record_attention(self, i: int, q: Any, k: Any, mask: Any, scaling: Any, softcap: Any, causal: bool) -> None:
-        if not (self._capturing and self._arrays is not None) or i >= len(self.blocks):
-            return
-        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal)
-        self._arrays["attn_logit_max"][i] = largest
-        self._arrays["attn_entropy"][i] = entropy
-        if self._keep_attention:
-            self.attention_probs[i] = p
-
-    def _on_hf_attention(self, i: int) -> Callable[..., None]:
-        def listener(module, query, key, mask, scaling, softcap, causal) -> None:
-            self._record_attention(i, query, key, mask, scaling, softcap, causal)
-
-        return listener
-
-    def _on_sdpa(self, i: int, q: Any, k: Any, mask: Any, scale: Any, causal: bool) -> None:
-        self._record_attention(i, q, k, mask, scale, None, causal)
 
     # --- scalars and the store ------------------------------------------------------------------------
     def log(self, *, loss: float | None = None, lr: float | None = None, grad_norm: float | None = None) -> None:

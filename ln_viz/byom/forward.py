@@ -1,0 +1,196 @@
+"""The forward-pass half of an attached run (`ln_viz.byom.probe.Probe` is built on it): the hooks on the
+blocks and their norms, the attention taps, and the capture of one probe step's activations; for a
+`torch.compile(model)`, the eager shadow forward that runs them on probe steps.
+
+A mixin: `Probe` sets what these methods read (the model, its blocks and norms, the step's arrays, the
+guards); kept apart so each file stays one concern.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ln_viz.byom.attention import SdpaTap, attention_stats
+from ln_viz.byom.card import block_input, first_tensor
+from ln_viz.byom.measure import _mode_stack
+from ln_viz.probes import median_abs, tensor_summary
+from ln_viz.schema import PROBES, Stat
+
+
+class ForwardProbes:
+    """Forward hooks, attention taps and the shadow forward of an attached run (see the module's docstring)."""
+
+    model: nn.Module
+    blocks: list[nn.Module]
+    norm_names: tuple[str, ...]
+    all_params: list[torch.Tensor]
+    _arrays: dict[str, np.ndarray] | None
+    _armed: bool
+    _capturing: bool
+    _disabled: set[str]
+    _tap: str | None
+    _sdpa: SdpaTap | None
+    _keep_attention: bool
+    attention_probs: dict[int, torch.Tensor]
+    _loss_sum: torch.Tensor | None
+    _loss_n: int
+    _guard: Callable[[str, Callable[..., Any]], Callable[..., Any]]  # Probe's: a failing probe turns itself off
+
+    def _set_tap(self) -> str | None:
+        """Switch the HF model to the tapping attention implementation; the one to put back, if switched."""
+        original = self.model.config._attn_implementation if self._tap is not None else None
+        if original is None or original == self._tap:
+            return None
+        self.model.set_attn_implementation(self._tap)
+        return original
+
+    def _add_activation_hooks(self, handles: list[Any]) -> None:
+        """Hooks on the blocks and their norms (block input, residual stream, norm inputs), into `handles`."""
+        handles.append(
+            self.blocks[0].register_forward_pre_hook(self._guard("activations", self._on_input), with_kwargs=True)
+        )
+        for i, block in enumerate(self.blocks):
+            handles.append(block.register_forward_hook(self._guard("activations", self._on_block(i))))
+            for j, name in enumerate(self.norm_names):
+                try:
+                    norm = block.get_submodule(name)
+                except AttributeError:
+                    continue
+                handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
+
+    def _on_model_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        if not (module.training and torch.is_grad_enabled()):
+            return
+        if self._armed and not self._capturing:
+            self._armed = False
+            self._begin_capture()
+
+    def _begin_capture(self) -> None:
+        self._capturing = True
+        dims = self._dims()
+        forward = [n for n, m in PROBES.items() if m.source == "forward"]
+        self._arrays = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
+        self._last: tuple[Any, Any] | None = None
+        if self._sdpa is not None and "attention" not in self._disabled:
+            self._sdpa.calls = 0
+            self._sdpa.__enter__()
+
+    def _on_model_out(self, module: nn.Module, args: tuple, out: Any) -> None:
+        if not (module.training and torch.is_grad_enabled()):
+            return
+        loss = getattr(out, "loss", None) if not isinstance(out, torch.Tensor) else None
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+            d = loss.detach().float()
+            self._loss_sum = d if self._loss_sum is None else self._loss_sum + d
+            self._loss_n += 1
+        self._end_capture(out)
+
+    def _end_capture(self, out: Any) -> None:
+        if self._capturing and self._arrays is not None and "logz" not in self._disabled:
+            logits = getattr(out, "logits", None) if not isinstance(out, torch.Tensor) else out
+            if isinstance(logits, torch.Tensor) and logits.ndim >= 2:
+                self._guard("logz", self._logz)(logits)
+        self._stop_capture()
+
+    def _on_compiled_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        """The compiled wrapper's forward pre-hook: on a probe step's first training forward, the shadow."""
+        if module.training and torch.is_grad_enabled() and self._armed and not self._capturing:
+            self._armed = False
+            self._shadow(args, kwargs)
+
+    def _shadow(self, args: tuple, kwargs: dict) -> None:
+        """The original module's forward on the batch the compiled one is about to see, under no_grad, with
+        the activation hooks and the attention tap on for it alone; the random state (dropout) and the
+        buffers (a norm's running statistics) as they were, so the compiled step computes what it would."""
+        handles: list[Any] = []
+        restore = None
+        buffers = list(self.model.buffers())
+        saved = [b.detach().clone() for b in buffers]
+        devices = sorted({p.device.index or 0 for p in self.all_params[:1] if p.device.type == "cuda"})
+        try:
+            self._add_activation_hooks(handles)
+            restore = self._set_tap()
+            self._begin_capture()
+            with torch.no_grad(), torch.random.fork_rng(devices=devices):
+                out = self.model(*args, **kwargs)
+            self._end_capture(out)
+        finally:
+            self._stop_capture()
+            for h in handles:
+                h.remove()
+            if restore is not None:
+                self.model.set_attn_implementation(restore)
+            with torch.no_grad():
+                for b, v in zip(buffers, saved):
+                    b.copy_(v)
+
+    @torch.no_grad()
+    def _logz(self, logits: torch.Tensor) -> None:
+        assert self._arrays is not None
+        _, self._arrays["logz_stats"][:] = tensor_summary(torch.logsumexp(logits.detach().float(), -1))
+
+    def _stop_capture(self) -> None:
+        if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():
+            self._sdpa.__exit__(None, None, None)
+        self._capturing = False
+
+    def _summary(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        if self._last is not None and self._last[0] is x:
+            return self._last[1]
+        with torch.no_grad():
+            result = tensor_summary(x.detach())
+        self._last = (x, result)
+        return result
+
+    def _on_input(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        if self._capturing and self._arrays is not None:
+            x = block_input(args, kwargs)
+            if x is not None:
+                _, self._arrays["input_stats"][:] = self._summary(x)
+
+    def _on_block(self, i: int) -> Callable[..., None]:
+        def hook(module: nn.Module, args: tuple, out: Any) -> None:
+            if not (self._capturing and self._arrays is not None):
+                return
+            y = first_tensor(out)
+            if y is None:
+                return
+            a = self._arrays
+            a["resid_hist"][i], a["resid_stats"][i] = self._summary(y)
+            median = median_abs(y)
+            a["massive_act"][i] = a["resid_stats"][i, Stat.MAX_ABS] / median if median > 0 else math.nan
+
+        return hook
+
+    def _on_norm(self, i: int, j: int) -> Callable[..., None]:
+        def hook(module: nn.Module, args: tuple) -> None:
+            if self._capturing and self._arrays is not None:
+                x = first_tensor(args)
+                if x is not None:
+                    self._arrays["norm_in_hist"][i, j], self._arrays["norm_in_stats"][i, j] = self._summary(x)
+
+        return hook
+
+    def _record_attention(self, i: int, q: Any, k: Any, mask: Any, scaling: Any, softcap: Any, causal: bool) -> None:
+        if not (self._capturing and self._arrays is not None) or i >= len(self.blocks):
+            return
+        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal)
+        self._arrays["attn_logit_max"][i] = largest
+        self._arrays["attn_entropy"][i] = entropy
+        if self._keep_attention:
+            self.attention_probs[i] = p
+
+    def _on_hf_attention(self, i: int) -> Callable[..., None]:
+        def listener(module, query, key, mask, scaling, softcap, causal) -> None:
+            self._record_attention(i, query, key, mask, scaling, softcap, causal)
+
+        return listener
+
+    def _on_sdpa(self, i: int, q: Any, k: Any, mask: Any, scale: Any, causal: bool) -> None:
+        self._record_attention(i, q, k, mask, scale, None, causal)
