@@ -121,7 +121,7 @@ class Probe(ForwardProbes):
         lr = float(self.optimizer.param_groups[0].get("lr", 0.0)) if self.optimizer.param_groups else 0.0
         heads = card.heads or 1
         config = RunConfig(
-            norm_position=card.placement if card.placement in ("post", "pre", "peri", "none") else "pre",
+            norm_position=card.placement if card.placement in ("post", "pre", "peri", "reordered", "none") else "pre",
             depth=card.depth,
             d_model=card.d_model,
             heads=heads,
