@@ -228,4 +228,10 @@ class StoredRuns:
         return cls(datas, run_frames.stored_labels(datas, ids, lang))
 
     def frame(self, lang: str, lecture: bool) -> RunFrame:
-        return RunFrame(self.datas, done=True, labels=self.labels)
+        verdicts = run_frames.stored_verdict_lines(self.datas, self.labels, lang)  # the lecture view's status box
+        return RunFrame(self.datas, lecture_lines=verdicts, done=True, labels=self.labels, notes=self._notes(lang))
+
+    def _notes(self, lang: str) -> Callable[[], None] | None:
+        if not any(d.info.attached for d in self.datas):
+            return None
+        return lambda: st.caption(t("attached.drawn", lang))  # what a run of the user's own model leaves out

@@ -113,8 +113,9 @@ def _from_store(store: Store, summary, lang: str) -> Watched:
     live_row = summary.status in LIVE_STATUSES  # trained by another process: its row changes as it goes
     data = stored_run(store, summary.id, summary.updated if live_row else None)
     key = f"{store.path}#{store.generation}:{summary.id}@{summary.updated}/{data.probe_stride}"
-    status = t("watch.stored_status", lang, status=t(f"status.{summary.status}", lang),
-               done=summary.steps_done, steps=summary.steps)  # fmt: skip
+    words = {"status": t(f"status.{summary.status}", lang), "done": summary.steps_done, "steps": summary.steps}
+    # a run ln_viz.attach records in another process knows its planned steps only when its loop ends
+    status = t("watch.stored_status" if summary.steps else "watch.stored_status_open", lang, **words)
     return Watched(summary.id, summary.label, data.info.config, summary.status, data, key, status,
                    frames.sayable(summary.message, lang))  # fmt: skip
 
@@ -160,16 +161,25 @@ class WatchedRun:
         if watched.status == "queued":
             return RunFrame(lines=[status], queued=True, running=True)
         lines = [status, *frames.message_lines([watched], lang)]
+        card = watched.data.info.model_card  # a run of the user's own model (ln_viz.attach)
         if watched.done:
-            lines = frames.verdict_lines([watched], [charts.norm_label(watched.config.norm_position, lang)], lang)
+            name = (
+                charts.norm_label(watched.config.norm_position, lang)
+                if card is None
+                else frames.attached_label(card, lang)
+            )
+            lines = frames.verdict_lines([watched], [name], lang)
 
         def notes() -> None:
             if watched.view is not None:
                 live.run_message(watched.view, lang)
             elif watched.message:
                 st.caption(t(watched.message, lang))
+            if card is not None:  # what its charts draw and leave out
+                st.caption(t("attached.drawn", lang))
 
-        lesson = lessons.lesson_chart(frames.preset_of(watched.config), [watched.config])  # the presenter's
+        preset = frames.preset_of(watched.config) if card is None else None  # the presenter's
+        lesson = lessons.lesson_chart(preset, [watched.config])
         return RunFrame([watched.data], [status], lines, watched.done, not watched.done, notes=notes,
                         cache_key=watched.cache_key, shared=True, lesson=lesson)  # fmt: skip
 
