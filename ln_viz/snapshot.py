@@ -89,8 +89,18 @@ class RunInfo:
 
     @property
     def param_labels(self) -> tuple[str, ...]:
-        """The matrices' names as charts show them: ln-viz's own, or the model's paths without `.weight`."""
-        return tuple(n.removesuffix(".weight") for n in self.param_names)
+        """The matrices' names as charts show them: ln-viz's own; a model's own by the shortest end of their paths
+        that tells them apart, without `.weight` (a Llama's q_proj ... down_proj; GPT-2's attn.c_proj, mlp.c_proj)."""
+        if self.model_card is None:
+            return tuple(self.param_names)
+        paths = [n.removesuffix(".weight").split(".") for n in self.param_names]
+        labels = []
+        for parts in paths:
+            k = 1
+            while k < len(parts) and sum(p[-k:] == parts[-k:] for p in paths) > 1:
+                k += 1
+            labels.append(".".join(parts[-k:]))
+        return tuple(labels)
 
     def figure3_param(self) -> str | None:
         """The name of the paper's Figure 3 matrix (the FFN's output: ln-viz's ffn.w2, a Llama's

@@ -22,8 +22,7 @@ from ln_viz.views import run_frames
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
 
 APP = "../app.py"
-LLAMA = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-         "mlp.up_proj", "mlp.down_proj")  # fmt: skip
+LLAMA = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # SwiGLU: gate, up and down
 OWN = {"attn.q", "attn.k", "attn.v", "attn.o", "ffn.w1", "ffn.w2"}  # ln-viz's six: never on an attached run's chart
 
 
@@ -73,7 +72,7 @@ def test_a_llama_run_is_drawn_with_its_own_seven_matrices(recorded: tuple[Path, 
     lines = [tr for tr in fig.data if tr.yaxis == "y"]
     assert [tr.name for tr in lines] == list(LLAMA)  # gate, up and down: SwiGLU's three, none called w1/w2
     thick = [tr.name for tr in lines if tr.line.width == 4]
-    assert thick == ["mlp.down_proj"]  # the paper's Figure 3 matrix is the FFN's output: down_proj
+    assert thick == ["down_proj"]  # the paper's Figure 3 matrix is the FFN's output: down_proj
     loss = charts.loss_chart(data)
     names = [tr.name for tr in loss.data]
     assert t("chart.lr_applied", "en") in names and t("chart.lr", "en") not in names  # its optimizer's rate
@@ -118,11 +117,11 @@ def test_a_watch_link_draws_an_attached_run_named_by_its_card(runs: dict[str, in
     at.query_params.update({"watch": str(runs["olmo2"]), "lang": "en"})
     at.run()
     assert not at.exception and not at.error, (at.exception, at.error)
-    assert any("Olmo2ForCausalLM: reordered (output norms)" in m.value for m in at.markdown)  # the heading
+    assert any("Olmo2 · reordered (output norms) · 2 blocks · QK-norm" in m.value for m in at.markdown)  # the heading
     assert "**Step 4/4 | completed**" in [m.value for m in at.markdown]
     figs = _figures(at)
     profile = _names(figs["layer_profile"])
-    assert "mlp.down_proj" in profile and not OWN & set(profile)
+    assert "down_proj" in profile and not OWN & set(profile)
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -136,15 +135,15 @@ def test_compare_puts_two_attached_runs_side_by_side(runs: dict[str, int], lang:
     at.switch_page("pages/compare.py").run()
     assert not at.exception and not at.error, (at.exception, at.error)
     labels = [
-        t("lecture.stored_label", lang, desc=f"LlamaForCausalLM · {t('chart.norm.pre', lang)}", id=runs["llama"]),
-        t("lecture.stored_label", lang, desc=f"Olmo2ForCausalLM · {t('chart.norm.reordered', lang)}", id=runs["olmo2"]),
+        t("lecture.stored_label", lang, desc=f"Llama · {t('chart.norm.pre', lang)}", id=runs["llama"]),
+        t("lecture.stored_label", lang, desc=f"Olmo2 · {t('chart.norm.reordered', lang)}", id=runs["olmo2"]),
     ]
     figs = _figures(at)
     assert _names(figs["compare_loss"]) == labels
     profile = figs["compare_profile"]
     assert _names(profile)[:2] == labels
     title = json.dumps([profile["layout"]["title"], profile["layout"].get("annotations")], ensure_ascii=False)
-    assert "mlp.down_proj" in title and "ffn.w2" not in title  # the matrix by the models' own name
+    assert "down_proj" in title and "ffn.w2" not in title  # the matrix by the models' own name
     assert {"compare_heatmap_0", "compare_heatmap_1"} <= set(figs)
     if lecture:
         assert any(t("lecture.vs", lang).join(labels) in m.value for m in at.markdown)  # the header names both

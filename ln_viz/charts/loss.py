@@ -307,7 +307,8 @@ def _loss_layout(info: _LossInfo, lang: str, log_y: bool) -> tuple[str, str, dic
     if info.max_steps <= 12:  # a run that diverged at once: whole steps only
         xaxis["dtick"] = 1
     yaxis = _loss_log_axis(info) if log_y else {"range": [0, info.top]}
-    axes: dict[str, Any] = {"xaxis": xaxis, "yaxis": {"title": {"text": t("chart.loss_axis", lang)}, **yaxis}}
+    unit = "chart.loss_axis_attached" if any(d.info.attached for d in info.runs) else "chart.loss_axis"  # per token
+    axes: dict[str, Any] = {"xaxis": xaxis, "yaxis": {"title": {"text": t(unit, lang)}, **yaxis}}
     if info.schedule is None:
         if info.compared:  # the compared runs' learning rates (issue 21 N28)
             axes["yaxis2"] = lr_axis(np.concatenate(info.compared), info.runs[0].info.config.lr, lang)

@@ -283,6 +283,7 @@ def _param_lines(
     L = data.info.config.depth
     layers = np.arange(1, L + 1, dtype=np.int16)
     figure3 = _param_index(data, "ffn.w2")
+    paths = data.info.param_names  # the hover names a matrix by its whole path
     for j, (name, role) in enumerate(zip(data.info.param_labels, data.info.param_roles)):
         y = g[p, :, j] if p is not None else np.full(L, np.nan)
         w2 = j == figure3
@@ -298,7 +299,7 @@ def _param_lines(
                 marker={"size": scaled_px(7 if w2 else 5, lecture)},
                 opacity=1.0 if w2 else 0.85,
                 legendrank=0 if w2 else 10 + j,
-                hovertemplate=f"{name}<br>"
+                hovertemplate=f"{paths[j]}<br>"
                 + _hover(lang, ("chart.layer", "%{x}"), ("chart.grad_norm", "%{customdata:.3g}")),
             ),
             row=1,

@@ -4,19 +4,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ln_viz.i18n import EN, t
 from ln_viz.text import shown
 
+_HEAD = re.compile(r"(For[A-Z]\w*|LMHeadModel|Model)$")  # HF's task heads: LlamaForCausalLM is a Llama
 
-def _family(card: dict[str, Any]) -> str:
-    return shown(str(card.get("family", "?")), 40)  # the model's class name: text from outside, cut short
+
+def _family(card: dict[str, Any], short: bool = False) -> str:
+    """The model's class name (text from outside, cut short); `short`: without HF's head ("Olmo2")."""
+    family = str(card.get("family", "?"))
+    return shown((_HEAD.sub("", family) or family) if short else family, 40)
 
 
 def attached_label(card: dict[str, Any], lang: str) -> str:
-    """A run of the user's own model on a chart: "LlamaForCausalLM · Pre-LN" (its class, its placement)."""
-    return t("attached.label", lang, model=_family(card), norm=t(f"chart.norm.{_placement(card)}", lang))
+    """A run of the user's own model on a chart: "Llama · Pre-LN" (its class without HF's head, its placement)."""
+    return t("attached.label", lang, model=_family(card, short=True), norm=t(f"chart.norm.{_placement(card)}", lang))
 
 
 def _placement(card: dict[str, Any]) -> str:
@@ -25,10 +30,9 @@ def _placement(card: dict[str, Any]) -> str:
 
 
 def attached_words(card: dict[str, Any], lang: str) -> str:
-    """ "LlamaForCausalLM: Pre-LN · 2 blocks · d_model 64 · QK-norm": the card in one line (a watched run's
-    heading, the lecture view's header)."""
-    words = t("attached.words", lang, model=_family(card), norm=t(f"chart.norm.{_placement(card)}", lang),
-              depth=card.get("depth", "?"), d_model=card.get("d_model", "?"))  # fmt: skip
+    """ "Llama · Pre-LN · 2 blocks · QK-norm": the card in one line (a watched run's heading, the Runs page)."""
+    norm = t(f"chart.norm.{_placement(card)}", lang)
+    words = t("attached.words", lang, model=_family(card, short=True), norm=norm, depth=card.get("depth", "?"))
     return words + (t("attached.words_qk", lang) if card.get("qk_norm") else "")
 
 
