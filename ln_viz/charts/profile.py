@@ -67,6 +67,7 @@ def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | Non
 
     if not std:  # the panel's title is the chart's (`layer_profile`)
         return go.Figure()
+    std_key = "chart.resid_std_axis" if lecture else "chart.profile_std"
     free = 1 - _spacing(height, lecture)
     top, bottom = PROFILE_HEIGHTS[0] * free, PROFILE_HEIGHTS[1] * free
     return go.Figure(
@@ -75,7 +76,8 @@ def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | Non
             "yaxis": {"anchor": "x", "domain": [1 - top, 1.0]},
             "xaxis2": {"anchor": "y2", "domain": [0.0, 1.0]},
             "yaxis2": {"anchor": "x2", "domain": [0.0, bottom]},
-            "annotations": [title(grad_title, 1.0), title(t("chart.profile_std", lang), bottom)],
+            # the lecture view's shorter one: at 22 px the whole one ran under the legend's entries
+            "annotations": [title(grad_title, 1.0), title(t(std_key, lang), bottom)],
         }
     )
 

@@ -105,7 +105,8 @@ def draw(
     else:
         fig = charts.loss_chart(datas, lang, labels=labels, **view)
     layout.chart(fig, "compare_loss", layout.LOSS)
-    st.caption(t("compare.loss_caption", lang))
+    attached = any(d.info.attached for d in datas)  # a model of the user's own: no unigram line (its data's)
+    st.caption(t("compare.loss_caption_attached" if attached else "compare.loss_caption", lang))
     with st.container(key="run_notes"):
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
         if notes is not None:
