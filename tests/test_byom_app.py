@@ -20,6 +20,7 @@ from ln_viz.ui import keys
 from ln_viz.views import run_frames
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+pytestmark = pytest.mark.slow  # trains two Hugging Face models (about 8 s under load), then AppTest runs of ~1 s
 
 APP = "../app.py"
 LLAMA = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # SwiGLU: gate, up and down
@@ -147,6 +148,8 @@ def test_compare_puts_two_attached_runs_side_by_side(runs: dict[str, int], lang:
     assert {"compare_heatmap_0", "compare_heatmap_1"} <= set(figs)
     if lecture:
         assert any(t("lecture.vs", lang).join(labels) in m.value for m in at.markdown)  # the header names both
+        title = figs["compare_heatmap_1"]["layout"]["title"]["text"]  # a half width: the run's number first
+        assert title == t("runs.heading", lang, id=runs["olmo2"], label=f"Olmo2 · {t('chart.norm.reordered', lang)}")
         assert any(t("attached.lecture_note", lang) in m.value for m in at.markdown)
     else:
         assert t("attached.drawn", lang) in [c.value for c in at.caption]
@@ -158,3 +161,40 @@ def test_two_runs_of_the_same_model_are_told_apart(recorded: tuple[Path, dict[st
         data = store.open_run(ids["llama"])
     labels = run_frames.stored_labels([data, data], [ids["llama"], 99], "ko")
     assert labels[0] != labels[1] and "실행 99" in labels[1]
+
+
+def test_a_watch_link_follows_an_attached_run_while_its_loop_trains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store is written by the user's loop (here: this test); the watch page reads it again on each run."""
+    from ln_viz.byom import attach
+    from tests.byom_models import build
+
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.setenv("LN_VIZ_STORE", str(path))
+    model = build("llama")
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    x = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(0))
+    probe = attach(model, opt, store=path, every=2, label="still training")  # no steps=: its end is not known
+
+    def train(n: int) -> None:
+        for _ in range(n):
+            model(input_ids=x, labels=x).loss.backward()
+            opt.step()
+            opt.zero_grad()
+        probe._writer.flush()  # what its writer thread does twice a second
+
+    try:
+        train(3)  # a step is stored once the next one is taken: 2 so far
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params.update({"watch": str(probe.run_id), "lang": "ko"})
+        at.run()
+        assert not at.exception and not at.error, (at.exception, at.error)
+        assert "**스텝 2 | 학습 중**" in [m.value for m in at.markdown]  # its planned steps unknown: no "/0"
+        train(3)
+        at.run()
+        assert "**스텝 5 | 학습 중**" in [m.value for m in at.markdown]
+        assert "down_proj" in _names(_figures(at)["layer_profile"])
+    finally:
+        probe.close()
+        st.cache_resource.clear()

@@ -48,7 +48,7 @@ ROLE_COLORS: dict[str, str] = {
     "attn.v": "#E69F00",
     "attn.o": "#CC79A7",
     "attn.qkv": "#56B4E9",  # q, k and v in one matrix: q's colour
-    "ffn.gate": "#D55E00",
+    "ffn.gate": "#0072B2",  # apart from v (orange) and up (grey)
     "ffn.in": "#999999",
     "ffn.out": "#000000",
 }

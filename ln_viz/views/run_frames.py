@@ -55,6 +55,7 @@ class RunFrame:
     shared: bool = False
     lesson: str | None = None
     notes: Callable[[], None] | None = None
+    titles: Sequence[str] = ()  # a pair's heatmap titles in the lecture view (default: `labels`)
 
     @property
     def pair(self) -> bool:
@@ -173,6 +174,12 @@ def data_labels(datas: Sequence[RunData], lang: str) -> list[str]:
 def stored_labels(datas: Sequence[RunData], ids: Sequence[int], lang: str) -> list[str]:
     """Stored runs named by their settings and id ("Post-LN (run 13)"), not by the id alone."""
     return [t("lecture.stored_label", lang, desc=n, id=i) for n, i in zip(data_labels(datas, lang), ids)]
+
+
+def stored_titles(datas: Sequence[RunData], ids: Sequence[int], lang: str) -> list[str]:
+    """Stored runs by their number first ("Run 2: Olmo2 · reordered (output norms)"): where a half-width chart
+    cuts a long name, its end goes, not which run it is."""
+    return [t("runs.heading", lang, id=i, label=n) for n, i in zip(data_labels(datas, lang), ids)]
 
 
 @dataclass(frozen=True)
