@@ -63,10 +63,18 @@ def training(attached_server: Server) -> Iterator[int]:
 
 
 def _step(page) -> int:
-    text = page.locator(".st-key-live_status").inner_text()
-    match = STEP.search(text)
-    assert match, text
-    return int(match.group(1))
+    """The step the watch page's status line says; read from the first copy (a refresh may hold two for a moment,
+    the old one stale) until one answers."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            match = STEP.search(page.locator(".st-key-live_status").first.inner_text(timeout=2_000))
+        except Exception:  # noqa: BLE001 - mid-redraw: the status is being replaced
+            match = None
+        if match:
+            return int(match.group(1))
+        assert time.monotonic() < deadline, "the watch page shows no step"
+        time.sleep(0.3)
 
 
 def test_an_attached_run_is_listed_with_its_card_and_watched_as_it_trains(attached_server, training, page) -> None:
