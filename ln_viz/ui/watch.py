@@ -153,6 +153,7 @@ class WatchedRun:
         self.raw = raw
 
     def frame(self, lang: str, lecture: bool) -> RunFrame:
+        _check_last_refresh()
         try:
             watched = resolve(self.raw, lang)
         except LocalizedError as e:  # deleted while watched
@@ -184,16 +185,39 @@ class WatchedRun:
                         cache_key=watched.cache_key, shared=True, lesson=lesson)  # fmt: skip
 
 
+_REFRESH = "watch_refresh"  # this tab's refreshes: (started, finished) of the last, and the slowdown
+MAX_SLOWDOWN = 16  # s: the longest period a slow refresh sets
+
+
+def _check_last_refresh() -> None:
+    """A refresh that did not finish before the next began (reading and drawing a run another process writes
+    fast, on a loaded server, took longer than the period: every refresh was cut short after the status line and
+    no chart was ever drawn) doubles this tab's period, up to MAX_SLOWDOWN s, by a full rerun."""
+    state = st.session_state.setdefault(_REFRESH, {"open": False, "slow": 1})
+    if state["open"]:
+        state["open"], state["slow"] = False, min(state["slow"] * 2, MAX_SLOWDOWN)
+        st.rerun(scope="app")
+    state["open"] = True
+
+
+def _period_now() -> int:
+    """This tab's refresh period: from the watchers (watchlink.watch_period), or longer after slow refreshes."""
+    return max(_period(), st.session_state.get(_REFRESH, {}).get("slow", 1))
+
+
 def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
-    period = 1 if first.done else _period()  # 1 s, or longer when many tabs refresh (a finished run: none)
+    period = 1 if first.done else _period_now()  # 1 s, or longer when many tabs refresh (a finished run: none)
+    st.session_state.setdefault(_REFRESH, {"open": False, "slow": 1})["open"] = False  # a full run: none open
 
     def after(frame: RunFrame) -> None:
+        st.session_state[_REFRESH]["open"] = False  # this refresh finished
         if lecture and not frame.queued:
             lecture_view.sentence(None, lang)  # the presenter's takeaway is theirs
         if not first.done:
-            now = _period()
+            now = _period_now()
             if not lecture and period > 1:
-                st.caption(t("watch.period", lang, seconds=period))
+                slow = st.session_state[_REFRESH]["slow"] >= period
+                st.caption(t("watch.period_slow" if slow else "watch.period", lang, seconds=period))
             if now != period:  # more or fewer watchers: a full rerun sets the fragment's timer anew, at a
                 time.sleep(random.uniform(0.0, now))  # random phase: every tab changing at once would refresh
                 st.rerun(scope="app")  # in step, 60 in a queue every 3 s (p95 1.3 s, measured)
