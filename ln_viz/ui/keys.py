@@ -94,3 +94,4 @@ KEPT_ARRIVED = "_kept_arrived"  # ln_viz.ui.page_state._ARRIVED: this run draws 
 STEP_PLAYING = "__playing"  # ln_viz.ui.stepper: a step control's key + this: Play is on
 STEP_CHOSEN = "__step"  # ln_viz.ui.stepper: a step control's key + this: the step chosen
 STEP_AT_END = "__at_end"  # ln_viz.ui.stepper: a step control's key + this: at its last step
+WATCH_REFRESH = "_watch_refresh"  # ln_viz.ui.watch: this tab's refreshes (one still open? its slowdown)

@@ -21,7 +21,7 @@ from ln_viz import charts, lessons
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.runner import RunHandle
 from ln_viz.store import LIVE_STATUSES, Store, StoreError
-from ln_viz.ui import layout, lecture_view, live, loss_view, nav, run_view, training, watch_share
+from ln_viz.ui import keys, layout, lecture_view, live, loss_view, nav, run_view, training, watch_share
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_recorder, get_store, stored_run
 from ln_viz.views import run_frames as frames
@@ -185,7 +185,7 @@ class WatchedRun:
                         cache_key=watched.cache_key, shared=True, lesson=lesson)  # fmt: skip
 
 
-_REFRESH = "watch_refresh"  # this tab's refreshes: (started, finished) of the last, and the slowdown
+_REFRESH = keys.WATCH_REFRESH  # this tab's refreshes: whether the last is still open, and the slowdown
 MAX_SLOWDOWN = 16  # s: the longest period a slow refresh sets
 
 
