@@ -154,7 +154,7 @@ def _chart_specs(datas: Sequence[RunData], labels: Sequence[str] | None, lang: s
         zrange = charts.shared_zrange(datas)
         for i, d in enumerate(datas):
             fig = charts.grad_heatmap(d, lang, zrange=zrange, lecture=True)
-            name = labels[i] if labels else charts.norm_label(d.info.config.norm_position, lang)
+            name = labels[i] if labels else charts.norm_label(d.info.placement, lang)
             fig.update_layout(title={"text": name})
             if i < len(datas) - 1:
                 fig.update_traces(showscale=False)  # one colour bar for both, as Compare draws them

@@ -53,6 +53,12 @@ STAT_RANGES: dict[str, tuple[float | None, float | None]] = {
 FINITE_LIMIT = float(np.finfo(np.float32).max)
 
 PARAM_NAMES = ("attn.q", "attn.k", "attn.v", "attn.o", "ffn.w1", "ffn.w2")  # per block, in init order
+# What each matrix does, in the words a model ln-viz did not build is described in (ln_viz.byom.card's roles):
+# a run ln_viz.attach recorded names its matrices by its own paths ("mlp.down_proj.weight", a SwiGLU's seven),
+# its card gives their roles; ln-viz's own six have these. FIGURE3_ROLE: the paper's Figure 3 matrix.
+PARAM_ROLES = {"attn.q": "attn.q", "attn.k": "attn.k", "attn.v": "attn.v", "attn.o": "attn.o", "ffn.w1": "ffn.in",
+               "ffn.w2": "ffn.out"}  # fmt: skip
+FIGURE3_ROLE = "ffn.out"
 
 # Fixed histogram bin edges, shared by every layer, step and run, so frames can be compared. Values
 # beyond them are counted in the `frac_below` / `frac_above` stats (ln_viz.schema.Stat), never dropped.

@@ -20,8 +20,10 @@ import pandas as pd
 
 from ln_viz.config import RunConfig
 from ln_viz.schema import (
+    FIGURE3_ROLE,
     HIST_EDGES,
     PARAM_NAMES,
+    PARAM_ROLES,
     PROBE_NAMES,
     PROBES,
     SCALAR_NAMES,
@@ -59,6 +61,52 @@ class RunInfo:
     param_names: tuple[str, ...] = PARAM_NAMES
     stat_names: tuple[str, ...] = STAT_NAMES
     hist_edges: np.ndarray = field(default_factory=lambda: HIST_EDGES.copy())
+    # A run ln_viz.attach recorded from a model ln-viz did not build: its card (ln_viz.byom.card.ModelCard as a
+    # dict: placement, blocks, matrices and their roles). Its `config` is then a stand-in that holds what fits
+    # (depth, width, lr): the card is the truth about the model. Kept out of `to_dict` (the store and the run
+    # file keep the card apart).
+    model_card: dict[str, Any] | None = None
+
+    @property
+    def attached(self) -> bool:
+        """Whether the run was recorded from the user's own model (ln_viz.attach)."""
+        return self.model_card is not None
+
+    @property
+    def placement(self) -> str:
+        """Where the norms sit: the card's placement (pre, post, peri, reordered, parallel, none, unknown) for an
+        attached run, else the config's norm position."""
+        if self.model_card is not None:
+            return str(self.model_card.get("placement", "unknown"))
+        return self.config.norm_position
+
+    @property
+    def param_roles(self) -> tuple[str, ...]:
+        """Each matrix's role (attn.q, ..., ffn.gate, ffn.in, ffn.out, other), in `param_names`' order."""
+        roles = PARAM_ROLES
+        if self.model_card is not None:
+            roles = {m.get("name"): m.get("role", "other") for m in self.model_card.get("matrices", ())}
+        return tuple(str(roles.get(n, "other")) for n in self.param_names)
+
+    @property
+    def param_labels(self) -> tuple[str, ...]:
+        """The matrices' names as charts show them: ln-viz's own; a model's own by the shortest end of their paths
+        that tells them apart, without `.weight` (a Llama's q_proj ... down_proj; GPT-2's attn.c_proj, mlp.c_proj)."""
+        if self.model_card is None:
+            return tuple(self.param_names)
+        paths = [n.removesuffix(".weight").split(".") for n in self.param_names]
+        labels = []
+        for parts in paths:
+            k = 1
+            while k < len(parts) and sum(p[-k:] == parts[-k:] for p in paths) > 1:
+                k += 1
+            labels.append(".".join(parts[-k:]))
+        return tuple(labels)
+
+    def figure3_param(self) -> str | None:
+        """The name of the paper's Figure 3 matrix (the FFN's output: ln-viz's ffn.w2, a Llama's
+        mlp.down_proj.weight); None when the model has none that the card recognised."""
+        return next((n for n, r in zip(self.param_names, self.param_roles) if r == FIGURE3_ROLE), None)
 
     @classmethod
     def preview(cls, cfg: RunConfig) -> RunInfo:

@@ -37,13 +37,14 @@ stored = st.session_state.get(keys.COMPARE_RUNS)
 if stored:  # two runs from the store: draw them, train nothing
     from ln_viz.ui.storage import get_store
 
-    st.title(t("compare.title", lang))
-    st.info(t("compare.stored", lang, a=stored[0], b=stored[1]))
-    row = st.container(horizontal=True)
-    loss_view.controls(lang, row)  # the loss chart's smoothing and axis
-    if row.button(t("compare.clear_stored", lang), key="compare_clear"):
-        del st.session_state[keys.COMPARE_RUNS]
-        st.rerun()
+    if not lecture:
+        st.title(t("compare.title", lang))
+        st.info(t("compare.stored", lang, a=stored[0], b=stored[1]))
+        row = st.container(horizontal=True)
+        loss_view.controls(lang, row)  # the loss chart's smoothing and axis
+        if row.button(t("compare.clear_stored", lang), key="compare_clear"):
+            del st.session_state[keys.COMPARE_RUNS]
+            st.rerun()
     store = get_store()
     if store is None:
         st.error(t("runs.no_store", lang))
@@ -53,7 +54,12 @@ if stored:  # two runs from the store: draw them, train nothing
     except LocalizedError as e:  # deleted meanwhile
         st.error(md(e.message(lang)))
         st.stop()
-    run_view.draw(source, lang, False, "compare_step", None)  # Play's tick; the fragment's own reruns keep it
+    if lecture:  # the two runs named in the header, one screen (runs of the user's own models too)
+        lecture_view.page_header(md(t("lecture.vs", lang).join(source.labels)), lang, nav.LIVE)
+    run_view.draw(source, lang, lecture, "compare_step", None)  # Play's tick; the fragment's own reruns keep it
+    if lecture:
+        attached = any(d.info.attached for d in source.datas)
+        lecture_view.sentence("attached.lecture_note" if attached else None, lang)
     st.stop()
 
 form_keys = (k for p in compare_view.SIDES for k in config_form.form_keys(p))

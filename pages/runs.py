@@ -66,7 +66,7 @@ else:
         summary = by_id[shown]
         data = runs_view.open_or_report(store, summary, lang)  # None: damaged, said so, delete offered
         if data is not None:
-            runs_view.run_heading(summary, lang, groups.get(summary.seed_group or "", 0))
+            runs_view.run_heading(summary, lang, groups.get(summary.seed_group or "", 0), data.info.model_card)
             watch_share.draw(st.container(horizontal=True), summary.id, lang, lecture=False)  # watch it elsewhere
             layout.scroll_into_view("runs_opened", shown)  # the table is above: show that the run opened
             run_downloads.thinned_note(data, lang)

@@ -72,7 +72,7 @@ LAYERS: list[tuple[str, str]] = [
     # tab's runs, the sweep slot and its caps, the store and the runs the charts share, the early workers
     ("server", "server server.runs server.sweeps server.store server.lifespan"),
     # what the pages show, as data and text, without Streamlit (the Runs page's table)
-    ("views", "views views.runs_list views.run_frames"),
+    ("views", "views views.attached views.runs_list views.run_frames"),
     ("ui", "ui.*"),  # the only streamlit-aware code: ln_viz/ui/ and everything in it
 ]
 # Everything outside ln_viz/ui/ is the engine: the app's pages and the CLI share it, so it never needs a

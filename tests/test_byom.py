@@ -6,6 +6,7 @@ attached run in the store and the app (listed; its pages say in one sentence wha
 from __future__ import annotations
 
 import copy
+import json
 import warnings
 from pathlib import Path
 
@@ -18,7 +19,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 import ln_viz  # noqa: E402
 from ln_viz.byom import LayoutError, UnsupportedModel, attach, describe  # noqa: E402
 from ln_viz.schema import HIST_EDGES, PROBES  # noqa: E402
-from ln_viz.store import Store, StoreError  # noqa: E402
+from ln_viz.store import Store  # noqa: E402
 from ln_viz.store.rows import blob_to_array  # noqa: E402
 from tests.byom_models import MORE, SPECS, build  # noqa: E402
 
@@ -313,7 +314,7 @@ def test_a_model_without_hf_attention_is_tapped_at_sdpa(tmp_path: Path) -> None:
     assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", probe.run_id, "attn_entropy", 1)).all()
 
 
-def test_an_attached_run_is_listed_and_opening_it_is_one_sentence(tmp_path: Path) -> None:
+def test_an_attached_run_is_listed_and_opens_with_its_card(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     model = build("olmo2")
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
@@ -323,13 +324,10 @@ def test_an_attached_run_is_listed_and_opening_it_is_one_sentence(tmp_path: Path
     with Store(path) as store:
         (summary,) = store.list_runs()
         assert summary.damage() is None and summary.norm_position == "reordered"
-        with pytest.raises(StoreError) as e:
-            store.open_run(probe.run_id)
-    assert e.value.message() == (
-        f"Run {probe.run_id} was recorded from your own model (Olmo2ForCausalLM, placement reordered) by "
-        "ln_viz.attach; the app cannot draw such runs yet."
-    )
-    assert "ln_viz.attach" in e.value.message("ko")
+        data = store.open_run(probe.run_id)  # the app draws it (tests/test_byom_app.py): its own names, its card
+    assert data.info.model_card == json.loads(probe.card.to_json()) and data.info.placement == "reordered"
+    assert data.info.param_names == tuple(m.name for m in probe.card.matrices)
+    assert data.info.config.steps == 1  # its planned steps, known when its loop ended
 
 
 def test_an_attached_run_exports_as_a_run_file_with_its_card_and_an_import_refuses_it(tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def _compared_lines(
 ) -> list[tuple[str, tuple[str, str], np.ndarray, np.ndarray]]:
     """(name, style, steps, `values(data)`) per run; a run without a probe step yet has no points."""
     datas = list(datas)
-    names = list(labels) if labels is not None else [norm_label(d.info.config.norm_position, lang) for d in datas]
+    names = list(labels) if labels is not None else [norm_label(d.info.placement, lang) for d in datas]
     return [
         (
             name,

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _log_annotations, _log_axis_up_to, _short_number
-from ln_viz.charts.lr_axis import compare_schedules, compared_schedules, lr_axis, schedule
+from ln_viz.charts.lr_axis import _lr_key, compare_schedules, compared_schedules, lr_axis, lr_curve, schedule
 from ln_viz.charts.sample import (
     MAX_LOSS_POINTS,
     _run_key,
@@ -35,9 +35,9 @@ from ln_viz.charts.style import (
     two_lines,
 )
 from ln_viz.i18n import t
-from ln_viz.schedule import lr_schedule
 from ln_viz.snapshot import RunData
 from ln_viz.stats import ema_debiased
+from ln_viz.text import shown
 
 RAW_OPACITY = 0.25  # the raw loss behind a smoothed line: there to see the noise, not to read
 
@@ -65,6 +65,8 @@ def _loss_top(datas: Sequence[RunData]) -> float:
     for d in datas:
         base = max(math.log(max(d.info.vocab_size, 2)), d.info.unigram_entropy)
         first = next((v for v in d.scalars["loss"] if math.isfinite(v)), base)
+        if d.info.attached and d.info.vocab_size < 2:  # a model of the user's own that names no vocabulary
+            base = max(base, first)
         top = max(top, min(max(base, first), 2 * base))
     return math.ceil(top * 1.1 * 2) / 2
 
@@ -74,22 +76,29 @@ def _count_over(d: RunData, top: float) -> int:
     return int(np.sum(np.isfinite(loss) & (loss > top)))
 
 
+def _unigrams(datas: Sequence[RunData]) -> list[float]:
+    """The unigram losses to draw, once each: ln-viz's own runs' (an attached run's corpus is the user's)."""
+    return sorted({round(d.info.unigram_entropy, 4) for d in datas if not d.info.attached})
+
+
 def _prepare_loss(runs: RunData | Sequence[RunData], labels: Sequence[str] | None, lang: str) -> _LossInfo:
     datas = [runs] if isinstance(runs, RunData) else list(runs)
     top = _loss_top(datas) if datas else 5.0
     max_steps = step_range(datas) if datas else 1
     if isinstance(runs, RunData):
-        color = NORM_COLORS.get(runs.info.config.norm_position, GREY)
+        color = NORM_COLORS.get(runs.info.placement, GREY)
         lines: list[tuple[str, str, str, float]] = [(t("chart.train_loss", lang), color, "solid", 2.5)]
-        colors, unigrams, schedule = [color], [runs.info.unigram_entropy], lr_schedule(runs.info.config)
+        # a model of the user's own has no unigram loss ln-viz knows (its corpus is the user's): no line
+        colors, schedule = [color], lr_curve(runs)
+        unigrams = [] if runs.info.attached else [runs.info.unigram_entropy]
         compared = []
     else:
         if labels is None:
-            labels = [norm_label(d.info.config.norm_position, lang) for d in datas]
+            labels = [norm_label(d.info.placement, lang) for d in datas]
         styles = _run_styles(datas)
         lines = [(label, color, dash, 3) for label, (color, dash) in zip(labels, styles)]
         colors, schedule = [color for color, _ in styles], None
-        unigrams = sorted({round(d.info.unigram_entropy, 4) for d in datas})
+        unigrams = _unigrams(datas)
         compared = compared_schedules(datas) if datas else []
     over = sum(_count_over(d, top) for d in datas)
     return _LossInfo(datas, lines, colors, top, max_steps, unigrams, over, schedule, compared)
@@ -266,6 +275,14 @@ def _divergence_marker(fig: go.Figure, d: RunData, top: float, lang: str, lectur
     )
 
 
+def _attached_loss_title(card: dict[str, Any], lang: str) -> str:
+    """ "Training loss · LlamaForCausalLM: Pre-LN, 2 blocks": a model of the user's own, by its card (its
+    optimizer, schedule and warm-up are its loop's: not known here)."""
+    placement = norm_label(str(card.get("placement", "unknown")), lang)
+    model = shown(str(card.get("family", "?")), 40)
+    return t("chart.loss_title_attached", lang, model=model, norm=placement, depth=card.get("depth", "?"))
+
+
 def _loss_title(cfg: Any, lang: str) -> str:
     """ "Training loss · Pre-LN, 6 layers · lr 3e-3 · no warm-up": what the run is set to, in words and
     numbers, with the optimizer when it is not Adam (the paper's)."""
@@ -290,7 +307,8 @@ def _loss_layout(info: _LossInfo, lang: str, log_y: bool) -> tuple[str, str, dic
     if info.max_steps <= 12:  # a run that diverged at once: whole steps only
         xaxis["dtick"] = 1
     yaxis = _loss_log_axis(info) if log_y else {"range": [0, info.top]}
-    axes: dict[str, Any] = {"xaxis": xaxis, "yaxis": {"title": {"text": t("chart.loss_axis", lang)}, **yaxis}}
+    unit = "chart.loss_axis_attached" if any(d.info.attached for d in info.runs) else "chart.loss_axis"  # per token
+    axes: dict[str, Any] = {"xaxis": xaxis, "yaxis": {"title": {"text": t(unit, lang)}, **yaxis}}
     if info.schedule is None:
         if info.compared:  # the compared runs' learning rates (issue 21 N28)
             axes["yaxis2"] = lr_axis(np.concatenate(info.compared), info.runs[0].info.config.lr, lang)
@@ -298,7 +316,8 @@ def _loss_layout(info: _LossInfo, lang: str, log_y: bool) -> tuple[str, str, dic
     cfg = info.runs[0].info.config
     xaxis["showgrid"] = True
     axes["yaxis2"] = lr_axis(info.schedule, cfg.lr, lang)
-    title = _loss_title(cfg, lang)
+    card = info.runs[0].info.model_card
+    title = _loss_title(cfg, lang) if card is None else _attached_loss_title(card, lang)
     return title, "loss-" + _run_key(info.runs[0]), axes
 
 
@@ -337,7 +356,8 @@ def loss_chart(
         schedule(fig, data, info.schedule, lang, lecture)
         _stalled_band(fig, data, info.top, lang, lecture)
     elif info.compared:
-        compare_schedules(fig, info.compared, [name for name, *_ in info.lines], info.colors, lang)
+        names = [name for name, *_ in info.lines]
+        compare_schedules(fig, info.compared, names, info.colors, lang, _lr_key(info.runs))
     for d, color in zip(info.runs, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
     note = _note_lines(t("chart.clipped", lang, count=info.over, limit=f"{info.top:g}"), lecture) if info.over else None

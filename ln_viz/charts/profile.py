@@ -18,7 +18,7 @@ from ln_viz.charts.style import (
     DEFAULT_HEIGHT,
     GREY,
     NORM_COLORS,
-    PARAM_COLORS,
+    ROLE_COLORS,
     _corner_note,
     _empty_note,
     _f32,
@@ -30,6 +30,7 @@ from ln_viz.charts.style import (
     scaled_px,
 )
 from ln_viz.i18n import t
+from ln_viz.schema import PARAM_ROLES
 from ln_viz.snapshot import RunData
 
 PROFILE_HEIGHTS = (0.62, 0.38)  # gradient panel, std panel
@@ -66,6 +67,7 @@ def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | Non
 
     if not std:  # the panel's title is the chart's (`layer_profile`)
         return go.Figure()
+    std_key = "chart.resid_std_axis" if lecture else "chart.profile_std"
     free = 1 - _spacing(height, lecture)
     top, bottom = PROFILE_HEIGHTS[0] * free, PROFILE_HEIGHTS[1] * free
     return go.Figure(
@@ -74,7 +76,8 @@ def _profile_figure(grad_title: str, lang: str, lecture: bool, height: int | Non
             "yaxis": {"anchor": "x", "domain": [1 - top, 1.0]},
             "xaxis2": {"anchor": "y2", "domain": [0.0, 1.0]},
             "yaxis2": {"anchor": "x2", "domain": [0.0, bottom]},
-            "annotations": [title(grad_title, 1.0), title(t("chart.profile_std", lang), bottom)],
+            # the lecture view's shorter one: at 22 px the whole one ran under the legend's entries
+            "annotations": [title(grad_title, 1.0), title(t(std_key, lang), bottom)],
         }
     )
 
@@ -200,7 +203,7 @@ def _prepare_one(d: RunData, lang: str, step: int | None) -> _ProfileInfo:
         t("chart.profile_title", lang, step=d.probe_steps[p]) if p is not None else t("chart.profile_title_empty", lang)
     )
     g = a.grad
-    w2 = list(d.info.param_names).index("ffn.w2") if "ffn.w2" in d.info.param_names else None
+    w2 = _param_index(d, "ffn.w2")
     grad_rng = _grad_range(g, g[..., w2] if w2 is not None and g.size else None)
     return _ProfileInfo(
         [d],
@@ -225,7 +228,7 @@ def _prepare_profile(
     datas = list(runs)
     arrays = [_run_arrays(d) for d in datas]
     if labels is None:
-        labels = [norm_label(d.info.config.norm_position, lang) for d in datas]
+        labels = [norm_label(d.info.placement, lang) for d in datas]
     picks = [_probe_index(d, step) for d in datas]
     shown = [d.probe_steps[p] for d, p in zip(datas, picks) if p is not None]
     same_step = len(set(shown)) == 1
@@ -233,9 +236,8 @@ def _prepare_profile(
         f" ({t('chart.step', lang)} {d.probe_steps[p]})" if p is not None and not same_step else ""
         for d, p in zip(datas, picks)
     ]
-    grads = [
-        a.grad[:, :, list(d.info.param_names).index(param)].ravel() for d, a in zip(datas, arrays) if d.probe_steps
-    ]
+    index = [_param_index(d, param) for d in datas]
+    grads = [a.grad[:, :, j].ravel() for d, a, j in zip(datas, arrays, index) if d.probe_steps and j is not None]
     grad_rng = _grad_range(np.concatenate(grads), np.concatenate(grads)) if grads else (1e-3, 10.0)
     if same_step:
         title = t("chart.compare_profile_title", lang, step=shown[0])
@@ -248,7 +250,7 @@ def _prepare_profile(
         picks,
         list(labels),
         at,
-        t("chart.profile_param", lang, param=param),
+        t("chart.profile_param", lang, param=_param_words(datas, index, param)),
         title,
         _runs_key("cmp-profile-", datas),
         depth,
@@ -257,16 +259,36 @@ def _prepare_profile(
     )
 
 
+def _param_index(d: RunData, param: str) -> int | None:
+    """Where `param` sits among the run's matrices: by its name, else by its role (ln-viz's ffn.w2 is a Llama's
+    mlp.down_proj: schema.PARAM_ROLES); None when the run has no such matrix."""
+    names = list(d.info.param_names)
+    if param in names:
+        return names.index(param)
+    role = PARAM_ROLES.get(param, param)
+    return next((j for j, r in enumerate(d.info.param_roles) if r == role), None)
+
+
+def _param_words(datas: Sequence[RunData], index: Sequence[int | None], param: str) -> str:
+    """The compared matrix as the runs name it ("ffn.w2", "mlp.down_proj", or both: "ffn.w2 / mlp.c_proj")."""
+    names = [d.info.param_labels[j] for d, j in zip(datas, index) if j is not None]
+    return " / ".join(dict.fromkeys(names)) or param
+
+
 def _param_lines(
     fig: go.Figure, data: RunData, g: np.ndarray, p: int | None, lang: str, lecture: bool, floor: float
 ) -> None:
-    """One run's gradient norm (`g`, stacked) of each weight matrix per layer (ffn.w2 thick and black, on
-    top); values below the axis' `floor` drawn on it (the hover tells the real value)."""
+    """One run's gradient norm (`g`, stacked) of each weight matrix per layer, named as the run names them
+    (a model of the user's own: its paths, a SwiGLU's gate, up and down), coloured by role; the FFN's output
+    matrix (ffn.w2: the paper's Figure 3) thick and black, on top; values below the axis' `floor` drawn on it
+    (the hover tells the real value)."""
     L = data.info.config.depth
     layers = np.arange(1, L + 1, dtype=np.int16)
-    for j, name in enumerate(data.info.param_names):
+    figure3 = _param_index(data, "ffn.w2")
+    paths = data.info.param_names  # the hover names a matrix by its whole path
+    for j, (name, role) in enumerate(zip(data.info.param_labels, data.info.param_roles)):
         y = g[p, :, j] if p is not None else np.full(L, np.nan)
-        w2 = name == "ffn.w2"
+        w2 = j == figure3
         _in_panel(
             fig,
             go.Scatter(
@@ -275,11 +297,11 @@ def _param_lines(
                 customdata=_f32(y),
                 mode="lines+markers",
                 name=name,
-                line={"color": PARAM_COLORS.get(name, GREY), "width": 4 if w2 else 1.8},
+                line={"color": ROLE_COLORS.get(role, GREY), "width": 4 if w2 else 1.8},
                 marker={"size": scaled_px(7 if w2 else 5, lecture)},
                 opacity=1.0 if w2 else 0.85,
                 legendrank=0 if w2 else 10 + j,
-                hovertemplate=f"{name}<br>"
+                hovertemplate=f"{paths[j]}<br>"
                 + _hover(lang, ("chart.layer", "%{x}"), ("chart.grad_norm", "%{customdata:.3g}")),
             ),
             row=1,
@@ -341,7 +363,7 @@ def layer_profile(
         d, a, p = info.runs[0], info.arrays[0], info.picks[0]
         _param_lines(fig, d, a.grad, p, lang, lecture, floor)
         shown += [a.grad[p]] if p is not None else []
-        line = {"color": NORM_COLORS.get(d.info.config.norm_position, GREY), "width": 3}
+        line = {"color": NORM_COLORS.get(d.info.placement, GREY), "width": 3}
         if std:
             _profile_line(fig, 2, _std_at(d, a, p), t("chart.resid_std", lang), line, lang, lecture, showlegend=False)
     else:
@@ -349,8 +371,8 @@ def layer_profile(
         rows = zip(info.runs, info.arrays, info.labels, info.suffixes, styles, info.picks)
         for d, a, label, at, (color, dash), p in rows:
             line = {"color": color, "dash": dash, "width": 3}
-            j = list(d.info.param_names).index(param)
-            y = a.grad[p, :, j] if p is not None else np.full(d.info.config.depth, np.nan)
+            j = _param_index(d, param)
+            y = a.grad[p, :, j] if p is not None and j is not None else np.full(d.info.config.depth, np.nan)
             _profile_line(fig, 1, y, label + at, line, lang, lecture, legendgroup=label, floor=floor)
             shown.append(y)
             if std:

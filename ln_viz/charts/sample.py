@@ -83,7 +83,9 @@ def step_range(datas: RunData | Sequence[RunData]) -> float:
     every run shown has diverged, a little past the last divergence, so a run that blew up at step 2
     fills the chart instead of a sliver of it."""
     runs = [datas] if isinstance(datas, RunData) else list(datas)
-    planned = max((d.info.config.steps for d in runs), default=1)
+    # an attached run's planned steps are known only when its loop ends (ln_viz.attach without steps=): its axis
+    # reaches the steps taken so far
+    planned = max((max(d.info.config.steps, d.steps_done if d.info.attached else 0) for d in runs), default=1)
     ends = [d.diverged_at for d in runs]
     if not runs or any(e is None for e in ends):
         return planned
@@ -93,7 +95,9 @@ def step_range(datas: RunData | Sequence[RunData]) -> float:
 
 def _run_key(data: RunData) -> str:
     """A stable id of a run's configuration: `uirevision` keeps zoom for the same run, resets for a new one."""
-    blob = json.dumps(data.info.config.to_dict(), sort_keys=True, default=str)
+    card = data.info.model_card  # two models of the user's own may share the stand-in config
+    blob = json.dumps(data.info.config.to_dict() if card is None else [data.info.config.to_dict(), card],
+                      sort_keys=True, default=str)  # fmt: skip
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
@@ -110,7 +114,7 @@ def _run_styles(datas: Sequence[RunData]) -> list[tuple[str, str]]:
     seen: dict[str, int] = {}
     out = []
     for d in datas:
-        pos = d.info.config.norm_position
+        pos = d.info.placement
         n = seen.get(pos, 0)
         seen[pos] = n + 1
         first = DASHES.index(NORM_DASHES.get(pos, "solid"))

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from ln_viz.charts.init_lab import _band
 from ln_viz.charts.loss import _divergence_marker, _loss_layout, _prepare_loss, _reference_line, loss_chart
-from ln_viz.charts.lr_axis import compare_schedules
+from ln_viz.charts.lr_axis import _lr_key, compare_schedules
 from ln_viz.charts.sample import MAX_LOSS_POINTS, downsample_index
 from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout, _note_lines
 from ln_viz.i18n import t
@@ -145,7 +145,8 @@ def seed_loss_chart(
     for u in info.unigrams:
         _reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, u == info.unigrams[-1])
     if info.compared:  # the sides' learning rates on the right axis, as loss_chart draws them
-        compare_schedules(fig, info.compared, [name for name, *_ in info.lines], info.colors, lang)
+        names = [name for name, *_ in info.lines]
+        compare_schedules(fig, info.compared, names, info.colors, lang, _lr_key(info.runs))
     for d, color in zip(medians, info.colors):
         _divergence_marker(fig, d, info.top, lang, lecture, color)
     over = sum(int(np.sum(np.isfinite(b.mean) & (b.mean > info.top))) for b in bands)

@@ -47,6 +47,18 @@ PARAM_COLORS: dict[str, str] = {
     "ffn.w1": "#999999",
     "ffn.w2": "#000000",  # the paper's Figure 3 matrix: drawn thick, on top
 }
+# A matrix by its role (schema.PARAM_ROLES; a model of the user's own: its card's roles), so a SwiGLU's gate,
+# up and down and a fused qkv get colours of their own, and ln-viz's w1 and w2 keep theirs.
+ROLE_COLORS: dict[str, str] = {
+    "attn.q": "#56B4E9",
+    "attn.k": "#009E73",
+    "attn.v": "#E69F00",
+    "attn.o": "#CC79A7",
+    "attn.qkv": "#56B4E9",  # q, k and v in one matrix: q's colour
+    "ffn.gate": "#0072B2",  # apart from v (orange) and up (grey)
+    "ffn.in": "#999999",
+    "ffn.out": "#000000",
+}
 GREY = "#555555"
 FAINT = "#BBBBBB"
 GRID = "#E6E6E6"

@@ -67,7 +67,8 @@ def run_document(
     model_card: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The run file's JSON object (see the module docstring); a run ln_viz.attach recorded also carries
-    its `model_card`."""
+    its `model_card` (by default the one its RunInfo holds)."""
+    model_card = model_card if model_card is not None else data.info.model_card
     keep = thin_probe_steps(len(data.probe_steps), probe_stride)
     shapes = data.info.probe_shapes()
     probes = {}

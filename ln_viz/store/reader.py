@@ -290,10 +290,10 @@ class Store:
 
     def open_attached_run(self, run_id: int) -> tuple[RunData, dict]:
         """A run ln_viz.attach recorded, as RunData with its model's own norm and matrix names, and its
-        model card (for the run file export; `open_run` refuses it: no page draws it yet)."""
+        model card (`open_run` reads it too, the card in `RunInfo.model_card`)."""
         with self._read() as db:
             card = attached_card(db, run_id)
-            data = read_run(db, run_id, name=str(self.path), attached=True) if card is not None else None
+            data = read_run(db, run_id, name=str(self.path)) if card is not None else None
         if data is None or card is None:
             raise self._not_found(run_id)
         return data, card

@@ -7,6 +7,7 @@ bytes and its shape text ("12,128"): never pickle, so a store file can come from
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -283,20 +284,19 @@ def read_run(
     max_probe_steps: int | None = None,
     name: str = "the store",
     probe_steps: Sequence[int] | None = None,
-    attached: bool = False,
 ) -> RunData | None:
     """A stored run replayed step by step into RunData (None when there is no such run), with at most
     `max_probe_steps` probe steps as RunData thins them, or only the `probe_steps` listed (of those it
     measured). The steps are chosen from the scalar rows first and only their arrays are read and
     decoded: a 10,000-step depth-48 run probed every step holds about 750 MB of arrays, of which a
     page shows 512 steps. A row that no page could draw (a header an import would refuse, a probe blob
-    of another shape) is a StoreError naming the run as damaged (`name`: the store, for the sentence)."""
-    row = db.execute("SELECT config, info, status, message, diverged_at FROM runs WHERE id = ?", (run_id,)).fetchone()
+    of another shape) is a StoreError naming the run as damaged (`name`: the store, for the sentence). A run
+    ln_viz.attach recorded keeps its model's own norm and matrix names, and its card (`RunInfo.model_card`)."""
+    sql = "SELECT config, info, status, message, diverged_at, steps FROM runs WHERE id = ?"
+    row = db.execute(sql, (run_id,)).fetchone()
     if row is None:
         return None
     card = attached_card(db, run_id)
-    if card is not None and not attached:  # its shapes are its model's: no page draws it yet
-        raise AttachedRunError(run_id, card)
     scalars = db.execute(f"SELECT {_SCALAR_SQL} FROM scalars WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
     measured = [values[0] for values in scalars if values[-1]]  # the steps whose has_probes is set
     if probe_steps is None:
@@ -306,10 +306,13 @@ def read_run(
         keep = [i for i, step in enumerate(measured) if step in wanted]
         stride = max(1, round(len(measured) / max(1, len(keep))))  # about every stride-th: for the note
     kept = [measured[i] for i in keep]
-    config, info, status, message, diverged_at = row
+    config, info, status, message, diverged_at, planned = row
     try:
         if card is not None:  # ln_viz.attach's header: the model's own norms and matrices (the card holds them)
             run_info = RunInfo.from_dict({**json.loads(info), "config": json.loads(config)})
+            run_info.model_card = card
+            if isinstance(planned, int) and planned > run_info.config.steps:  # known when its loop ended
+                run_info.config = dataclasses.replace(run_info.config, steps=planned)
         else:
             run_info = stored_info(config, info, name)
         by_step = _probe_arrays(db, run_id, kept, whole=len(kept) == len(measured))
@@ -376,14 +379,6 @@ def attached_card(db: sqlite3.Connection, run_id: int) -> dict[str, Any] | None:
     except ValueError:
         card = None
     return card if isinstance(card, dict) else {}
-
-
-class AttachedRunError(StoreError):
-    """A run recorded from the user's own model: the app's charts cannot draw it yet (one sentence)."""
-
-    def __init__(self, run_id: int, card: dict[str, Any]) -> None:
-        family, placement = card.get("family", "?"), card.get("placement", "?")
-        super().__init__("err.run_attached", run_id=run_id, family=str(family)[:60], placement=str(placement)[:20])
 
 
 def _snapshot(values: tuple, by_step: dict[int, dict[str, np.ndarray]]) -> Snapshot:

@@ -12,6 +12,7 @@ from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 from ln_viz.ui import config_form, keys, language, layout, loss_view, run_downloads, stepper, video_export
 from ln_viz.ui.instability_view import compared_probes
+from ln_viz.ui.safe import md
 from ln_viz.views import run_frames
 
 SIDES = ("a.", "b.")
@@ -104,7 +105,8 @@ def draw(
     else:
         fig = charts.loss_chart(datas, lang, labels=labels, **view)
     layout.chart(fig, "compare_loss", layout.LOSS)
-    st.caption(t("compare.loss_caption", lang))
+    attached = any(d.info.attached for d in datas)  # a model of the user's own: no unigram line (its data's)
+    st.caption(t("compare.loss_caption_attached" if attached else "compare.loss_caption", lang))
     with st.container(key="run_notes"):
         st.markdown("\u200b")  # an empty box is not drawn at all: this keeps it, and its height
         if notes is not None:
@@ -112,7 +114,7 @@ def draw(
     zrange = charts.shared_zrange(datas)
     for i, (col, data) in enumerate(zip(st.columns(len(datas)), datas)):
         with col:
-            st.markdown(f"**{labels[i]}**")
+            st.markdown(f"**{md(labels[i])}**")  # a model's name is text from outside
             fig = charts.grad_heatmap(data, lang, zrange=zrange)
             layout.chart(fig, f"compare_heatmap_{i}", layout.MID)
     st.caption(t("compare.heatmaps_caption", lang))

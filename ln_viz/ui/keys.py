@@ -101,3 +101,4 @@ STEP_AT_END = "__at_end"  # ln_viz.ui.stepper: a step control's key + this: at i
 
 # --- a newcomer's way to the lesson (ln_viz.ui.first_visit) ------------------------------------------------------
 START_COMPARE = "_start_compare"  # Live's lead button asked Compare to start both runs as it draws
+WATCH_REFRESH = "_watch_refresh"  # ln_viz.ui.watch: this tab's refreshes (one still open? its slowdown)

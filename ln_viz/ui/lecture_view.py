@@ -210,12 +210,15 @@ def draw_compare(
     lesson: str | None = None,
     seeds: tuple[Sequence[Sequence[RunData]], Sequence[str]] | None = None,
     mark: int | None = None,
+    titles: Sequence[str] | None = None,
 ) -> None:
     """Two runs: the overlaid losses on the left; the two gradient heatmaps side by side on one colour
     scale (one colour bar), or both runs on the `lesson` chart (ln_viz.lessons.lesson_chart), above both runs'
     per-layer ffn.w2 gradient (the paper's Figure 3 line). `seeds`: each side's runs and their names, for
     the loss chart's means and bands (the other charts show `datas`, each side's median seed); `mark`
-    (run_frames.step_mark): the step line on the losses, the heatmaps or the lesson chart."""
+    (run_frames.step_mark): the step line on the losses, the heatmaps or the lesson chart; `titles`: the
+    heatmaps' (default `labels`; stored runs: "Run 2: Olmo2 · reordered", their number first, where a half
+    width cuts a long name's end)."""
     left, right = st.columns([1.1, 1], gap="small")
     with left:
         view = loss_view.current().kwargs()  # no room for its controls: the session's, or the link's
@@ -229,7 +232,7 @@ def draw_compare(
             fig = _COMPARED_LESSONS[lesson](datas, lang, True, labels=labels)
             layout.chart(_marked(fig, mark), "compare_" + lesson, UPPER, lecture=True)
         else:
-            _heatmaps(datas, labels, lang, mark)
+            _heatmaps(datas, titles or labels, lang, mark)
         # the gradient panel alone: the paper's Figure 3 is the half of the story a room must read (issue 21
         # N21: with the residual std under it, it had 111 px at 1080)
         fig = charts.layer_profile(datas, lang, step, True, labels, std=False)

@@ -213,7 +213,8 @@ def draw_charts(
     (ln_viz.ui.stepper); `notes` draws the run's messages (stalled, diverged, thinned) in a box that
     keeps its height from the start; `shared`: see `figures`. The loss chart is drawn as ln_viz.ui.loss_view is set."""
     figure = figures(data, lang, done, False, cache_key, loss_view.current(), shared)
-    for col, name, caption in zip(st.columns(2), ("loss_chart", "grad_heatmap"), ("loss", "grad_heatmap")):
+    loss = "loss_attached" if data.info.attached else "loss"  # a model of the user's own: no unigram line
+    for col, name, caption in zip(st.columns(2), ("loss_chart", "grad_heatmap"), (loss, "grad_heatmap")):
         with col:
             layout.chart(figure(name), key_prefix + name, layout.TALL)
             st.caption(t(f"caption.{caption}", lang))

@@ -83,7 +83,7 @@ def _lecture(frame: RunFrame, lang: str, step_key: str, ticking: bool) -> None:
     step = lecture_view.status_and_steps(frame.lecture_lines, steps, step_key, lang, done, ticking)
     mark = run_frames.step_mark(step, steps, done)
     if frame.pair:
-        lecture_view.draw_compare(datas, frame.labels, lang, step, frame.lesson, frame.seeds, mark)
+        lecture_view.draw_compare(datas, frame.labels, lang, step, frame.lesson, frame.seeds, mark, frame.titles)
     else:
         figure = live.figures(datas[0], lang, done, True, frame.cache_key, loss_view.current(), frame.shared)
         lecture_view.draw_live(figure, step, frame.lesson, mark)
@@ -214,10 +214,11 @@ class RunnerRuns:
 
 
 class StoredRuns:
-    """Runs read from the store, ended (Compare's stored pair): `datas` and their names."""
+    """Runs read from the store, ended (Compare's stored pair): `datas`, their names and the lecture view's
+    heatmap titles (their numbers first)."""
 
-    def __init__(self, datas: Sequence[RunData], labels: Sequence[str]) -> None:
-        self.datas, self.labels = datas, labels
+    def __init__(self, datas: Sequence[RunData], labels: Sequence[str], titles: Sequence[str] = ()) -> None:
+        self.datas, self.labels, self.titles = datas, labels, titles
 
     @classmethod
     def read(cls, store: Store, ids: Sequence[int], lang: str) -> StoredRuns:
@@ -225,7 +226,14 @@ class StoredRuns:
         tick), thinned so that their probe steps line up, named by their settings and id; LocalizedError
         when one is gone."""
         datas = stored_pair(store, list(ids))
-        return cls(datas, run_frames.stored_labels(datas, ids, lang))
+        return cls(datas, run_frames.stored_labels(datas, ids, lang), run_frames.stored_titles(datas, ids, lang))
 
     def frame(self, lang: str, lecture: bool) -> RunFrame:
-        return RunFrame(self.datas, done=True, labels=self.labels)
+        verdicts = run_frames.stored_verdict_lines(self.datas, self.labels, lang)  # the lecture view's status box
+        return RunFrame(self.datas, lecture_lines=verdicts, done=True, labels=self.labels, notes=self._notes(lang),
+                        titles=self.titles)  # fmt: skip
+
+    def _notes(self, lang: str) -> Callable[[], None] | None:
+        if not any(d.info.attached for d in self.datas):
+            return None
+        return lambda: st.caption(t("attached.drawn", lang))  # what a run of the user's own model leaves out

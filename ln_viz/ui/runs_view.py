@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 
+import pandas as pd
 import streamlit as st
 
 from ln_viz.config import NORM_POSITIONS
@@ -22,6 +23,7 @@ from ln_viz.text import one_line
 from ln_viz.ui import keys, language, nav
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
+from ln_viz.views import attached
 from ln_viz.views.runs_list import final_loss_text, runs_frame
 
 LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
@@ -178,23 +180,28 @@ def open_or_report(store: Store, summary: RunSummary, lang: str) -> RunData | No
             return open_run(store, summary)
         except LocalizedError as e:  # DamagedRunError, or a store that cannot be read
             problem = e
-    if problem.key == "err.run_attached":  # the user's own model (ln_viz.attach): whole, not damaged
-        st.subheader(t("runs.attached_heading", lang, id=summary.id))
-        st.info(problem.message(lang))
-        return None
     st.subheader(t("runs.damaged_heading", lang, id=summary.id))
     st.error(problem.message(lang))
     delete_control(store, summary, lang)
     return None
 
 
-def run_heading(summary: RunSummary, lang: str, group_size: int = 0) -> None:
+def run_heading(summary: RunSummary, lang: str, group_size: int = 0, card: dict | None = None) -> None:
     """The run's title and one line saying what it was and how it ended (and of how many runs its seed
-    group is one)."""
+    group is one); a run of the user's own model (`card`: ln_viz.attach's) with its model card."""
     label = summary.label or t("runs.unlabelled", lang)
+    heading = "runs.heading" if card is None else "runs.attached_heading"
     with st.container(key="runs_opened"):  # scrolled into view when a row is opened (the charts are below)
-        st.subheader(md(t("runs.heading", lang, id=summary.id, label=label)), anchor=False)  # a label is text
+        st.subheader(md(t(heading, lang, id=summary.id, label=label)), anchor=False)  # a label is text
     loss = final_loss_text(summary, lang)
+    if card is not None:
+        status = t(f"status.{summary.status}", lang)
+        done = t("attached.summary", lang, status=status, done=summary.steps_done, loss=loss)
+        st.markdown(f"{md(attached.attached_words(card, lang))} · {done}")
+        model_card(card, lang)
+        if summary.status in LIVE_STATUSES:
+            st.info(t("runs.live_note", lang))
+        return
     st.markdown(
         t(
             "runs.summary",
@@ -218,6 +225,20 @@ def run_heading(summary: RunSummary, lang: str, group_size: int = 0) -> None:
         st.caption(md(t("runs.in_group", lang, count=group_size, name=one_line(summary.seed_group))))
     if summary.status in LIVE_STATUSES:
         st.info(t("runs.live_note", lang))
+
+
+def model_card(card: dict, lang: str) -> None:
+    """An attached run's model card (ln_viz.describe's: blocks, depth, d_model, placement, QK-norm, norms, and
+    the matrices of a block with their roles), and what its charts draw and leave out."""
+    with st.expander(t("attached.card_title", lang), expanded=True, icon=":material/badge:"):
+        left, right = st.columns([1, 1.3])
+        rows = attached.card_rows(card, lang)
+        cols = (t("attached.col.field", lang), t("attached.col.value", lang))
+        left.dataframe(pd.DataFrame(rows, columns=cols), hide_index=True, key="runs_card", width="stretch")
+        cols = (t("attached.col.matrix", lang), t("attached.col.role", lang), t("attached.col.shape", lang))
+        frame = pd.DataFrame(attached.matrix_rows(card), columns=cols)
+        right.dataframe(frame, hide_index=True, key="runs_card_matrices", width="stretch")
+    st.caption(t("attached.drawn", lang))
 
 
 def label_editor(store: Store, summary: RunSummary, lang: str) -> None:

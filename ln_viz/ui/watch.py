@@ -21,7 +21,7 @@ from ln_viz import charts, lessons
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.runner import RunHandle
 from ln_viz.store import LIVE_STATUSES, Store, StoreError
-from ln_viz.ui import layout, lecture_view, live, loss_view, nav, run_view, training, watch_share
+from ln_viz.ui import keys, layout, lecture_view, live, loss_view, nav, run_view, training, watch_share
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_recorder, get_store, stored_run
 from ln_viz.views import run_frames as frames
@@ -113,8 +113,9 @@ def _from_store(store: Store, summary, lang: str) -> Watched:
     live_row = summary.status in LIVE_STATUSES  # trained by another process: its row changes as it goes
     data = stored_run(store, summary.id, summary.updated if live_row else None)
     key = f"{store.path}#{store.generation}:{summary.id}@{summary.updated}/{data.probe_stride}"
-    status = t("watch.stored_status", lang, status=t(f"status.{summary.status}", lang),
-               done=summary.steps_done, steps=summary.steps)  # fmt: skip
+    words = {"status": t(f"status.{summary.status}", lang), "done": summary.steps_done, "steps": summary.steps}
+    # a run ln_viz.attach records in another process knows its planned steps only when its loop ends
+    status = t("watch.stored_status" if summary.steps else "watch.stored_status_open", lang, **words)
     return Watched(summary.id, summary.label, data.info.config, summary.status, data, key, status,
                    frames.sayable(summary.message, lang))  # fmt: skip
 
@@ -152,6 +153,7 @@ class WatchedRun:
         self.raw = raw
 
     def frame(self, lang: str, lecture: bool) -> RunFrame:
+        _check_last_refresh()
         try:
             watched = resolve(self.raw, lang)
         except LocalizedError as e:  # deleted while watched
@@ -160,30 +162,62 @@ class WatchedRun:
         if watched.status == "queued":
             return RunFrame(lines=[status], queued=True, running=True)
         lines = [status, *frames.message_lines([watched], lang)]
+        card = watched.data.info.model_card  # a run of the user's own model (ln_viz.attach)
         if watched.done:
-            lines = frames.verdict_lines([watched], [charts.norm_label(watched.config.norm_position, lang)], lang)
+            name = (
+                charts.norm_label(watched.config.norm_position, lang)
+                if card is None
+                else frames.attached_label(card, lang)
+            )
+            lines = frames.verdict_lines([watched], [name], lang)
 
         def notes() -> None:
             if watched.view is not None:
                 live.run_message(watched.view, lang)
             elif watched.message:
                 st.caption(t(watched.message, lang))
+            if card is not None:  # what its charts draw and leave out
+                st.caption(t("attached.drawn", lang))
 
-        lesson = lessons.lesson_chart(frames.preset_of(watched.config), [watched.config])  # the presenter's
+        preset = frames.preset_of(watched.config) if card is None else None  # the presenter's
+        lesson = lessons.lesson_chart(preset, [watched.config])
         return RunFrame([watched.data], [status], lines, watched.done, not watched.done, notes=notes,
                         cache_key=watched.cache_key, shared=True, lesson=lesson)  # fmt: skip
 
 
+_REFRESH = keys.WATCH_REFRESH  # this tab's refreshes: whether the last is still open, and the slowdown
+MAX_SLOWDOWN = 16  # s: the longest period a slow refresh sets
+
+
+def _check_last_refresh() -> None:
+    """A refresh that did not finish before the next began (reading and drawing a run another process writes
+    fast, on a loaded server, took longer than the period: every refresh was cut short after the status line and
+    no chart was ever drawn) doubles this tab's period, up to MAX_SLOWDOWN s, by a full rerun."""
+    state = st.session_state.setdefault(_REFRESH, {"open": False, "slow": 1})
+    if state["open"]:
+        state["open"], state["slow"] = False, min(state["slow"] * 2, MAX_SLOWDOWN)
+        st.rerun(scope="app")
+    state["open"] = True
+
+
+def _period_now() -> int:
+    """This tab's refresh period: from the watchers (watchlink.watch_period), or longer after slow refreshes."""
+    return max(_period(), st.session_state.get(_REFRESH, {}).get("slow", 1))
+
+
 def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
-    period = 1 if first.done else _period()  # 1 s, or longer when many tabs refresh (a finished run: none)
+    period = 1 if first.done else _period_now()  # 1 s, or longer when many tabs refresh (a finished run: none)
+    st.session_state.setdefault(_REFRESH, {"open": False, "slow": 1})["open"] = False  # a full run: none open
 
     def after(frame: RunFrame) -> None:
+        st.session_state[_REFRESH]["open"] = False  # this refresh finished
         if lecture and not frame.queued:
             lecture_view.sentence(None, lang)  # the presenter's takeaway is theirs
         if not first.done:
-            now = _period()
+            now = _period_now()
             if not lecture and period > 1:
-                st.caption(t("watch.period", lang, seconds=period))
+                slow = st.session_state[_REFRESH]["slow"] >= period
+                st.caption(t("watch.period_slow" if slow else "watch.period", lang, seconds=period))
             if now != period:  # more or fewer watchers: a full rerun sets the fragment's timer anew, at a
                 time.sleep(random.uniform(0.0, now))  # random phase: every tab changing at once would refresh
                 st.rerun(scope="app")  # in step, 60 in a queue every 3 s (p95 1.3 s, measured)

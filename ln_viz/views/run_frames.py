@@ -22,6 +22,7 @@ from ln_viz.stats import paired_t_interval
 from ln_viz.store import LIVE_STATUSES
 from ln_viz.sweep.compare import SeedComparison, Side
 from ln_viz.text import shown
+from ln_viz.views.attached import attached_label, attached_words
 from ln_viz.words import describe
 
 
@@ -54,6 +55,7 @@ class RunFrame:
     shared: bool = False
     lesson: str | None = None
     notes: Callable[[], None] | None = None
+    titles: Sequence[str] = ()  # a pair's heatmap titles in the lecture view (default: `labels`)
 
     @property
     def pair(self) -> bool:
@@ -105,6 +107,10 @@ def verdict(view: Any, label: str, lang: str) -> str:
     data = view.data
     final = data.final_loss() if data is not None else None
     step = data.steps_done if data is not None else 0
+    if data is not None and data.info.attached and final is not None and view.status != "diverged":
+        # a model of the user's own: no unigram loss to measure it against (its data is the user's)
+        status = t(f"status.{view.status}", lang)
+        return t("verdict.attached", lang, run=label, status=status, step=step, final=f"{final:.2f}")
     if final is None or view.status not in ("completed", "stalled"):
         key = "verdict.diverged" if view.status == "diverged" else "verdict.ended"
         at = data.diverged_at if view.status == "diverged" and data and data.diverged_at else step
@@ -157,10 +163,38 @@ def run_labels(cfgs: Sequence[RunConfig], lang: str) -> list[str]:
     return [" · ".join([w[0], *(w[j] for j in differ)]) for w in words]
 
 
+def data_labels(datas: Sequence[RunData], lang: str) -> list[str]:
+    """Runs named by their settings (`run_labels`); a run of the user's own model by its card
+    ("LlamaForCausalLM · Pre-LN", `attached_label`)."""
+    configs = [d.info.config for d in datas if not d.info.attached]
+    own = iter(run_labels(configs, lang) if configs else [])
+    return [attached_label(d.info.model_card, lang) if d.info.model_card is not None else next(own) for d in datas]
+
+
 def stored_labels(datas: Sequence[RunData], ids: Sequence[int], lang: str) -> list[str]:
     """Stored runs named by their settings and id ("Post-LN (run 13)"), not by the id alone."""
-    names = run_labels([d.info.config for d in datas], lang)
-    return [t("lecture.stored_label", lang, desc=n, id=i) for n, i in zip(names, ids)]
+    return [t("lecture.stored_label", lang, desc=n, id=i) for n, i in zip(data_labels(datas, lang), ids)]
+
+
+def stored_titles(datas: Sequence[RunData], ids: Sequence[int], lang: str) -> list[str]:
+    """Stored runs by their number first ("Run 2: Olmo2 · reordered (output norms)"): where a half-width chart
+    cuts a long name, its end goes, not which run it is."""
+    return [t("runs.heading", lang, id=i, label=n) for n, i in zip(data_labels(datas, lang), ids)]
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A stored run as `verdict` reads a RunView."""
+
+    data: RunData
+    status: str
+    message: str | None = None
+    message_params: dict[str, Any] = field(default_factory=dict)
+
+
+def stored_verdict_lines(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> list[str]:
+    """Stored runs' verdicts, one line each (the lecture view's status box of Compare's stored pair)."""
+    return verdict_lines([_Ended(d, d.status) for d in datas], labels, lang)
 
 
 def common_steps(datas: Sequence[RunData]) -> list[int]:
@@ -323,7 +357,8 @@ def preset_of(cfg: RunConfig) -> str | None:
 
 def heading(watched: Watched, lang: str) -> str:
     """`Watching run 12 (tiny pre): Pre-LN · 6 layers · Adam lr 3e-3 · no warm-up`, as plain text."""
-    words = describe([watched.config], lang)
+    card = watched.data.info.model_card
+    words = describe([watched.config], lang) if card is None else attached_words(card, lang)
     if watched.label:
         label = shown(watched.label, 60)  # a label is text from outside: one line, cut short
         return t("watch.heading_label", lang, id=watched.store_id, label=label, words=words)

@@ -53,6 +53,7 @@ _FRAME_COLUMNS = (
 
 
 def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
+    attached = r.source == "attach"  # recorded by ln_viz.attach from the user's own model
     return {
         "id": r.id,
         "label": one_line(r.label or ""),  # a bidi override or newline as a visible escape, as in the heading
@@ -60,9 +61,9 @@ def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
         "norm": t(f"chart.norm.{r.norm_position}", lang),
         "depth": r.depth,
         "lr": lr_label(r.lr),  # the run's two settings that decide a Post-LN's fate (issue 21 N20)
-        "warmup": r.warmup_steps,
+        "warmup": None if attached else r.warmup_steps,  # a model of the user's own: its loop's, not known
         "status": t(f"status.{r.status}", lang),
-        "steps": f"{r.steps_done}/{r.steps}",
+        "steps": f"{r.steps_done}/{r.steps}" if r.steps or not attached else str(r.steps_done),  # known at its end
         "final_loss": final_loss_text(r, lang),
         "created": datetime.fromtimestamp(r.created),
         "source": t(f"runs.source.{r.source}", lang),
