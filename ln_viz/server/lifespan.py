@@ -4,6 +4,7 @@ lifespan starts (through ln_viz.ui.server, which hands it the server's Runner an
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -47,17 +48,38 @@ def _collect_garbage() -> None:
         gc.collect()
 
 
+# seconds without a training run before the Init lab's workers start; LN_VIZ_POOL_QUIET_S overrides it (the
+# browser tests set 0: their servers would otherwise each wait this long before the workers they count settle)
+QUIET_S = float(os.environ.get("LN_VIZ_POOL_QUIET_S", "15"))
+
+
+def wait_quiet(busy: Callable[[], bool], quiet_s: float, most_s: float, poll_s: float = 0.25) -> bool:
+    """Return once `busy()` has been False for `quiet_s` seconds in a row (True), or after `most_s` (False).
+    The Init lab's workers wait for it: a newcomer's first Start comes a few seconds after the training
+    worker is warm, and a pool importing torch on both cores then (it used to start the moment the runner
+    was idle) cost the first lesson about 3 s of its 10 (benchmarks/aha.py: servers 1 and 4 of 5)."""
+    start = time.monotonic()
+    quiet_since: float | None = None
+    while (now := time.monotonic()) - start < most_s:
+        if busy():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= quiet_s:
+            return True
+        time.sleep(poll_s)
+    return False
+
+
 def _prewarm(get_runner: Callable[[], Runner], warm_init_lab_pool: Callable[[], None]) -> None:
     t0 = time.monotonic()
     try:
         runner = get_runner()  # spawns the warm training worker: the default page's Start waits for it
         runner.wait_warm(120)
         runner_s = time.monotonic() - t0
-        # Then the Init lab's pool (its default scenario ships measured). Not while a run trains (up to
-        # a minute), so a first Start keeps both cores.
-        deadline = time.monotonic() + 60
-        while runner.busy() and time.monotonic() < deadline:
-            time.sleep(0.5)
+        # Then the Init lab's pool (its default scenario ships measured), once no run has trained for
+        # QUIET_S (at most a minute's wait), so a first Start keeps both cores.
+        wait_quiet(runner.busy, QUIET_S, 60.0)
         warm_init_lab_pool()
         print(
             f"ln-viz: workers ready: training {runner_s:.1f} s, Init lab {time.monotonic() - t0:.1f} s after start",

@@ -50,7 +50,8 @@ class Server:
         self.log_path = tmp / "server.log"
         self.store = tmp / "runs.sqlite"
         full_env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-        full_env |= {"LN_VIZ_STORE": str(self.store)} | (env or {})
+        # the Init lab's workers start at once when no run trains (ln_viz.server.lifespan.QUIET_S is 15 s)
+        full_env |= {"LN_VIZ_STORE": str(self.store), "LN_VIZ_POOL_QUIET_S": "0"} | (env or {})
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
