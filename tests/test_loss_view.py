@@ -218,3 +218,25 @@ def test_a_stored_run_on_the_runs_page_is_drawn_smoothed(start_app, tmp_path, mo
     expected = ema_debiased(post_run.scalars["loss"], 0.9)
     np.testing.assert_allclose(plotly_array(smooth["y"]), expected, rtol=1e-5, atol=1e-6)
     assert raw["opacity"] == 0.25
+
+
+def test_the_unigram_label_sits_where_no_run_is_under_the_line_yet_not_over_the_end_of_a_run_that_learned(
+    post_run: RunData, pre_run: RunData
+) -> None:
+    """Its white ground at the right end hid the last fifth of a run that had learned (Compare's lecture
+    view: the lines seemed to stop at step 45 of 60). At the left end, under the line, a run is at most
+    passing down (it starts near ln(vocabulary), above the unigram loss), and the ground is light enough
+    to show it."""
+    for fig in (
+        charts.loss_chart(pre_run),
+        charts.loss_chart([post_run, pre_run]),
+        charts.loss_chart(pre_run, lecture=True),
+    ):
+        label = next(a for a in fig.layout.annotations if a.text.startswith("unigram"))
+        assert (label.x, label.xanchor, label.yanchor) == (0, "left", "top")
+    steps = np.asarray(pre_run.scalars["step"])
+    loss = np.asarray(pre_run.scalars["loss"])
+    unigram = pre_run.info.unigram_entropy
+    under_at_start = (loss[steps <= 0.1 * pre_run.info.config.steps] < unigram).mean()
+    under_at_end = (loss[steps >= 0.8 * pre_run.info.config.steps] < unigram).mean()
+    assert under_at_start < under_at_end == 1.0  # the start: a run passing down; the end: all of it
