@@ -198,3 +198,37 @@ def test_a_watch_link_follows_an_attached_run_while_its_loop_trains(
     finally:
         probe.close()
         st.cache_resource.clear()
+
+
+def test_the_runs_filter_offers_a_stored_model_s_own_placement_and_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPT-NeoX (attention and FFN read the same input: "parallel", no placement ln-viz trains) is offered
+    by the Runs page's placement filter once it is stored, and filtering to it lists it alone."""
+    from ln_viz.byom import attach
+    from ln_viz.config import NORM_POSITIONS
+    from ln_viz.views.runs_list import placement_options
+    from tests.byom_models import build
+
+    path = tmp_path / "runs.sqlite"
+    model = build("gpt_neox")
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(0))
+    with attach(model, opt, store=path, every=1, label="my neox") as probe:
+        model(input_ids=x, labels=x).loss.backward()
+        opt.step()
+    with Store(path) as store:
+        assert placement_options(store.list_runs()) == (*NORM_POSITIONS, "parallel")
+    monkeypatch.setenv("LN_VIZ_STORE", str(path))
+    monkeypatch.delenv("LN_VIZ_LOAD_DEMOS", raising=False)
+    try:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.switch_page("pages/runs.py").run()
+        (box,) = [m for m in at.multiselect if m.label == t("ui.norm_position", "en")]
+        assert t("chart.norm.parallel", "en") in box.options
+        box.select("parallel").run()
+        assert not at.exception, at.exception
+        (table,) = [d for d in at.dataframe if d.key and d.key.startswith("runs_table_")]
+        assert list(table.value["id"]) == [probe.run_id]
+    finally:
+        st.cache_resource.clear()

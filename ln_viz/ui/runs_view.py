@@ -13,7 +13,6 @@ import os
 import pandas as pd
 import streamlit as st
 
-from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.schema import STATUSES
 from ln_viz.snapshot import RunData
@@ -24,7 +23,7 @@ from ln_viz.ui import keys, language, nav
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import stored_run
 from ln_viz.views import attached
-from ln_viz.views.runs_list import final_loss_text, runs_frame
+from ln_viz.views.runs_list import final_loss_text, placement_options, runs_frame
 
 LOAD_DEMOS_ENV = "LN_VIZ_LOAD_DEMOS"
 SORTS = {  # widget option -> Store.list_runs sort
@@ -83,9 +82,10 @@ def _any_of(col, label: str, options, key: str, names: str, lang: str) -> list[s
 
 def filters(store: Store, lang: str) -> tuple[RunFilter, str]:
     """The filter and sort widgets, in one row; the RunFilter and sort they describe."""
-    depths = sorted({r.depth for r in store.list_runs() if r.damage() is None})
+    runs = store.list_runs()
+    depths = sorted({r.depth for r in runs if r.damage() is None})
     cols = st.columns([2, 1.2, 2, 2, 2])
-    norms = _any_of(cols[0], "ui.norm_position", NORM_POSITIONS, keys.RUNS_F_NORM, "chart.norm", lang)
+    norms = _any_of(cols[0], "ui.norm_position", placement_options(runs), keys.RUNS_F_NORM, "chart.norm", lang)
     depth = cols[1].selectbox(
         t("runs.col.depth", lang),
         [0, *depths],  # 0: any depth (None would give the box a clear button with no room for it)

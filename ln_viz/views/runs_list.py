@@ -8,8 +8,10 @@ from datetime import datetime
 
 import pandas as pd
 
+from ln_viz.config import NORM_POSITIONS
 from ln_viz.i18n import t
 from ln_viz.store import RunSummary
+from ln_viz.store.rows import ATTACHED_PLACEMENTS
 from ln_viz.sweep.labels import lr_label
 from ln_viz.text import one_line
 
@@ -20,6 +22,14 @@ def final_loss_text(summary: RunSummary, lang: str) -> str:
     if summary.status == "diverged":
         return t("status.diverged", lang)
     return f"{summary.final_loss:.3f}" if summary.final_loss is not None else "-"
+
+
+def placement_options(runs: list[RunSummary]) -> tuple[str, ...]:
+    """The placements the Runs page's filter offers: ln-viz's own, then those of the stored runs of users'
+    own models that ln-viz cannot train (an OLMo 2 is "reordered", a GPT-NeoX "parallel"), so every run
+    listed can be filtered to."""
+    stored = {r.norm_position for r in runs if r.damage() is None}
+    return NORM_POSITIONS + tuple(p for p in ATTACHED_PLACEMENTS if p in stored and p not in NORM_POSITIONS)
 
 
 def group_together(runs: list[RunSummary]) -> list[RunSummary]:
