@@ -6,6 +6,8 @@ was left once the sessions closed. Its times are printed here; the full runs (10
 judge them and their figures are in docs/speed.md and docs/classroom.md. Then two sessions watch one
 run through its watch link (`--watchers 2 --json`): one run trained, both see it move, the JSON has the figures."""
 
+import re
+
 import pytest
 
 from benchmarks import load_test
@@ -18,7 +20,11 @@ def test_three_sessions_queue_behind_a_cap_of_one_and_leave_nothing(capsys):
     out = capsys.readouterr().out
     print(out)
     assert code == 0, out
-    assert "at most: 1;" in out and "queue places seen: ['1', '2']" in out
+    # a run takes the warm worker and the pool does not refill while every slot trains (issue 32: warm
+    # workers must not compete with a Start), so beyond the warm pool there are 0 or, while the pool
+    # refills between two runs, 1 worker: never a second run training beside the first
+    beyond = int(re.search(r"beyond the warm pool, at most: (\d+);", out).group(1))
+    assert beyond <= 1 and "queue places seen: ['1', '2']" in out
 
 
 def test_two_watchers_follow_one_run_and_the_json_has_the_figures(capsys):
