@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _log_annotations, _log_axis_up_to, _short_number
 from ln_viz.charts.lr_axis import _lr_key, compare_schedules, compared_schedules, lr_axis, lr_curve, schedule
+from ln_viz.charts.reference import reference_line
 from ln_viz.charts.sample import (
     MAX_LOSS_POINTS,
     _run_key,
@@ -183,41 +184,6 @@ def _eval_markers(fig: go.Figure, data: RunData, top: float, lang: str, lecture:
     )
 
 
-def _reference_line(
-    fig: go.Figure, x1: float, y: float, key: str, style: tuple[str, str], lang: str, lecture: bool, label: bool
-) -> None:
-    """A horizontal reference (the unigram loss, the entropy floor) from step 0 to `x1`, named on the
-    line at its left end, under it (`label`; one label for several unigram lines) rather than in the
-    legend: a legend of every line took rows under the x axis title that a short chart cannot spare.
-    At the left end a run is at most passing down through it (a run starts near ln(vocabulary), above the
-    unigram loss; attention starts near its most spread, above the floor), and the light ground shows it;
-    at the right end the label's white ground hid the last fifth of every run that had learned (Compare's
-    lecture view: the lines seemed to stop at step 45 of 60)."""
-    color, dash = style
-    fig.add_trace(
-        go.Scatter(
-            x=[0, x1],
-            y=[y, y],
-            mode="lines",
-            name=t(key, lang),
-            showlegend=False,
-            line={"color": color, "dash": dash, "width": 2},
-            hovertemplate=t(key, lang) + ": %{y:.3f}<extra></extra>",
-        )
-    )
-    if label:
-        fig.add_annotation(
-            x=0,
-            y=y,
-            xanchor="left",
-            yanchor="top",  # under the line: a stalled Post-LN loss runs along its top side
-            showarrow=False,
-            text=two_lines(t(key, lang)),  # narrow enough for a phone's plot (~220 px)
-            font={"size": scaled_px(14, lecture), "color": color},
-            bgcolor="rgba(255,255,255,0.5)",
-        )
-
-
 def _stalled_band(fig: go.Figure, data: RunData, top: float, lang: str, lecture: bool) -> None:
     """A shaded band from the step the loss stalled at the unigram loss, with a label."""
     if data.stalled_since is None:
@@ -351,12 +317,14 @@ def loss_chart(
     if info.schedule is not None:
         _eval_markers(fig, info.runs[0], info.top, lang, lecture, info.colors[0])
     for u in info.unigrams:
-        _reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, u == info.unigrams[-1])
+        last = u == info.unigrams[-1]
+        reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, last, info.top)
     if info.schedule is not None:
         data = info.runs[0]
         if data.info.floor is not None:
             floor_style = ("#009E73", "dashdot")
-            _reference_line(fig, info.max_steps, data.info.floor, "chart.floor", floor_style, lang, lecture, True)
+            floor = data.info.floor
+            reference_line(fig, info.max_steps, floor, "chart.floor", floor_style, lang, lecture, True, info.top)
         schedule(fig, data, info.schedule, lang, lecture)
         _stalled_band(fig, data, info.top, lang, lecture)
     elif info.compared:

@@ -16,8 +16,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ln_viz.charts.init_lab import _band
-from ln_viz.charts.loss import _divergence_marker, _loss_layout, _prepare_loss, _reference_line, loss_chart
+from ln_viz.charts.loss import _divergence_marker, _loss_layout, _prepare_loss, loss_chart
 from ln_viz.charts.lr_axis import _lr_key, compare_schedules
+from ln_viz.charts.reference import reference_line
 from ln_viz.charts.sample import MAX_LOSS_POINTS, downsample_index
 from ln_viz.charts.style import GREY, _empty_note, _f32, _hover, _layout, _note_lines
 from ln_viz.i18n import t
@@ -143,7 +144,8 @@ def seed_loss_chart(
     for band, (label, color, dash, _) in zip(bands, info.lines):
         _band_traces(fig, band, seed_line_name(label, band.n, lang), (color, dash), info.top, lang)
     for u in info.unigrams:
-        _reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, u == info.unigrams[-1])
+        last = u == info.unigrams[-1]
+        reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, last, info.top)
     if info.compared:  # the sides' learning rates on the right axis, as loss_chart draws them
         names = [name for name, *_ in info.lines]
         compare_schedules(fig, info.compared, names, info.colors, lang, _lr_key(info.runs))
