@@ -58,7 +58,7 @@ def reference_line(
     lang: str,
     lecture: bool,
     label: bool,
-    top: float | None = None,
+    top: float,
 ) -> None:
     """A horizontal reference (the unigram loss, the entropy floor) from step 0 to `x1`, named on the
     line (`label`; one label for several unigram lines) rather than in the legend: a legend of every line
@@ -66,7 +66,7 @@ def reference_line(
     line, under or over it, where it covers the fewest points of the lines already drawn (`label_place`;
     `top`: the loss axis' top, for the size of its box)."""
     color, dash = style
-    place = label_place(fig, x1, y, top if top is not None else 2 * y) if label else None
+    place = label_place(fig, x1, y, top) if label else None
     fig.add_trace(
         go.Scatter(
             x=[0, x1],
