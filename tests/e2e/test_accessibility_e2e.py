@@ -72,6 +72,20 @@ def _legend_lines(page) -> list[dict]:
     )
 
 
+def _settled_legend_lines(page, tries: int = 20) -> list[dict]:
+    """`_legend_lines` once two readings 250 ms apart agree: the page above the chart (status lines, a
+    late-drawn chart) can still move it after the legend first appears, and a box read before that move
+    photographs white ground (seen once on CI)."""
+    last = _legend_lines(page)
+    for _ in range(tries):
+        page.wait_for_timeout(250)
+        now = _legend_lines(page)
+        if [x["box"] for x in now] == [x["box"] for x in last]:
+            return now
+        last = now
+    raise AssertionError(f"the legend kept moving: {[x['box'] for x in last]}")
+
+
 @pytest.mark.parametrize(
     ("scenario", "names"), [("post-vs-pre", ("Post-LN", "Pre-LN")), ("warmup-vs-none", ("no warm-up", "warm-up"))]
 )
@@ -82,13 +96,14 @@ def test_compare_sides_stay_apart_under_colour_vision_deficiencies(server, page,
     wait_idle(page)
     page.wait_for_selector(f".st-key-mid__compare_profile {CHART} .legend .traces", timeout=30_000, state="attached")
     page.mouse.move(0, 0)
-    a, b = _legend_lines(page)
+    a, b = _settled_legend_lines(page)
     assert names[0] in a["name"] and names[1] in b["name"], (a["name"], b["name"])
     cdp = page.context.new_cdp_session(page)
     seen = {}
     for deficiency in ("deuteranopia", "protanopia", "achromatopsia"):
         cdp.send("Emulation.setEmulatedVisionDeficiency", {"type": deficiency})
         page.wait_for_timeout(200)
+        a, b = _settled_legend_lines(page)  # measured again right before the picture: the page may have moved
         seen[deficiency] = delta_e(ink(page, a["box"]), ink(page, b["box"]))
     cdp.send("Emulation.setEmulatedVisionDeficiency", {"type": "none"})
     print("ΔE*ab of Post-LN against Pre-LN as painted:", {k: round(v) for k, v in seen.items()})
