@@ -1,0 +1,239 @@
+"""Re-run round four's reproductions (../shared/reviews/ux-review-turn4.md, hostile-round-4.md) against this
+checkout and print what each shows now, as JSON lines (id, what was seen). The verdicts and the table are in
+docs/round-four-recheck.md; this script is how its figures were taken, so that anyone can take them again.
+
+    PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py browser   # one server, one Chromium
+    PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py cli       # the CLI cases (trains small runs)
+
+Screenshots go to $RECHECK_SHOTS (default /tmp/recheck-round4). The browser part starts one server with a
+store of its own and ends it by its pid; nothing here needs a Ray head.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = Path(os.environ.get("RECHECK_SHOTS", "/tmp/recheck-round4"))
+QUERY = "() => Object.fromEntries(new URL(location.href).searchParams)"
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def report(case: str, **seen) -> None:
+    print(json.dumps({"id": case, **seen}, ensure_ascii=False), flush=True)
+
+
+def idle(page, timeout: float = 180_000) -> None:
+    page.wait_for_selector(IDLE, timeout=timeout)
+
+
+def shot(page, name: str) -> str:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.mouse.move(0, 0)
+    page.screenshot(path=str(path), full_page=False)
+    return str(path)
+
+
+def status(page) -> str:
+    for sel in (".st-key-live_status", ".st-key-lecture_status"):
+        loc = page.locator(sel)
+        if loc.count():
+            return loc.first.inner_text().replace("\n", " ")[:200]
+    return ""
+
+
+def wait_running(page, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = status(page)
+        if "Step" in s or "단계" in s:
+            return s
+        time.sleep(0.5)
+    return status(page)
+
+
+def ux_first_start(page, url: str) -> None:
+    """M5: the first screen of a fresh server, 1280x720, `/`."""
+    page.goto(url + "/")
+    idle(page)
+    page.wait_for_selector(".st-key-start button", timeout=120_000)
+    lead = page.locator(".st-key-lead_compare")
+    report("UX-M5", lead_button=lead.count() and lead.first.inner_text(), shot=shot(page, "m5_first_screen"))
+    chart_names = page.evaluate(
+        "() => [...document.querySelectorAll('.js-plotly-plot')].map(g => g.getAttribute('aria-label'))"
+    )
+    live_region = page.locator("[role=status][aria-live=polite]").count()
+    report("UX-M11", chart_aria_labels=chart_names, live_regions=live_region)
+    tabbable = page.evaluate(
+        "() => [...document.querySelectorAll('.modebar-btn')].filter(b => b.tabIndex >= 0 && "
+        "getComputedStyle(b.closest('.modebar-container')).visibility !== 'hidden').length"
+    )
+    total = page.evaluate("() => document.querySelectorAll('.modebar-btn').length")
+    report("UX-L12", modebar_buttons=total, modebar_buttons_tabbable_and_visible=tabbable)
+
+
+def ux_stop_after_switch(page, url: str) -> None:
+    """H1: Start -> Theory -> Live -> Stop (24 layers Pre-LN), then a reload."""
+    page.goto(url + "/?preset=deep-pre-ln")
+    idle(page)
+    before = page.evaluate(QUERY)
+    page.locator(".st-key-start button").click()
+    running = wait_running(page)
+    idle(page)
+    side = page.get_by_test_id("stSidebar")
+    side.get_by_role("link", name="Theory").first.click()
+    time.sleep(1)
+    idle(page)
+    side.get_by_role("link", name="Live training").first.click()
+    time.sleep(1)
+    idle(page)
+    back = page.evaluate(QUERY)
+    preset_box = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=stSidebar] input[role=combobox]')].map(e => e.value)"
+    )
+    page.locator(".st-key-stop button").click()
+    time.sleep(2)
+    idle(page)
+    after = page.evaluate(QUERY)
+    st_after = status(page)
+    path = shot(page, "h1_after_stop")
+    page.reload()
+    idle(page)
+    time.sleep(2)
+    reloaded = page.evaluate(QUERY)
+    report("UX-H1", before=before, running=running, back=back, preset_box=preset_box, after_stop=after,
+           status_after_stop=st_after, after_reload=reloaded, shot=path)  # fmt: skip
+
+
+def ux_reload_keeps_run(page, url: str) -> None:
+    """M7: `/` -> Start -> F5."""
+    page.goto(url + "/?preset=deep-pre-ln")
+    idle(page)
+    page.locator(".st-key-start button").click()
+    first = wait_running(page)
+    page.reload()
+    idle(page)
+    time.sleep(3)
+    again = wait_running(page, 60)
+    report("UX-M7", before_reload=first, after_reload=again, address=page.evaluate(QUERY),
+           shot=shot(page, "m7_after_reload"))  # fmt: skip
+    page.locator(".st-key-stop button").click()
+    idle(page)
+
+
+def ux_watch_link(page, url: str) -> None:
+    """H3: `/?present=1` -> Start -> Watch link (server on 127.0.0.1)."""
+    page.goto(url + "/?present=1&preset=deep-pre-ln")
+    idle(page)
+    page.locator(".st-key-start button").click()
+    wait_running(page)
+    page.locator(".st-key-watch_share button").first.click()
+    pop = page.locator("[data-testid='stPopoverBody']")
+    pop.locator("[data-testid='stCode'] code").first.wait_for(timeout=60_000)
+    report("UX-H3", popover=pop.inner_text().replace("\n", " ")[:400],
+           qr_images=pop.locator("[data-testid='stImage'] img").count(), shot=shot(page, "h3_popover"))  # fmt: skip
+    page.keyboard.press("Escape")
+    # M10: focus on a button and on a link, by keyboard
+    page.locator(".st-key-stop button").click()
+    idle(page)
+    page.keyboard.press("Tab")
+    focus = []
+    for _ in range(8):
+        focus.append(
+            page.evaluate(
+                "() => { const e = document.activeElement; const s = getComputedStyle(e);"
+                " return [e.tagName, (e.innerText||'').slice(0,30), s.outlineStyle, s.outlineWidth, s.outlineColor,"
+                " s.boxShadow.slice(0,60)]; }"
+            )
+        )
+        page.keyboard.press("Tab")
+    report("UX-M10", focused=focus, shot=shot(page, "m10_focus"))
+
+
+def ux_compare(page, url: str) -> None:
+    """M3 (+ warm-up, two Post-LN), M4 (header links), M8 (seeds), L9 (status before Start)."""
+    page.goto(url + "/compare?present=1&cpreset=warmup-vs-none")
+    idle(page)
+    top = page.locator(".st-key-lecture_top")
+    links = [a.inner_text() for a in top.get_by_role("link").all()]
+    seeds = page.locator(".st-key-cseeds")
+    report("UX-M4", lecture_header_links=links)
+    report("UX-M8", seeds_control=seeds.count(), seeds_text=seeds.count() and seeds.first.inner_text()[:80],
+           title=page.locator(".st-key-lecture_title").inner_text()[:200])  # fmt: skip
+    report("UX-L9", status_before_start=status(page))
+    page.get_by_role("button", name="Start both").click()
+    time.sleep(20)
+    colours = page.evaluate(
+        "() => { const g = document.querySelector('.st-key-compare_loss .js-plotly-plot');"
+        " return g && g._fullData.filter(t => t.mode && t.mode.includes('lines')).map("
+        "t => [t.name, t.line.color, t.line.dash, (t.x||[]).length]); }"
+    )
+    report("UX-M3", traces=colours, shot=shot(page, "m3_warmup_pair"))
+    page.get_by_role("button", name="Stop both").click()
+    idle(page)
+
+
+def ux_init_lab(page, url: str) -> None:
+    """M4: `/init-lab?present=1` at 1920x1080."""
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.goto(url + "/init-lab?present=1")
+    idle(page, 300_000)
+    time.sleep(2)
+    report("UX-M4b", scroll_height=page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight"),
+           sidebar_visible=page.get_by_test_id("stSidebar").is_visible(), shot=shot(page, "m4_init_lab"))  # fmt: skip
+
+
+def ux_phone(page, url: str) -> None:
+    """L8: Compare's lecture view on a 390x844 phone."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(url + "/compare?present=1")
+    idle(page)
+    report("UX-L8", status=status(page), shot=shot(page, "l8_phone_compare_present"))
+
+
+def browser(only: list[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
+
+    tmp = Path(tempfile.mkdtemp(prefix="recheck-"))
+    server = Server(tmp, wait_workers=False)
+    report("server", url=server.url, pid=server.proc.pid, log=str(server.log_path))
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+            for check in (ux_first_start, ux_stop_after_switch, ux_reload_keeps_run, ux_watch_link, ux_compare,
+                          ux_init_lab, ux_phone):  # fmt: skip
+                if only and check.__name__ not in only:
+                    continue
+                ctx = b.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
+                page = ctx.new_page()
+                page.set_default_timeout(180_000)  # a loaded machine (load 20-40 here) redraws slowly
+                errors: list[str] = []
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                t0 = time.monotonic()
+                try:
+                    check(page, server.url)
+                except Exception as e:  # noqa: BLE001 - one check's failure must not hide the others'
+                    report(
+                        check.__name__, failed=f"{type(e).__name__}: {str(e)[:300]}", shot=shot(page, check.__name__)
+                    )
+                report(check.__name__, seconds=round(time.monotonic() - t0, 1), page_errors=errors,
+                       exceptions=page.locator("[data-testid=stException]").count())  # fmt: skip
+                ctx.close()
+            b.close()
+    finally:
+        code = server.stop()
+        log = server.log_path.read_text()
+        report("server-log", rc=code, tracebacks=log.count("Traceback"),
+               probe_step_idle_warning="probe_step_idle" in log, tail=log[-600:])  # fmt: skip
+
+
+if __name__ == "__main__":
+    {"browser": browser}[sys.argv[1]](sys.argv[2:])

@@ -1,0 +1,44 @@
+"""Defects round four's reports named that the re-check (docs/round-four-recheck.md) found still holding and
+fixed in a few lines: each test failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from ln_viz.i18n import t
+from ln_viz.store import Store
+from tests.runs import train_tiny
+
+from .test_cli import cli
+
+TINY = ["--depth", "1", "--d-model", "16", "--heads", "2", "--batch-size", "4", "--seq-len", "16", "--steps", "5"]
+
+
+def test_runs_list_keeps_its_columns_for_a_run_that_diverged_to_a_huge_loss(tmp_path) -> None:
+    """Hostile L16: a final loss of 5.9e10 was printed as 58935576269.236 and pushed the row out of line."""
+    data = train_tiny()
+    data.scalars["loss"][-10:] = [5.8935576269236e10] * 10
+    store = tmp_path / "runs.sqlite"
+    with Store(store) as s:
+        s.add_run(data)
+    code, out, err = cli("runs", "list", "--store", str(store))
+    assert code == 0, err
+    header, row = out.splitlines()[:2]
+    assert "5.894e+10" in row
+    assert row.index("5.894e+10") + len("5.894e+10") == header.index("final loss") + len("final loss")
+
+
+@pytest.mark.parametrize("sides", [["--a", "", "--b", ""], ["--a", "norm_position=pre", "--b", "norm_position=pre"]])
+def test_compare_refuses_two_sides_with_the_same_settings(sides: list[str]) -> None:
+    """Hostile L10: 2N identical runs trained, then "Pre-LN (A) and Pre-LN (B) end at the same loss"."""
+    code, out, err = cli("compare", *TINY, *sides, "--seeds", "2", "--quiet")
+    assert code == 2 and out == ""
+    assert err.strip() == "error: " + t("seeds.err.same_sides", "en")
+
+
+def test_compare_names_seeds_when_its_last_seed_passes_the_largest() -> None:
+    """Hostile L12: `--seeds 3 --seed 2147483647` said "seed must be between 0 and 2147483647, got
+    2147483648", not that the third seed of --seeds is the one out of range."""
+    code, out, err = cli("compare", *TINY, "--preset", "post-vs-pre", "--seeds", "3", "--seed", "2147483647")
+    assert code == 2 and out == ""
+    assert "--seeds 3 from seed 2147483647" in err and "at most 2147483645" in err
