@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -197,19 +198,86 @@ def ux_phone(page, url: str) -> None:
     report("UX-L8", status=status(page), shot=shot(page, "l8_phone_compare_present"))
 
 
+def hostile_pages(page, url: str) -> None:
+    """Hostile M1 (an unusable LN_VIZ_RAY_ADDRESS: Live and Compare), L1 (a damaged row's watch page), L2
+    (Live's parameters beside watch=), L3 (a CLI writer killed while watched)."""
+    for path in ("/", "/compare"):
+        page.goto(url + path)
+        idle(page)
+        found = page.locator("[data-testid=stException]").count()
+        starts = (
+            page.get_by_role("button", name="Start").count() + page.get_by_role("button", name="Start both").count()
+        )
+        report(
+            "H-M1", page=path, exceptions=found, start_buttons=starts, shot=shot(page, f"hm1{path.replace('/', '_')}")
+        )
+    page.goto(url + "/?depth=1&steps=50")
+    idle(page)
+    page.locator(".st-key-start button").click()
+    time.sleep(8)
+    idle(page)
+    alerts = [a.inner_text()[:300] for a in page.get_by_test_id("stAlert").all()]
+    report(
+        "H-M1-start", status=status(page), alerts=alerts, exceptions=page.locator("[data-testid=stException]").count()
+    )
+    page.goto(url + "/?watch=1")
+    idle(page)
+    text = page.get_by_test_id("stMain").inner_text()
+    report("H-L1", text=text[:500], store_path_shown=str(Path(os.environ["RECHECK_STORE"]).parent) in text)
+    page.goto(url + "/?watch=2&norm=<b>x</b>&steps=0")
+    idle(page)
+    report("H-L2", alerts=[a.inner_text()[:300] for a in page.get_by_test_id("stAlert").all()])
+    page.goto(url + "/?watch=4")
+    idle(page)
+    time.sleep(12)
+    report("H-L3", status=status(page) or page.get_by_test_id("stMain").inner_text()[:300], shot=shot(page, "hl3"))
+
+
+def hostile() -> None:
+    """One server on a prepared store (run 1 damaged, run 4 written by a CLI run killed mid-way) with
+    LN_VIZ_EXECUTOR=ray and an address where nothing listens."""
+    import shutil
+    import signal
+    import sqlite3
+
+    from tests.e2e.conftest import free_port
+
+    tmp = Path(tempfile.mkdtemp(prefix="recheck-h-"))
+    store = tmp / "runs.sqlite"
+    env = {**os.environ, "LN_VIZ_STORE": str(store)}
+    tiny = "--depth 1 --d-model 16 --heads 2 --batch-size 4 --seq-len 16 --probe-every 5".split()
+    for extra in (["--steps", "20"], ["--steps", "20"], ["--steps", "20"]):
+        subprocess.run([sys.executable, "-m", "ln_viz", "train", *tiny, *extra], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+    writer = subprocess.Popen([sys.executable, "-m", "ln_viz", "train", *tiny, "--steps", "100000", "--threads", "1"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    time.sleep(15)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    with sqlite3.connect(store) as c:
+        c.execute("update runs set config = '{not json' where id = 1")
+    os.environ["RECHECK_STORE"] = str(store)
+    _serve(tmp, [hostile_pages], {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": f"127.0.0.1:{free_port()}"}, [])
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def browser(only: list[str]) -> None:
+    checks = (ux_first_start, ux_stop_after_switch, ux_reload_keeps_run, ux_watch_link, ux_compare, ux_init_lab,
+              ux_phone)  # fmt: skip
+    _serve(Path(tempfile.mkdtemp(prefix="recheck-")), checks, {}, only)
+
+
+def _serve(tmp: Path, checks, env: dict[str, str], only: list[str]) -> None:
     from playwright.sync_api import sync_playwright
 
     from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
 
-    tmp = Path(tempfile.mkdtemp(prefix="recheck-"))
-    server = Server(tmp, wait_workers=False)
+    server = Server(tmp, env=env, wait_workers=False)
     report("server", url=server.url, pid=server.proc.pid, log=str(server.log_path))
     try:
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
-            for check in (ux_first_start, ux_stop_after_switch, ux_reload_keeps_run, ux_watch_link, ux_compare,
-                          ux_init_lab, ux_phone):  # fmt: skip
+            for check in checks:
                 if only and check.__name__ not in only:
                     continue
                 ctx = b.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
@@ -236,4 +304,7 @@ def browser(only: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    {"browser": browser}[sys.argv[1]](sys.argv[2:])
+    if sys.argv[1] == "hostile":
+        hostile()
+    else:
+        browser(sys.argv[2:])

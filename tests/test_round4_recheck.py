@@ -42,3 +42,22 @@ def test_compare_names_seeds_when_its_last_seed_passes_the_largest() -> None:
     code, out, err = cli("compare", *TINY, "--preset", "post-vs-pre", "--seeds", "3", "--seed", "2147483647")
     assert code == 2 and out == ""
     assert "--seeds 3 from seed 2147483647" in err and "at most 2147483645" in err
+
+
+def test_the_lecture_header_says_a_learning_rate_as_the_scenarios_and_takeaways_do() -> None:
+    """UX L2: the header said "Adam lr 0.1" where the scenario, the preset and the takeaway say "lr 1e-1"."""
+    from ln_viz.config import RunConfig
+    from ln_viz.words import describe
+
+    assert "Adam lr 1e-1" in describe([RunConfig(lr=0.1)], "en")
+    assert "Adam 학습률 1e-1" in describe([RunConfig(lr=0.1)], "ko")
+    assert "lr 3e-3" in describe([RunConfig(lr=3e-3)], "en")
+    assert "lr 1.5e-3" in describe([RunConfig(lr=1.5e-3)], "en")  # not rounded to 2e-3
+
+
+def test_the_korean_catalog_says_the_loss_unit_and_the_learning_rate_one_way() -> None:
+    """UX L2: the map's Korean unit was "nats/글자" where Live says "글자당 내트", and its takeaway "lr 3e-3"
+    where the rest of the Korean UI says "학습률"."""
+    assert t("sweep.axis.final_loss", "ko") == "최종 손실 (글자당 내트)"
+    assert t("sweep.axis.loss", "ko") == "학습 손실 (글자당 내트)"
+    assert "lr " not in t("sweep.lecture.takeaway", "ko") and "학습률 3e-3" in t("sweep.lecture.takeaway", "ko")
