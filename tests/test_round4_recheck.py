@@ -61,3 +61,26 @@ def test_the_korean_catalog_says_the_loss_unit_and_the_learning_rate_one_way() -
     assert t("sweep.axis.final_loss", "ko") == "최종 손실 (글자당 내트)"
     assert t("sweep.axis.loss", "ko") == "학습 손실 (글자당 내트)"
     assert "lr " not in t("sweep.lecture.takeaway", "ko") and "학습률 3e-3" in t("sweep.lecture.takeaway", "ko")
+
+
+@pytest.mark.parametrize("raw", ["1_0", "٣", "１"])
+def test_numbers_in_links_and_flags_are_plain_ascii_without_underscores(raw: str) -> None:
+    """Hostile L6: `--seconds 1_0`, `--seconds ٣`, `wd=1_0`, `clip=1_0`, `dytalpha=1_0` and `seeds=٣` were
+    accepted as 10, 3, 10, 10, 10 and 3 (int() and float() read them so)."""
+    from ln_viz.config import FIELDS, ConfigError, RunConfig
+    from ln_viz.i18n import LocalizedError
+    from ln_viz.sweep.spec import SweepConfig, spec_from_query
+    from ln_viz.urlstate import config_from_query, seeds_from_query
+    from ln_viz.video import parse_seconds
+
+    with pytest.raises(LocalizedError):
+        parse_seconds(raw)
+    for name in ("weight_decay", "grad_clip", "dyt_alpha", "steps"):
+        with pytest.raises(ConfigError):
+            FIELDS[name].parse(raw)
+    cfg, notices = config_from_query({"wd": raw, "clip": raw}, RunConfig())
+    assert (cfg.weight_decay, cfg.grad_clip) == (0.0, 0.0) and len(notices) == 2
+    seeds, notice = seeds_from_query(raw)
+    assert seeds == 1 and notice is not None
+    spec, bad = spec_from_query({"sm_lr": raw, "sm_seeds": raw}, SweepConfig())
+    assert len(bad) == 2
