@@ -3,7 +3,8 @@ checkout and print what each shows now, as JSON lines (id, what was seen). The v
 docs/round-four-recheck.md; this script is how its figures were taken, so that anyone can take them again.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py browser   # one server, one Chromium
-    PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py cli       # the CLI cases (trains small runs)
+    PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py hostile   # the hostile page cases, one server
+    PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py cases     # the refused values, in this process
 
 Screenshots go to $RECHECK_SHOTS (default /tmp/recheck-round4). The browser part starts one server with a
 store of its own and ends it by its pid; nothing here needs a Ray head.
@@ -261,6 +262,75 @@ def hostile() -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+# hostile round 4's refused values, as its areas 1, 2, 4 and 5 list them: each must give one sentence
+WATCH_IDS = ["-1", "0", "00", "1e3", "0x1", "1 2", "\u0661", "\uff11", "abc", "1' OR '1'='1", "1;DELETE FROM runs",
+             "1%00", "\x00", "9" * 13, "2**63", "", "1.0", "+1", "\u202e1", "\U0001f600", "<script>alert(1)</script>",
+             "A" * 10_000]  # fmt: skip
+SECONDS = ["0", "-1", "nan", "inf", "1e308", "601", "", "abc", "9" * 5000, "1_0", "\u0663"]
+SIZES = ["0x0", "321x240", "3842x2160", "x", "640"]
+FIELD_VALUES = ["0", "-1", "-0.0", "inf", "nan", "1e308", "abc", "", "1e-320", "1_0"]
+COMPARE_ARGS = [["--a", "foo=1", "--b", "lr=1e-3"], ["--a", "lr=1,lr=2", "--b", "lr=1e-3"],
+                ["--a", "user_text=x", "--b", "lr=1e-3"], ["--a", "lr=", "--b", "lr=1e-3"],
+                ["--a", "post", "--b", "lr=1"],
+                ["--a", "norm_position=\uff50re", "--b", "lr=1e-3"], ["--a", "lr=nan", "--b", "lr=1e-3"],
+                ["--a", "steps=100001", "--b", "lr=1e-3"], ["--a", "seed=1", "--b", "seed=2"],
+                ["--a", "corpus=user", "--b", "lr=1e-3"], ["--a", "ln_scaling=maybe", "--b", "lr=1e-3"],
+                ["--preset", "post-vs-pre", "--seeds", "0"], ["--preset", "post-vs-pre", "--seeds", "17"],
+                ["--a", "lr=1e-3"], ["--preset", "nope"], ["--preset", "post-vs-pre", "--workers", "0"],
+                ["--a", "", "--b", ""],
+                ["--preset", "post-vs-pre", "--seeds", "3", "--seed", "2147483647"]]  # fmt: skip
+
+
+def cases() -> None:
+    """The refused values of hostile round 4's areas 1 (watch ids), 2 (--seconds, --size), 4 (compare's
+    refusals, no run trained) and 5 (the instability fields, as a flag or a link parses them): each counted
+    as held when it is refused with one sentence (no traceback), as the report counted them."""
+    import contextlib
+    import io
+
+    from ln_viz.cli import main
+    from ln_viz.config import FIELDS
+    from ln_viz.i18n import LocalizedError
+    from ln_viz.video import parse_seconds, parse_size
+    from ln_viz.watchlink import parse_watch_id
+
+    def refused(call, value) -> bool:
+        try:
+            call(value)
+        except LocalizedError as e:
+            return len(e.message("en").splitlines()) == 1
+        return False
+
+    def check(field: str, value: str) -> None:
+        spec = FIELDS[field]
+        spec.check(spec.parse(value))
+
+    fields = [(f, v) for f in ("z_loss", "weight_decay", "grad_clip", "dyt_alpha") for v in FIELD_VALUES
+              if not (v in ("0", "-0.0") and FIELDS[f].closed)]  # 0 turns weight decay, clip, z-loss off  # fmt: skip
+    results = {
+        "watch ids": [refused(parse_watch_id, v) for v in WATCH_IDS],
+        "--seconds": [refused(parse_seconds, v) for v in SECONDS],
+        "--size": [refused(parse_size, v) for v in SIZES],
+        "instability fields": [refused(lambda v, f=f: check(f, v), v) for f, v in fields],
+    }
+    compare = []
+    for args in COMPARE_ARGS:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code = main(["compare", *args, "--steps", "5"])
+            except SystemExit as e:  # argparse's own refusal
+                code = e.code
+        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+        compare.append(code == 2 and "Traceback" not in err.getvalue() and len(lines) <= 3)
+    results["compare refusals"] = compare
+    inputs = {"watch ids": WATCH_IDS, "--seconds": SECONDS, "--size": SIZES, "instability fields": fields,
+              "compare refusals": COMPARE_ARGS}  # fmt: skip
+    for area, held in results.items():
+        broke = [inputs[area][i] for i, ok in enumerate(held) if not ok]
+        report(f"cases: {area}", tried=len(held), held=sum(held), accepted=[str(b)[:60] for b in broke])
+
+
 def browser(only: list[str]) -> None:
     checks = (ux_first_start, ux_stop_after_switch, ux_reload_keeps_run, ux_watch_link, ux_compare, ux_init_lab,
               ux_phone)  # fmt: skip
@@ -306,5 +376,7 @@ def _serve(tmp: Path, checks, env: dict[str, str], only: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "hostile":
         hostile()
+    elif sys.argv[1] == "cases":
+        cases()
     else:
         browser(sys.argv[2:])
