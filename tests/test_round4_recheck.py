@@ -84,3 +84,20 @@ def test_numbers_in_links_and_flags_are_plain_ascii_without_underscores(raw: str
     assert seeds == 1 and notice is not None
     spec, bad = spec_from_query({"sm_lr": raw, "sm_seeds": raw}, SweepConfig())
     assert len(bad) == 2
+
+
+@pytest.mark.parametrize("probe", ["attn_logit_max", "logz_stats", "massive_act", "dyt_saturation"])
+def test_a_probe_that_is_null_in_a_run_file_is_said_to_be_null_not_missing(tmp_path, probe: str) -> None:
+    """Hostile L8: `"probes": {"attn_logit_max": null}` was refused as "missing or is not of type object"."""
+    import json
+
+    from ln_viz.runfile import RunFileError, read_run_file, run_document
+
+    doc = run_document(train_tiny())
+    doc["probes"][probe] = None
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(RunFileError) as err:
+        read_run_file(path)
+    assert str(err.value) == f"file {path}: probes.{probe} is null, where a value of type object belongs."
+    assert "null" in err.value.message("ko")
