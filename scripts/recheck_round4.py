@@ -5,9 +5,10 @@ docs/round-four-recheck.md; this script is how its figures were taken, so that a
     PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py browser   # one server, one Chromium
     PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py hostile   # the hostile page cases, one server
     PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py cases     # the refused values, in this process
+    PYTHONPATH=$PWD .venv/bin/python scripts/recheck_round4.py ray       # hostile H2: a Ray head killed
 
 Screenshots go to $RECHECK_SHOTS (default /tmp/recheck-round4). The browser part starts one server with a
-store of its own and ends it by its pid; nothing here needs a Ray head.
+store of its own and ends it by its pid; `ray` starts a Ray head as a child process group and ends it so.
 """
 
 from __future__ import annotations
@@ -331,6 +332,70 @@ def cases() -> None:
         report(f"cases: {area}", tried=len(held), held=sum(held), accepted=[str(b)[:60] for b in broke])
 
 
+def ray_head() -> None:
+    """Hostile H2: a Live run on a Ray head (a child process group, tests/ray_cluster.py), the head SIGKILLed,
+    a Start while it is gone, the server's health past Ray's GCS timeout (5 s here, as the project's test sets
+    it), then a head restarted on the same port and a Start on it. What the page says at each point."""
+    import signal
+    import urllib.request
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import BROWSER_ARGS, CHROMIUM, Server
+    from tests.ray_cluster import HeadNode
+
+    def main_text(page) -> str:
+        return page.get_by_test_id("stMain").inner_text().replace("\n", " ")
+
+    def start(page, url: str) -> None:
+        page.goto(url)
+        idle(page)
+        page.locator(".st-key-start button").click()
+
+    def wait_text(page, words: str, timeout: float) -> float | None:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if words in main_text(page):
+                return round(time.monotonic() - t0, 1)
+            time.sleep(0.5)
+        return None
+
+    head = HeadNode(cpus=2).start()
+    tmp = Path(tempfile.mkdtemp(prefix="recheck-ray-"))
+    env = {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": head.address, "RAY_AUTH_MODE": "disabled",
+           "RAY_gcs_rpc_server_reconnect_timeout_s": "5"}  # fmt: skip
+    server = Server(tmp, env=env, wait_workers=False)
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+            page = b.new_page(viewport={"width": 1280, "height": 720})
+            page.set_default_timeout(180_000)
+            start(page, server.url + "/?depth=2&steps=10000")
+            report("H-H2-start", first_step_s=wait_text(page, "Step 6/", 240), status=status(page))
+            killed = time.monotonic()
+            head.stop(signal.SIGKILL)
+            said = wait_text(page, "The Ray cluster stopped answering", 120)
+            report("H-H2-killed", sentence_after_s=said, status=status(page),
+                   exceptions=page.locator("[data-testid=stException]").count())  # fmt: skip
+            start(page, server.url + "/?depth=2&steps=10000")
+            report("H-H2-start-while-gone", said_s=wait_text(page, "does not answer (", 60), status=status(page))
+            time.sleep(max(0.0, killed + 30 - time.monotonic()))
+            with urllib.request.urlopen(server.url + "/_stcore/health", timeout=10) as r:
+                healthy = r.read() == b"ok"
+            report("H-H2-alive", seconds_after_kill=round(time.monotonic() - killed), server_rc=server.proc.poll(),
+                   health=healthy)  # fmt: skip
+            head = HeadNode(cpus=2, port=head.port).start()
+            start(page, server.url + "/?depth=2&steps=10000")
+            report("H-H2-restarted", first_step_s=wait_text(page, "Step 6/", 240), status=status(page),
+                   server_rc=server.proc.poll())  # fmt: skip
+            b.close()
+    finally:
+        code = server.stop()
+        head.stop()
+        report("H-H2-end", server_rc=code, tracebacks=server.log_path.read_text().count("Traceback"),
+               ray_left=sorted(head.left))  # fmt: skip
+
+
 def browser(only: list[str]) -> None:
     checks = (ux_first_start, ux_stop_after_switch, ux_reload_keeps_run, ux_watch_link, ux_compare, ux_init_lab,
               ux_phone)  # fmt: skip
@@ -376,6 +441,8 @@ def _serve(tmp: Path, checks, env: dict[str, str], only: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "hostile":
         hostile()
+    elif sys.argv[1] == "ray":
+        ray_head()
     elif sys.argv[1] == "cases":
         cases()
     else:
