@@ -101,3 +101,11 @@ def test_a_probe_that_is_null_in_a_run_file_is_said_to_be_null_not_missing(tmp_p
         read_run_file(path)
     assert str(err.value) == f"file {path}: probes.{probe} is null, where a value of type object belongs."
     assert "null" in err.value.message("ko")
+
+
+def test_compare_before_start_names_its_own_button(start_app) -> None:
+    """UX L9: Compare said "Pick a preset or your own settings, then press Start." beside "Start both"."""
+    at = start_app(120, "pages/compare.py")
+    text = " ".join(e.value for e in [*at.info, *at.markdown])
+    assert t("ui.not_started_pair", "en") in text and t("ui.not_started", "en") not in text
+    assert all(t("compare.start", lang) in t("ui.not_started_pair", lang) for lang in ("en", "ko"))
