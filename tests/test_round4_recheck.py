@@ -109,3 +109,28 @@ def test_compare_before_start_names_its_own_button(start_app) -> None:
     text = " ".join(e.value for e in [*at.info, *at.markdown])
     assert t("ui.not_started_pair", "en") in text and t("ui.not_started", "en") not in text
     assert all(t("compare.start", lang) in t("ui.not_started_pair", lang) for lang in ("en", "ko"))
+
+
+@pytest.mark.usefixtures("start_app")  # its teardown releases the cached resources
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_damaged_run_s_watch_page_shows_no_server_path_or_exception(tmp_path, monkeypatch, lang: str) -> None:
+    """Hostile L1: `?watch=3` of a row whose config is `{not json` said "run 3 in <the store's absolute path> is
+    damaged and cannot be shown ('JSONDecodeError: Expecting property nam...')" to any visitor with the link."""
+    import sqlite3
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_watch import APP
+
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.setenv("LN_VIZ_STORE", str(path))
+    with Store(path) as store:
+        run_id = store.add_run(train_tiny())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET config = '{not json' WHERE id = ?", (run_id,))
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.query_params.update({"watch": str(run_id), "lang": lang})
+    app.run()
+    shown = " ".join(e.value for e in [*app.error, *app.warning, *app.info, *app.markdown])
+    assert not app.exception and t("watch.damaged", lang, id=run_id) in shown
+    assert str(tmp_path) not in shown and "JSONDecodeError" not in shown

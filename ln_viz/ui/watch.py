@@ -126,6 +126,8 @@ def page(lang: str, lecture: bool) -> None:
     try:
         watched = resolve(raw, lang)
     except LocalizedError as e:
+        if e.key == "err.run_damaged":  # a visitor's page: which run, not the server's path or exception (L1)
+            e = WatchLinkError("watch.damaged", id=parse_watch_id(raw))
         if not lecture:
             layout.css(layout.PAGE_CSS)
             st.title(t("ui.app_title", lang))
