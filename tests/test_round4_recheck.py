@@ -134,3 +134,27 @@ def test_a_damaged_run_s_watch_page_shows_no_server_path_or_exception(tmp_path, 
     shown = " ".join(e.value for e in [*app.error, *app.warning, *app.info, *app.markdown])
     assert not app.exception and t("watch.damaged", lang, id=run_id) in shown
     assert str(tmp_path) not in shown and "JSONDecodeError" not in shown
+
+
+@pytest.mark.usefixtures("start_app")  # its teardown releases the cached resources
+def test_a_watched_run_whose_writer_died_reads_interrupted_not_running(tmp_path, monkeypatch) -> None:
+    """Hostile L3: a run another process wrote, SIGKILLed while watched, stayed "running" on every watcher's
+    page (the server marks a dead writer's run `interrupted` only when it opens its store)."""
+    import sqlite3
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_watch import APP
+
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.setenv("LN_VIZ_STORE", str(path))
+    with Store(path) as store:
+        run_id = store.add_run(train_tiny())
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.query_params.update({"watch": str(run_id), "lang": "en"})
+    app.run()  # the server's store is open from here on
+    with sqlite3.connect(path) as db:  # as a CLI writer leaves its row when SIGKILLed: running, no lock held
+        db.execute("UPDATE runs SET status = 'running', writer_token = NULL WHERE id = ?", (run_id,))
+    app.run()
+    texts = " ".join(m.value for m in app.markdown)
+    assert not app.exception and t("status.interrupted", "en") in texts and "running" not in texts

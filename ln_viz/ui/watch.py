@@ -110,6 +110,10 @@ def _from_runner(store_id: int, label: str | None, handle: RunHandle, lang: str,
 
 
 def _from_store(store: Store, summary, lang: str) -> Watched:
+    dead = not store.readonly and summary.status in LIVE_STATUSES and summary.id in store.dead_writers()
+    if dead:  # its writer died (a SIGKILLed CLI run): say interrupted, not running for ever (hostile L3)
+        store.recover()
+        summary = store.summary(summary.id)
     live_row = summary.status in LIVE_STATUSES  # trained by another process: its row changes as it goes
     data = stored_run(store, summary.id, summary.updated if live_row else None)
     key = f"{store.path}#{store.generation}:{summary.id}@{summary.updated}/{data.probe_stride}"
