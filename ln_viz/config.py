@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ln_viz.i18n import LocalizedError
+from ln_viz.text import plain_number
 
 NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none", "mix", "reordered")
 NORM_TYPES = ("layernorm", "rmsnorm", "dyt")
@@ -223,12 +224,12 @@ class FieldSpec:
         parse a flag); ConfigError when it is not one."""
         if self.kind is int:
             try:
-                return int(raw)
+                return int(plain_number(raw))
             except ValueError:
                 raise ConfigError("err.not_an_integer", self.name, value=raw) from None
         if self.kind is float:
             try:
-                return float(raw)
+                return float(plain_number(raw))
             except ValueError:
                 raise ConfigError("err.not_a_number", self.name, value=raw) from None
         if self.kind is bool:

@@ -42,6 +42,15 @@ def _escape(match: re.Match[str]) -> str:
     return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
+def plain_number(raw: str) -> str:
+    """`raw` when it is written in ASCII without '_': int() and float() also take 1_0 (10) and Arabic-Indic
+    or full-width digits, which no link, flag or form means as a number (hostile round 4, L6); ValueError
+    otherwise, as int() raises for text that is no number."""
+    if not raw.isascii() or "_" in raw:
+        raise ValueError(f"not a plain number: {raw!r}")
+    return raw
+
+
 def one_line(text: str) -> str:
     """`text` with every control character as a visible escape (`\\n`, `\\t`, `\\x1b`, `\\u202e`): one
     line that cannot move a terminal's cursor, change its colours or start a fake row."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ln_viz.config import FIELDS, ConfigError, RunConfig
 from ln_viz.i18n import DEFAULT_LANG, LANGS, LocalizedError, t
+from ln_viz.text import plain_number
 
 if TYPE_CHECKING:
     from ln_viz.sweep.results import CellResult
@@ -100,7 +101,7 @@ def seeds_from_query(raw: str | list[str] | None) -> tuple[int, Notice | None]:
         return 1, None
     value, (lo, hi) = _last(raw), COMPARE_SEEDS
     try:
-        n = int(value)
+        n = int(plain_number(value))
     except ValueError:
         return 1, Notice("seeds", value, ConfigError("err.not_an_integer", "seeds", value=value))
     if not lo <= n <= hi:
@@ -178,7 +179,7 @@ def smoothing_from_query(raw: str | list[str] | None) -> tuple[float, Notice | N
         return 0.0, None
     value = _last(raw)
     try:
-        weight = float(value)
+        weight = float(plain_number(value))
     except ValueError:
         return 0.0, Notice("smooth", value, ConfigError("err.not_a_number", "smooth", value=value))
     if not 0.0 <= weight <= SMOOTH_MAX:  # nan fails both comparisons

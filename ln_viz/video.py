@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ln_viz.i18n import LocalizedError
+from ln_viz.text import plain_number
 from ln_viz.video_frames import (
     DEFAULT_SECONDS,
     MAX_FRAMES,
@@ -90,7 +91,7 @@ def parse_seconds(text: str) -> float:
     """'8' or '2.5' -> seconds the animation lasts, from MIN_SECONDS to MAX_SECONDS; anything else is a
     LocalizedError of one sentence."""
     try:
-        seconds = float(text)
+        seconds = float(plain_number(text))
     except ValueError:
         seconds = float("nan")
     if MIN_SECONDS <= seconds <= MAX_SECONDS:  # False for nan and inf

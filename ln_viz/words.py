@@ -13,10 +13,10 @@ from ln_viz.i18n import t
 
 def _lr_text(lr: float) -> str:
     """3e-3 rather than 0.003: how learning rates are said in papers and talks."""
-    if lr >= 0.1:
+    if lr >= 1:
         return f"{lr:g}"
-    mantissa, exponent = f"{lr:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
+    mantissa, exponent = f"{lr:.1e}".split("e")  # 1e-1 as the scenarios and takeaways say it, not 0.1 (L2)
+    return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
 
 
 def _one_or_vs(values: Sequence[str], lang: str) -> str:

@@ -292,7 +292,7 @@ def test_compare_lecture_view_names_each_run_s_verdict_and_a_new_scenario_clears
         assert planned == [
             f"{t('chart.lr', 'en')} · {n}" for n in ("Post-LN · no warm-up", "Post-LN · warm-up 100 steps")
         ]
-        assert t("lecture.question.warmup-vs-none", "en") in texts and t("ui.not_started", "en") in " ".join(texts)
+        assert t("lecture.question.warmup-vs-none", "en") in texts and t("ui.not_started_pair", "en") in " ".join(texts)
         assert at.button(key="compare_stop").disabled
     finally:
         st.cache_resource.clear()

@@ -246,7 +246,7 @@ BAD_DOCUMENTS = {
     ),
     "version as text": (_set("version", "1"), "unknown run file version"),
     "version zero": (_set("version", 0), "unknown run file version"),
-    "no info": (_set("info", None), "info is missing or is not of type object"),
+    "no info": (_set("info", None), "info is null, where a value of type object belongs"),
     "depth above 48": (
         _set("info.config.depth", 60),
         "invalid run configuration: depth must be between 1 and 48",
@@ -273,7 +273,7 @@ BAD_DOCUMENTS = {
     "shape not matching info": (_reshape, "probe array resid_hist has shape"),
     "missing probe array": (
         _set("probes.grad_norm", None),
-        "probes.grad_norm is missing or is not of type object",
+        "probes.grad_norm is null, where a value of type object belongs",
     ),
     "bad base64": (_bad_base64, "probe array attn_entropy cannot be read as float32"),
     "short array data": (_short_data, "probe array update_ratio cannot be read"),

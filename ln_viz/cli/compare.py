@@ -86,6 +86,8 @@ def side_configs(args: argparse.Namespace) -> tuple[Any, Any]:
         bases = (None, None)
     sides = (parse_side("--a", args.side_a), parse_side("--b", args.side_b))
     a, b = (config_from_args(args, base, extra) for base, extra in zip(bases, sides))
+    if a == b:  # 2N identical runs and "end at the same loss" (hostile round 4, L10)
+        raise CompareError("seeds.err.same_sides", "side")
     return a, b
 
 

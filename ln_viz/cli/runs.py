@@ -141,7 +141,9 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
             print(f"{r.id!s:>4}  {damage}")
             continue
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created))
-        loss = f"{r.final_loss:.3f}" if r.final_loss is not None else "-"
+        loss = (
+            "-" if r.final_loss is None else f"{r.final_loss:.3f}" if abs(r.final_loss) < 1e6 else f"{r.final_loss:.3e}"
+        )
         steps = f"{r.steps_done}/{r.steps}"
         group = one_line(r.seed_group or "-")[:20]
         print(

@@ -58,6 +58,8 @@ class Validator:
         value = obj.get(key) if isinstance(obj, dict) else None
         bad_bool = isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
         if not isinstance(value, kind) or bad_bool:
+            if value is None and isinstance(obj, dict) and key in obj:  # there, and null: not "missing" (L8)
+                raise self.fail("err.runfile_null", where=where, expected=_type_name(kind))
             raise self.fail("err.runfile_field", where=where, expected=_type_name(kind))
         return value
 

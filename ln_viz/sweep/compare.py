@@ -84,6 +84,10 @@ def seed_cells(a: RunConfig, b: RunConfig, seeds: int) -> list[Cell]:
     check_seeds(seeds)
     if a.seed != b.seed:
         raise CompareError("seeds.err.seed_side", "seed", a=a.seed, b=b.seed)
+    top = int(FIELDS["seed"].hi)
+    if a.seed + seeds - 1 > top:  # said before a run, naming --seeds (the field's own sentence named seed+N-1)
+        raise CompareError("seeds.err.last_seed", "seed", seed=a.seed, n=seeds, last=a.seed + seeds - 1, hi=top,
+                           most=top - seeds + 1)  # fmt: skip
     cells = []
     for i in range(seeds):
         for cfg in (a, b):

@@ -19,6 +19,7 @@ from typing import Any
 
 from ln_viz.config import NORM_POSITIONS, RunConfig
 from ln_viz.i18n import LocalizedError
+from ln_viz.text import plain_number
 
 MAX_RUNS = 512  # a sweep above this is a job for a cluster scheduler, not a page
 MAX_AXIS_VALUES = 32
@@ -315,11 +316,11 @@ def _parse_param(key: str, name: str, raw: str) -> Any:
     if name in _AXIS_TYPES:
         parse = _AXIS_TYPES[name]
         try:
-            return tuple(parse(s) for s in raw.split(",") if s)
+            return tuple(parse(s if parse is str else plain_number(s)) for s in raw.split(",") if s)
         except ValueError:
             kind = {float: "numbers", int: "whole numbers"}.get(parse, "names")
             raise SweepError("sweep.err.list", key, flag=key, kind=kind, value=raw) from None
     try:
-        return int(raw)
+        return int(plain_number(raw))
     except ValueError:
         raise SweepError("err.not_an_integer", key, value=raw) from None

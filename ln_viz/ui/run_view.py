@@ -135,7 +135,8 @@ class RunnerRuns:
         return self._one(lang, lecture) if len(self.configs) == 1 else self._pair(lang, lecture)
 
     def _waiting(self, lang: str) -> str:
-        return t("ui.other_run_training" if self.was_running else "ui.not_started", lang)
+        idle = "ui.not_started" if len(self.configs) == 1 else "ui.not_started_pair"  # Compare's is "Start both" (L9)
+        return t("ui.other_run_training" if self.was_running else idle, lang)
 
     def _one(self, lang: str, lecture: bool) -> RunFrame | None:
         handle = self.handles[0][0] if self.handles else None

@@ -110,6 +110,10 @@ def _from_runner(store_id: int, label: str | None, handle: RunHandle, lang: str,
 
 
 def _from_store(store: Store, summary, lang: str) -> Watched:
+    dead = not store.readonly and summary.status in LIVE_STATUSES and summary.id in store.dead_writers()
+    if dead:  # its writer died (a SIGKILLed CLI run): say interrupted, not running for ever (hostile L3)
+        store.recover()
+        summary = store.summary(summary.id)
     live_row = summary.status in LIVE_STATUSES  # trained by another process: its row changes as it goes
     data = stored_run(store, summary.id, summary.updated if live_row else None)
     key = f"{store.path}#{store.generation}:{summary.id}@{summary.updated}/{data.probe_stride}"
@@ -126,6 +130,8 @@ def page(lang: str, lecture: bool) -> None:
     try:
         watched = resolve(raw, lang)
     except LocalizedError as e:
+        if e.key == "err.run_damaged":  # a visitor's page: which run, not the server's path or exception (L1)
+            e = WatchLinkError("watch.damaged", id=parse_watch_id(raw))
         if not lecture:
             layout.css(layout.PAGE_CSS)
             st.title(t("ui.app_title", lang))
