@@ -39,11 +39,6 @@ GONE_AFTER = 2  # failed checks of the head's port in a row that mean the cluste
 CHECK_EVERY_S = 1.0
 _CHECK_TIMEOUT_S = 2.0
 _HOST_POLL_S = 0.1  # the host's wait on its actors' polls
-# an actor is polled at most this often: a poll that answers at once (a run that trains fast has a step
-# ready) is asked again only after this, so one poll carries a few steps. Polled as each step came, a run of
-# 50-80 steps/s cost the host ~1.2 ms of CPU a step (0.06-0.07 s a second, half of the server's own drawing
-# of the run: issue 32, benchmarks/load_test.py --cost --ray 2). The page redraws once a second.
-POLL_EVERY_S = 0.1
 MSG_CLUSTER_LOST = "msg.cluster_lost"  # the cluster stopped answering while the run trained
 MSG_CLUSTER_GONE = "msg.cluster_gone"  # params: address, reason; a Start while it does not answer
 # connects this process's Ray to an address and returns the `ray` module (the sweep's driver does it:
@@ -81,7 +76,6 @@ class _Host:
         self._out, self._out_lock = out, threading.Lock()  # a sweep's thread sends too
         self.actors: dict[str, Any] = {}
         self.polls: dict[Any, str] = {}  # a poll in flight -> its run's key
-        self.polled_at: dict[str, float] = {}  # a run's key -> when its last poll was asked
         self.pids: dict[Any, str] = {}  # a pid call in flight -> its run's key
         self.sweeps: dict[int, threading.Event] = {}  # a sweep running here -> its stop
 
@@ -96,7 +90,7 @@ class _Host:
         try:
             while True:
                 try:
-                    while cmd.poll(0 if self.polls or self.pids else self._wait_s()):
+                    while cmd.poll(0 if self.actors else _HOST_POLL_S):
                         if not self.command(cmd.recv()):
                             return
                 except (EOFError, OSError):  # the server is gone
@@ -119,7 +113,6 @@ class _Host:
                     getattr(self.actors[key], method).remote(*arg)
             case ("kill", key):
                 actor = self.actors.pop(key, None)
-                self.polled_at.pop(key, None)
                 if actor is not None:
                     try:
                         ray.kill(actor, no_restart=True)
@@ -139,27 +132,14 @@ class _Host:
                 return False
         return True
 
-    def _wait_s(self) -> float:
-        """How long the command pipe may be waited on: until the next actor's poll is due, at most
-        _HOST_POLL_S."""
-        if not self.actors:
-            return _HOST_POLL_S
-        due = min(self.polled_at.get(key, 0.0) for key in self.actors) + POLL_EVERY_S
-        return min(_HOST_POLL_S, max(0.0, due - time.monotonic()))
-
     def read(self) -> None:
-        """One round: a poll in flight for every actor whose last was asked POLL_EVERY_S ago, then
-        whatever answered within _HOST_POLL_S."""
+        """One round: a poll in flight for every actor, then whatever answered within _HOST_POLL_S."""
         ray = self.ray
         waiting = set(self.polls.values())
-        now = time.monotonic()
         for key, actor in self.actors.items():
-            if key not in waiting and now - self.polled_at.get(key, 0.0) >= POLL_EVERY_S:
+            if key not in waiting:
                 self.polls[actor.poll.remote()] = key
-                self.polled_at[key] = now
         refs = list(self.polls) + list(self.pids)
-        if not refs:
-            return
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=_HOST_POLL_S)
         for ref in ready:
             is_pid = ref in self.pids
