@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 from ln_viz.config import RunConfig
 from ln_viz.runner.messages import End, Failed, Info, Snap, WorkerMessage
 
 _POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answering "none yet"
-# a poll answers at most this often after the last: the steps trained meanwhile go in one answer. Answered as
-# each step came, a run of 50-130 steps/s cost the server's Ray host ~1.2 ms of CPU a step (0.06-0.07 s a
-# second, half of the server's own drawing of the run: issue 32, benchmarks/load_test.py --cost --ray 2). The
-# wait is here, in the actor, and not in the host: polled less often from the host, the actor's main thread
-# sat in Ray's task loop instead of this condition's wait, and its run trained at a third of the speed.
-POLL_EVERY_S = 0.1
 
 
 class RunActor:
@@ -27,7 +20,6 @@ class RunActor:
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._threads: int | None = None
-        self._answered = 0.0  # when the last poll answered (time.monotonic)
 
     def pid(self) -> int:
         return os.getpid()
@@ -43,15 +35,11 @@ class RunActor:
         self._threads = threads
 
     def poll(self) -> list[WorkerMessage]:
-        """The messages since the last poll; waits up to _POLL_WAIT_S for one, and answers no sooner than
-        POLL_EVERY_S after the last answer."""
+        """The messages since the last poll; waits up to _POLL_WAIT_S for one."""
         with self._cond:
             if not self._msgs:
                 self._cond.wait(_POLL_WAIT_S)
-            while self._msgs and (early := self._answered + POLL_EVERY_S - time.monotonic()) > 0:
-                self._cond.wait(early)  # woken by each new step: the loop waits out the rest
             out, self._msgs = self._msgs, []
-            self._answered = time.monotonic()
         return out
 
     def _put(self, msg: WorkerMessage) -> None:
