@@ -21,6 +21,11 @@ would queue them from a tab is not part of this version yet.
 
 `--watchers N`: one session trains a run and N sessions watch it through its watch link (benchmarks/
 watch_load.py): each watcher refresh's time, the health check, the bytes a watcher receives, runs trained.
+`--cost [--ray CPUS]`: what one running run costs the server (issue 32): one tab starts a run and watches
+it (its live fragment re-runs every second, no other clicks); prints the server's CPU seconds per second
+of training, its own process and, on Ray, the host process that holds the Ray driver (ray_host.py)
+apart, with the load average. Run it once with and once without `--ray 2` to compare.
+
 `--json` prints one JSON object (`refresh_p95_s`, `health_max_s`, `runs_trained`, ...) on stdout, the
 rest on stderr.
 """
@@ -31,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -86,11 +92,14 @@ def main(argv: list[str] | None = None) -> int:
         "--ray", type=int, default=0, metavar="CPUS",
         help="the server trains on a Ray head of CPUS CPUs this test starts on 127.0.0.1 (LN_VIZ_EXECUTOR=ray)",
     )  # fmt: skip
+    parser.add_argument("--cost", action="store_true", help="server CPU per second of one watched running run")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 50:
         parser.error("--sessions must be between 1 and 50")
     if not 0 <= args.watchers <= 100:
         parser.error("--watchers must be between 0 and 100")
+    if args.cost:
+        return run_cost(args)
     if args.seed_session:
         return seed_session(args.sessions, args.cap, args.steps, args.time_limit)
     result: dict = {}
@@ -246,6 +255,76 @@ def sessions(args: argparse.Namespace, result: dict) -> int:
         "failures": failures,
     }
     return 1 if failures else 0
+
+
+def ray_drivers(pid: int) -> list[int]:
+    """The processes below `pid` that hold a Ray driver (ray_host.py's host): the ones with Ray's core
+    library mapped. Training workers of the local pool do not load Ray."""
+    from tests.ray_cluster import descendants
+
+    found = []
+    for child in descendants(pid):
+        with contextlib.suppress(OSError):
+            if "_raylet" in Path(f"/proc/{child}/maps").read_text():
+                found.append(child)
+    return found
+
+
+def run_cost(args: argparse.Namespace) -> int:
+    """`--cost` (see the module's docstring): server CPU per second while one watched run trains."""
+    where = f"a {args.ray}-CPU Ray head" if args.ray else "the local pool"
+    with tempfile.TemporaryDirectory() as tmp, ray_head(args.ray) as (ray_env, _head):
+        server = Server(Path(tmp), env={"LN_VIZ_MAX_CONCURRENT": str(args.cap)} | ray_env)
+        try:
+            got = asyncio.run(_watch_one_run(server, SMALL_RUN.format(steps=args.steps), args.time_limit))
+        finally:
+            server.stop()
+    if got is None:
+        print("FAILED: the run did not train to its end in time")
+        return 1
+    wall, server_cpu, driver_cpu, steps, load = got
+    total = server_cpu + driver_cpu
+    print(f"one watched run of {steps} steps on {where}: trained {wall:.1f} s after its first step")
+    print(
+        f"server CPU: {server_cpu:.2f} s in the server process + {driver_cpu:.2f} s in its Ray driver process "
+        f"= {total:.2f} s, {total / wall:.3f} s per second of training ({15 * total / wall:.1f} s per 15 s)"
+    )
+    print(f"load average (1 min) at its start and end: {load[0]:.2f}, {load[1]:.2f} on {os.cpu_count()} CPUs")
+    return 0
+
+
+async def _watch_one_run(server: Server, query: str, time_limit: float):
+    """Start one run in a tab, and measure the server's CPU from its first step to its end (the tab's
+    fragment timers draw it meanwhile); None if it does not end within `time_limit`."""
+    tab = Tab(server.url, query)
+    await tab.open()
+    await tab.click("start")
+    deadline = time.monotonic() + time_limit
+
+    def status() -> str:
+        return tab.status() or ""
+
+    while "Step" not in status() or status().startswith("**Step 0/"):
+        if time.monotonic() > deadline:
+            return None
+        await asyncio.sleep(0.05)
+    drivers = ray_drivers(server.proc.pid)
+    t0, load0 = time.perf_counter(), os.getloadavg()[0]
+    cpu0 = cpu_seconds(server.proc.pid), sum(cpu_seconds(p) for p in drivers)
+    rates = []  # the status line's steps/s as the run trains
+    while not any(word in status() for word in ENDED):
+        if time.monotonic() > deadline:
+            return None
+        if "steps/s" in status():
+            with contextlib.suppress(ValueError):
+                rates.append(float(status().split("steps/s")[0].split("|")[-1].strip()))
+        await asyncio.sleep(0.05)
+    print(f"steps/s on its status line: median {statistics.median(rates or [float('nan')]):.1f}")
+    wall = time.perf_counter() - t0
+    cpu1 = cpu_seconds(server.proc.pid), sum(cpu_seconds(p) for p in drivers)
+    steps = status().split("/")[1].split()[0] if "/" in status() else "?"
+    await tab.close()
+    return wall, cpu1[0] - cpu0[0], cpu1[1] - cpu0[1], steps, (load0, os.getloadavg()[0])
 
 
 def seed_session(sessions: int, cap: int, steps: int, time_limit: float) -> int:

@@ -28,8 +28,9 @@ QUERY_FIELDS: dict[str, str] = {spec.url: spec.name for spec in FIELDS.values() 
 # where parameters appear: the live page's form has none, the Compare page's sides have "a." and "b."
 PREFIXES = ("", "a.", "b.")
 # read by ln_viz/ui/language.py, lecture_switch.py, pages/compare.py (the scenario, the seeds per side),
-# ln_viz/ui/watch.py (a watched run: ln_viz/watchlink.py), ln_viz/ui/reattach.py (the tab's runs, for a reload)
-PAGE_KEYS = ("lang", "present", "cpreset", "seeds", "watch", "session")
+# ln_viz/ui/watch.py (a watched run: ln_viz/watchlink.py), ln_viz/ui/reattach.py (the tab's runs, for a reload),
+# ln_viz/ui/runs_view.py (`pair`: the two stored runs the Runs page sent to Compare, for a reload)
+PAGE_KEYS = ("lang", "present", "cpreset", "seeds", "watch", "session", "pair")
 COMPARE_SEEDS = (1, 8)  # Compare's seeds per side: 8 on each side is 16 runs, already a long wait on 2 cores
 PRESENT_ON, PRESENT_OFF = ("1", "true", "yes"), ("0", "false", "no", "")
 

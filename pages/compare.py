@@ -33,7 +33,7 @@ runner = training.get_runner()
 runs = training.session_runs()
 reattach.keep_in_link(runs)  # its runs named in the address: a reload keeps them (issue 32)
 
-stored = st.session_state.get(keys.COMPARE_RUNS)
+stored = reattach.compare_pair()  # the Runs page's pair, kept in the address (`pair=`) for a reload
 if stored:  # two runs from the store: draw them, train nothing
     from ln_viz.ui.storage import get_store
 
@@ -43,7 +43,7 @@ if stored:  # two runs from the store: draw them, train nothing
         row = st.container(horizontal=True)
         loss_view.controls(lang, row)  # the loss chart's smoothing and axis
         if row.button(t("compare.clear_stored", lang), key="compare_clear"):
-            del st.session_state[keys.COMPARE_RUNS]
+            reattach.forget_compare_pair()
             st.rerun()
     store = get_store()
     if store is None:

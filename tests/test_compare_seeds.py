@@ -236,3 +236,33 @@ def test_the_seeds_loss_chart_is_on_a_linear_axis_in_both_views(lecture):
     fig = charts.seed_loss_chart(sides, "en", lecture, ["A", "B"])
     assert fig.layout.yaxis.type in (None, "linear")
     assert fig.layout.yaxis.range[0] == 0
+
+
+def _contrast_on_white(rgba: str) -> float:
+    """WCAG contrast ratio of a translucent fill drawn on the chart's white ground, and that ground."""
+    *rgb, alpha = (float(v) for v in rgba[rgba.index("(") + 1 : -1].split(","))
+    shown = [(255 * (1 - alpha) + c * alpha) / 255 for c in rgb]  # the tint over white, 0..1
+    lum = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in shown]
+    y = 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2]
+    return 1.05 / (y + 0.05)
+
+
+def test_the_bands_stand_out_on_a_projector_in_the_lecture_view():
+    """Issue 32: at the page's 0.2 the bands were faint on a projector (?present=1): there, each side's band is a
+    stronger tint of its own colour-blind-safe colour, outlined in that colour and the side's dash."""
+    sides = [[_run([3.0, 2.0, 1.0]), _run([3.2, 2.1, 1.1])], [_run([3.1, 3.0, 2.9]), _run([3.3, 3.1, 3.0])]]
+    page, lecture = (charts.seed_loss_chart(sides, "en", on, ["A", "B"]) for on in (False, True))
+    bands = [[tr for tr in fig.data if tr.fill == "toself"] for fig in (page, lecture)]
+    lines = [tr for tr in lecture.data if tr.fill != "toself" and tr.showlegend is not False and tr.name]
+    assert len(bands[0]) == len(bands[1]) == 2
+    for on_page, on_screen in zip(*bands):
+        assert _contrast_on_white(on_screen.fillcolor) >= 1.35, on_screen.fillcolor
+        assert _contrast_on_white(on_screen.fillcolor) > 1.15 * _contrast_on_white(on_page.fillcolor)
+        assert on_screen.line.width >= 1 and on_page.line.width == 0  # outlined in the lecture view only
+        mean = next(tr for tr in lines if tr.name == on_screen.name)  # its side's mean line: same hue and dash
+        assert on_screen.line.color.startswith(_rgb_of(mean.line.color)) and on_screen.line.dash == mean.line.dash
+
+
+def _rgb_of(hex_color: str) -> str:
+    h = hex_color.lstrip("#")
+    return "rgba(" + ",".join(str(int(h[i : i + 2], 16)) for i in (0, 2, 4)) + ","

@@ -13,6 +13,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from ln_viz.export import run_file_bytes
+from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.store.transfer import DEMO_DIR
@@ -149,6 +150,21 @@ def test_two_selected_runs_go_to_the_compare_page(two_runs: dict[str, int]) -> N
     assert not at.exception, at.exception
     assert at.session_state["compare_runs"] == [two_runs["post"], two_runs["pre"]]  # in table order
     assert at.title[0].value != "Stored runs"  # now on the Compare page
+    pair = f"{two_runs['post']},{two_runs['pre']}"
+    assert at.query_params["pair"] == pair  # the address names the pair
+
+
+def test_a_reload_of_compare_keeps_the_pair_from_the_runs_page(two_runs: dict[str, int]) -> None:
+    """Issue 32: a reload is a new session, which forgot the pair and fell back to the live comparison."""
+    reload = AppTest.from_file(APP, default_timeout=60)
+    reload.switch_page("pages/compare.py")
+    reload.query_params["pair"] = f"{two_runs['post']},{two_runs['pre']}"
+    reload.run()
+    assert not reload.exception, reload.exception
+    stored = t("compare.stored", "en", a=two_runs["post"], b=two_runs["pre"])
+    assert [i.value for i in reload.info] == [stored] and "compare_start" not in {b.key for b in reload.button}
+    reload.button(key="compare_clear").click().run()  # back to the live comparison: the address forgets it
+    assert "pair" not in reload.query_params and "compare_start" in {b.key for b in reload.button}
 
 
 def test_label_is_saved(store_path: Path, two_runs: dict[str, int]) -> None:

@@ -6,6 +6,7 @@ the Runs page. The link itself (ln_viz/watchlink.py) is tested without a page.""
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -109,6 +110,13 @@ def watcher(watch: str, lang: str = "en", present: bool = False) -> AppTest:
     return app
 
 
+def said(app: AppTest) -> str:
+    """The page's polite live region, as a screen reader gets it (Live's: tests/test_live_summary.py)."""
+    (html,) = [e for e in app.get("html") if 'role="status"' in e.proto.body]
+    assert 'aria-live="polite"' in html.proto.body
+    return re.sub(r"<[^>]+>", "", html.proto.body)
+
+
 def chart_keys(app: AppTest) -> set[str]:
     return {c.key for c in app.get("plotly_chart")}
 
@@ -131,6 +139,9 @@ def test_a_watcher_of_a_stored_run_sees_its_charts_and_no_start(stored_id: int) 
     app.select_slider(key="probe_step").set_value(10).run()
     assert not app.exception and app.select_slider(key="probe_step").value == 10
     assert not app.warning  # `watch` is a parameter of the app: no "ignored" notice
+    # issue 32: a screen reader hears the run's result in one sentence, as on Live
+    final, depth = train_tiny().final_loss(), train_tiny().info.config.depth
+    assert said(app).startswith(f"Pre-LN, {depth} layers: ") and f"final loss {final:.2f}" in said(app), said(app)
 
 
 @pytest.mark.usefixtures("start_app")
@@ -153,6 +164,8 @@ def test_a_watcher_in_the_lecture_view_and_in_korean(stored_id: int) -> None:
     assert LECTURE_CHARTS <= chart_keys(app) and not {"start", "stop"} & buttons(app)
     texts = " ".join(m.value for m in app.markdown)
     assert f"실행 {stored_id}" in texts and "보는 중" in texts
+    final, depth = train_tiny().final_loss(), train_tiny().info.config.depth
+    assert said(app).startswith(f"Pre-LN, {depth}층: ") and f"최종 손실 {final:.2f}" in said(app), said(app)
 
 
 @pytest.mark.usefixtures("start_app")

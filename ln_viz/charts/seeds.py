@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import plotly.graph_objects as go
 
-from ln_viz.charts.init_lab import _band
+from ln_viz.charts.init_lab import _band, _rgba
 from ln_viz.charts.loss import _divergence_marker, _loss_layout, _prepare_loss, loss_chart
 from ln_viz.charts.lr_axis import _lr_key, compare_schedules
 from ln_viz.charts.reference import reference_line
@@ -25,6 +25,11 @@ from ln_viz.i18n import t
 from ln_viz.snapshot import RunData
 
 SD_FROM = 5  # seeds: from this many on the band is mean +- 1 sd; below, the range (min-max) of the seeds
+# The band's fill in the lecture view, and its edges there: at the page's 0.2 a projector washed the Okabe-Ito
+# tints out to near white (issue 32); the colours stay the same, colour-blind-safe hues, only stronger, and an
+# edge line in the side's own dash keeps a band's outline where the two bands overlap.
+LECTURE_FILL = 0.4
+LECTURE_EDGE = 0.8
 
 
 class SeedBand(NamedTuple):
@@ -90,8 +95,11 @@ def seed_line_name(label: str, n: int, lang: str) -> str:
     return t("chart.seeds_mean", lang, run=label, n=n, band=band)
 
 
-def _band_traces(fig: go.Figure, band: SeedBand, name: str, style: tuple[str, str], top: float, lang: str) -> None:
-    """The band (a filled polygon, no legend entry of its own) and the mean line over it, clipped at `top`."""
+def _band_traces(
+    fig: go.Figure, band: SeedBand, name: str, style: tuple[str, str], top: float, lang: str, lecture: bool
+) -> None:
+    """The band (a filled polygon, no legend entry of its own) and the mean line over it, clipped at `top`;
+    in the lecture view the band is stronger, with edges (LECTURE_FILL)."""
     color, dash = style
     if band.steps.size == 0:
         fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name=name, line={"color": color, "dash": dash}))
@@ -102,7 +110,11 @@ def _band_traces(fig: go.Figure, band: SeedBand, name: str, style: tuple[str, st
     def clip(v: np.ndarray) -> np.ndarray:
         return _f32(np.where(np.isfinite(v), np.minimum(v, top * 1.02), np.nan))
 
-    fig.add_trace(_band(x, clip(band.low[idx]), clip(band.high[idx]), color, name, name))  # Init lab's band
+    area = _band(x, clip(band.low[idx]), clip(band.high[idx]), color, name, name)  # Init lab's band
+    if lecture:
+        area.update(fillcolor=_rgba(color, LECTURE_FILL), line={"width": 1, "color": _rgba(color, LECTURE_EDGE),
+                                                                "dash": dash})  # fmt: skip
+    fig.add_trace(area)
     few = int(np.isfinite(band.mean[idx]).sum()) < 3
     fig.add_trace(
         go.Scatter(
@@ -142,7 +154,7 @@ def seed_loss_chart(
     bands = [seed_band(g) for g in groups]
     fig = go.Figure()
     for band, (label, color, dash, _) in zip(bands, info.lines):
-        _band_traces(fig, band, seed_line_name(label, band.n, lang), (color, dash), info.top, lang)
+        _band_traces(fig, band, seed_line_name(label, band.n, lang), (color, dash), info.top, lang, lecture)
     for u in info.unigrams:
         last = u == info.unigrams[-1]
         reference_line(fig, info.max_steps, u, "chart.unigram", (GREY, "dash"), lang, lecture, last, info.top)

@@ -282,9 +282,13 @@ def summary(view: RunView | None, data: RunData | None, lang: str) -> str:
 def announce(handle: RunHandle | None, datas: list[RunData] | tuple, lang: str) -> None:
     """Draw `summary` of Live's run in a polite live region, visually hidden: a screen reader says it when it
     changes (each quarter of the run, and its end), and finds it in the page's text at any time."""
+    say(summary(handle.view() if handle is not None else None, datas[0] if datas else None, lang))
+
+
+def say(text: str) -> None:
+    """`text` in the page's polite live region, visually hidden (Live's and the watch page's)."""
     from html import escape
 
-    text = summary(handle.view() if handle is not None else None, datas[0] if datas else None, lang)
     with st.container(key="live_summary"):
         layout.css(SUMMARY_CSS)
         st.html(f'<div role="status" aria-live="polite" aria-atomic="true">{escape(text)}</div>')

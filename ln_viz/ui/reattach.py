@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from ln_viz.ui import keys
+
 if TYPE_CHECKING:
     from ln_viz.server.runs import SessionRuns
 
@@ -120,3 +122,30 @@ def keep_in_link(runs: SessionRuns) -> None:
     """The tab's token in its address while it has runs, so that a reload finds them (the router, every page)."""
     if runs.runs and st.query_params.get(SESSION_PARAM) != runs.owner:
         st.query_params[SESSION_PARAM] = runs.owner
+
+
+PAIR_PARAM = "pair"  # Compare's address names the two stored runs it draws: `pair=3,7`
+
+
+def compare_pair() -> list[int] | None:
+    """The two stored runs Compare draws (the Runs page's "Compare" button), or None: it trains its own. The
+    pair is kept in the page's address, so a reload (a new session) draws it again (issue 32: it fell back to
+    the live comparison); a `pair` that names no two run numbers is left out."""
+    pair = st.session_state.get(keys.COMPARE_RUNS)
+    if not pair:
+        raw = st.query_params.get(PAIR_PARAM, "").split(",")
+        if len(raw) == 2 and all(r.strip().isascii() and r.strip().isdigit() and int(r) > 0 for r in raw):
+            pair = st.session_state[keys.COMPARE_RUNS] = [int(r) for r in raw]
+        elif PAIR_PARAM in st.query_params:
+            del st.query_params[PAIR_PARAM]
+            return None
+    if pair:
+        st.query_params[PAIR_PARAM] = ",".join(str(r) for r in pair)
+    return pair or None
+
+
+def forget_compare_pair() -> None:
+    """Back to the live comparison: the pair leaves the session and the address."""
+    st.session_state.pop(keys.COMPARE_RUNS, None)
+    if PAIR_PARAM in st.query_params:
+        del st.query_params[PAIR_PARAM]

@@ -157,6 +157,7 @@ class WatchedRun:
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
+        self.watched: Watched | None = None  # as the last refresh read it
 
     def frame(self, lang: str, lecture: bool) -> RunFrame:
         _check_last_refresh()
@@ -164,6 +165,7 @@ class WatchedRun:
             watched = resolve(self.raw, lang)
         except LocalizedError as e:  # deleted while watched
             return RunFrame(error=e.message(lang))
+        self.watched = watched
         status = f"**{watched.status_text}**"
         if watched.status == "queued":
             return RunFrame(lines=[status], queued=True, running=True)
@@ -211,12 +213,25 @@ def _period_now() -> int:
     return max(_period(), st.session_state.get(_REFRESH, {}).get("slow", 1))
 
 
+def summary(watched: Watched, lang: str) -> str:
+    """The watched run in one sentence for a screen reader, as Live says its own (ln_viz.ui.live.summary): the
+    run, its step and loss at each quarter of its steps while it trains, its verdict once it has ended."""
+    if watched.status == "queued":
+        run = charts.norm_label(watched.config.norm_position, lang)
+        return f"{t('live.sr_run', lang, run=run, depth=watched.config.depth)}: {watched.status_text}"
+    return live.summary(watched, watched.data, lang)
+
+
 def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
     period = 1 if first.done else _period_now()  # 1 s, or longer when many tabs refresh (a finished run: none)
     st.session_state.setdefault(_REFRESH, {"open": False, "slow": 1})["open"] = False  # a full run: none open
 
+    source = WatchedRun(raw)
+
     def after(frame: RunFrame) -> None:
         st.session_state[_REFRESH]["open"] = False  # this refresh finished
+        if source.watched is not None:  # the run in one sentence, for a screen reader (issue 32)
+            live.say(summary(source.watched, lang))
         if lecture and not frame.queued:
             lecture_view.sentence(None, lang)  # the presenter's takeaway is theirs
         if not first.done:
@@ -228,4 +243,4 @@ def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
                 time.sleep(random.uniform(0.0, now))  # random phase: every tab changing at once would refresh
                 st.rerun(scope="app")  # in step, 60 in a queue every 3 s (p95 1.3 s, measured)
 
-    run_view.draw(WatchedRun(raw), lang, lecture, STEP_KEY, None if first.done else float(period), after)
+    run_view.draw(source, lang, lecture, STEP_KEY, None if first.done else float(period), after)
