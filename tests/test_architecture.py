@@ -56,7 +56,7 @@ LAYERS: list[tuple[str, str]] = [
     (
         "charts",
         "charts charts.style charts.axes charts.reference charts.sample charts.lr_axis charts.dist charts.entropy "
-        "charts.grads charts.init_lab charts.init_hf "
+        "charts.grads charts.init_lab charts.init_hf charts.updates "
         "charts.instability charts.loss charts.profile charts.seeds words export video_charts pack video_frames video",
     ),
     # the stability map
