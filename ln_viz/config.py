@@ -390,6 +390,12 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
 }
 DEFAULT_COMPARE = "post-vs-pre"
 
+# issue 33 (probes33): warm-up limits the angular update (Kosson et al. 2024), Pre-LN at lr 3e-2 without and with
+# 100 warm-up steps; the lesson chart is the angular update (ln_viz.lessons), the sentence measured by
+# tests/test_instability_probes.py and `compare --preset warmup-angular --seeds 3`.
+PRESETS["high-lr-warmup"] = Preset("high-lr-warmup", _HIGH.replace(warmup_steps=100), "preset.high-lr-warmup")
+COMPARE_PRESETS["warmup-angular"] = ("high-lr", "high-lr-warmup", "compare.warmup-angular")
+
 
 def preset(name: str) -> RunConfig:
     """The RunConfig of a preset; ConfigError names the choices for an unknown name."""
