@@ -17,9 +17,10 @@ import torch.nn.functional as F
 from ln_viz import charts
 from ln_viz.config import ADAM_BETAS, ADAM_EPS, PRESETS, RunConfig
 from ln_viz.model import build_model
-from ln_viz.probes import PreconditionerLag, UpdateRatio, angular_updates, min_token_scale, watch
+from ln_viz.probes import min_token_scale, watch
 from ln_viz.schema import PARAM_NAMES
 from ln_viz.train import Trainer, make_optimizer, run
+from ln_viz.update_probes import PreconditionerLag, UpdateRatio, angular_updates
 
 SMALL = RunConfig(depth=2, d_model=16, heads=2, seq_len=8, batch_size=4, steps=6, probe_every=3, eval_every=0)
 VOCAB = 20

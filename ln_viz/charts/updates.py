@@ -65,7 +65,7 @@ def angular_update_chart(
         return _compared_angles(list(runs), lang, lecture, height, labels)
     data = runs
     fig = go.Figure()
-    _ratio_lines(fig, data, lang, lecture, height, "angular_update", ("chart.angular", "%{y:.3g} rad"))
+    _ratio_lines(fig, data, lang, lecture, height, "angular_update", ("chart.angular", "%{y:.3g}"))
     yaxis = {"title": {"text": t("chart.angular_axis", lang)}, **_log_axis(_prepare_angles([data], True))}
     return _over_steps(fig, data, ("chart.angular_title", "angular-"), lang, lecture, False, height=height, yaxis=yaxis)
 
@@ -83,7 +83,7 @@ def _compared_angles(
                 mode="lines" if steps.size > 2 else "lines+markers",
                 name=name,
                 line={"color": color, "dash": dash, "width": 3},
-                hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), ("chart.angular", "%{y:.3g} rad")),
+                hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), ("chart.angular", "%{y:.3g}")),
             )
         )
     if not any(steps.size for _, _, steps, _ in lines):
