@@ -372,6 +372,7 @@ PRESETS: dict[str, Preset] = {
         Preset("dyt", _BASE.replace(norm_position="pre", norm_type="dyt"), "preset.dyt"),
         Preset("mix-ln-no-warmup", _BASE.replace(norm_position="mix"), "preset.mix-ln-no-warmup"),
         Preset("deep-pre-ln-lns", _DEEP.replace(norm_position="pre", ln_scaling=True), "preset.deep-pre-ln-lns"),
+        Preset("high-lr-warmup", _HIGH.replace(warmup_steps=100), "preset.high-lr-warmup"),  # issue 33, Kosson 2024
     ]
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
@@ -388,6 +389,7 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "dyt-vs-ln": ("pre-ln-no-warmup", "dyt", "compare.dyt-vs-ln"),
     "mix-ln": ("post-ln-no-warmup", "mix-ln-no-warmup", "compare.mix-ln"),
     "lns-deep": ("deep-pre-ln", "deep-pre-ln-lns", "compare.lns-deep"),
+    "warmup-angular": ("high-lr", "high-lr-warmup", "compare.warmup-angular"),  # tests/test_update_probes.py
 }
 DEFAULT_COMPARE = "post-vs-pre"
 

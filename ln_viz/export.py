@@ -8,7 +8,8 @@ behind the Runs page's download buttons.
 
 The six charts of every run (CHARTS), then, for a run that measured the instability probes, their
 charts (INSTABILITY_CHARTS: attention logits, log Z, massive activations, and DyT's saturation for a DyT
-run); `charts_for(data)` says which.
+run), and for a run that measured issue 33's update probes theirs (UPDATE_CHARTS: the angular update, Adam's
+preconditioner lag, the norms' smallest per-token input scale); `charts_for(data)` says which.
 
 Static images draw the distribution chart, the layer profile and the per-layer instability charts at
 the last probe step, without the slider and Play button (they do nothing on paper); the HTML files
@@ -71,6 +72,12 @@ INSTABILITY_CHARTS: tuple[ChartSpec, ...] = (
     ChartSpec("massive_act", lambda d, lang, _: charts.massive_act_chart(d, lang=lang), 1000, 600),
     ChartSpec("dyt_saturation", lambda d, lang, _: charts.dyt_saturation_chart(d, lang=lang), 1000, 600),
 )
+# Issue 33's update probes (the same expander): only for a run that measured them.
+UPDATE_CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("angular_update", lambda d, lang, _: charts.angular_update_chart(d, lang=lang), 1000, 650),
+    ChartSpec("precond_lag", lambda d, lang, _: charts.precond_lag_chart(d, lang=lang), 1000, 650),
+    ChartSpec("norm_min_rms", lambda d, lang, _: charts.norm_min_rms_chart(d, lang=lang), 1000, 600),
+)
 
 
 def charts_for(data: RunData) -> tuple[ChartSpec, ...]:
@@ -79,7 +86,8 @@ def charts_for(data: RunData) -> tuple[ChartSpec, ...]:
     if not charts.has_instability_probes(data):
         return CHARTS
     extra = [s for s in INSTABILITY_CHARTS if s.name != "dyt_saturation" or charts.is_dyt(data)]
-    return CHARTS + tuple(extra)
+    updates = UPDATE_CHARTS if charts.has_update_probes(data) else ()
+    return CHARTS + tuple(extra) + updates
 
 
 class TurnLock:

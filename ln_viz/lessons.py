@@ -20,6 +20,8 @@ LESSON_CHARTS = {
     "high-lr-qk-norm": "attn_logit",
     "very-high-lr": "attn_logit",
     "very-high-lr-qk-norm": "attn_logit",
+    "warmup-angular": "angular_update",  # issue 33 (probes33): warm-up limits the angular update
+    "high-lr-warmup": "angular_update",
 }
 
 

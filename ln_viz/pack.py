@@ -128,7 +128,8 @@ def _lesson_of(datas: Sequence[RunData]) -> str | None:
     return lesson if lesson and all(charts.has_instability_probes(d) for d in datas) else None
 
 
-_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart}
+_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart,
+            "angular_update": charts.angular_update_chart}  # fmt: skip
 
 
 def _chart_specs(datas: Sequence[RunData], labels: Sequence[str] | None, lang: str, steps: list[int]) -> list[dict]:

@@ -9,7 +9,6 @@ Per block, at a probe step (each array's shape, unit and meaning are in ln_viz.s
 - `norm_in_hist`, `norm_in_stats`: the input of each norm in the block (for Post-LN the sum x + F(x));
 - `grad_norm`: the Frobenius norm of the gradient of each weight matrix in PARAM_NAMES;
 - `block_grad_norm`: of all the block's parameters together;
-- `update_ratio`: ||w_after - w_before|| / ||w_before|| over the block's parameters;
 - `attn_entropy`: mean entropy (nats) of the attention distributions, over heads and positions of the
   first ENTROPY_SEQUENCES (8) sequences of the step's batch (all of them for smaller batches): the
   scores must be recomputed, and over the whole batch that cost more than the rest of the probes;
@@ -18,7 +17,12 @@ Per block, at a probe step (each array's shape, unit and meaning are in ln_viz.s
 - `massive_act`: the residual stream's largest |h| over its median |h| (torch's median: the lower
   middle value of an even count), from the max the stats already hold and one median;
 - `dyt_saturation`: the fraction of a DyT norm's inputs with |alpha x| > 2 (tanh past 0.96, where its
-  gradient is under 0.07); NaN for the other norms.
+  gradient is under 0.07); NaN for the other norms;
+- `update_ratio`, `angular_update`, `precond_lag`: across the optimizer step, in ln_viz.update_probes;
+- `norm_in_min_rms` (Odonnat et al. 2024): per norm, the smallest over the batch's tokens of the scale
+  the norm divides by: a LayerNorm input's per-token std (population, as LayerNorm's variance; its
+  Jacobian scales as 1 / sigma, so the smallest sigma is where its curvature spikes; eps 1e-5 is left
+  out), an RMSNorm's (or DyT's) per-token RMS sqrt(mean(x^2)).
 
 Every gradient norm comes from one batched `torch._foreach_norm` call per step (the same call gives the
 total norm the trainer checks for divergence), and a tensor seen by two hooks (Pre-LN's residual stream
@@ -47,6 +51,7 @@ from ln_viz.schema import (
     probe_dims,
     probes_from,
 )
+from ln_viz.update_probes import UpdateRatio  # noqa: F401 (its old home: tests import it from here)
 
 # Masked attention scores: a finite stand-in for -inf, so exp() gives exactly 0 and 0 * log 0 is 0.
 _MASKED = -1e30
@@ -162,6 +167,15 @@ def _saturated(x: torch.Tensor, alpha: float) -> float:
     return np.count_nonzero(np.abs(a * np.float32(alpha)) > 2) / a.size
 
 
+@torch.no_grad()
+def min_token_scale(x: torch.Tensor, centred: bool) -> float:
+    """The smallest over tokens (all but the last axis) of each token's std (`centred`: population, as
+    LayerNorm's) or RMS sqrt(mean(x^2)) over its features; NaN if x holds a NaN."""
+    x = x.detach().float()
+    per_token = torch.var(x, dim=-1, correction=0) if centred else x.square().mean(dim=-1)
+    return math.sqrt(max(float(per_token.amin()), 0.0)) if not per_token.isnan().any() else math.nan
+
+
 ENTROPY_SEQUENCES = 8  # attention entropy is measured on the first this-many sequences of the batch
 
 
@@ -185,6 +199,7 @@ class ActivationProbe:
         self.massive_act = self.arrays["massive_act"]
         self.dyt_saturation = self.arrays["dyt_saturation"]
         self.dyt_saturation.fill(np.nan)  # stays NaN where a norm is not DyT
+        self.norm_in_min_rms = self.arrays["norm_in_min_rms"]
         self._q: dict[int, torch.Tensor] = {}
         self._last: tuple[torch.Tensor, tuple[np.ndarray, np.ndarray]] | None = None
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
@@ -234,6 +249,7 @@ class ActivationProbe:
             self.norm_in_hist[i, j], self.norm_in_stats[i, j] = self._summary(args[0])
             if isinstance(module, DyT):
                 self.dyt_saturation[i, j] = _saturated(args[0], float(module.alpha.detach()))
+            self.norm_in_min_rms[i, j] = min_token_scale(args[0], centred=isinstance(module, nn.LayerNorm))
 
         return hook
 
@@ -305,30 +321,3 @@ def grad_norms(model: TinyLM) -> tuple[np.ndarray, np.ndarray]:
     norms = GradNorms(model)
     norms.measure()
     return norms.per_matrix(), norms.per_block()
-
-
-class UpdateRatio:
-    """||delta w|| / ||w|| per block across one optimizer step: `before()` then `after()`."""
-
-    def __init__(self, model: TinyLM) -> None:
-        self.blocks = [list(b.parameters()) for b in model.blocks]
-        self.params = [p for ps in self.blocks for p in ps]
-        self._before: list[torch.Tensor] = []
-
-    @torch.no_grad()
-    def before(self) -> None:
-        self._before = [p.detach().clone() for p in self.params]
-
-    @torch.no_grad()
-    def after(self) -> np.ndarray:
-        now = [p.detach() for p in self.params]
-        delta = np.square(torch.stack(torch._foreach_norm(torch._foreach_sub(now, self._before))).double().numpy())
-        base = np.square(torch.stack(torch._foreach_norm(self._before)).double().numpy())
-        out = np.zeros(len(self.blocks), np.float32)
-        start = 0
-        for i, ps in enumerate(self.blocks):
-            d, b = delta[start : start + len(ps)].sum(), base[start : start + len(ps)].sum()
-            out[i] = math.sqrt(d / b) if b > 0 else float("nan")
-            start += len(ps)
-        self._before = []
-        return out

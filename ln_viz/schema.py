@@ -252,6 +252,35 @@ PROBES: dict[str, Measure] = {
             hi=1.0,
             optional=True,
         ),
+        # issue 33: the update's angle, Adam's preconditioner lag, LayerNorm's curvature (ln_viz.probes says how)
+        _probe(
+            "angular_update",
+            ("depth",),
+            "rad",
+            "update",
+            "largest angle between a block weight matrix before and after the step, over the block's six (Kosson 2024)",
+            lo=0.0,
+            hi=math.pi,
+            optional=True,
+        ),
+        _probe(
+            "precond_lag",
+            ("depth",),
+            "ratio",
+            "update",
+            "largest |g| / (sqrt(v_hat) + eps) over a block's weight matrices after the step (NaN: not Adam)",
+            lo=0.0,
+            optional=True,
+        ),
+        _probe(
+            "norm_in_min_rms",
+            ("depth", "norms"),
+            "value",
+            "forward",
+            "input of each norm: smallest per-token std (LayerNorm) or RMS (RMSNorm, DyT) (Odonnat 2024)",
+            lo=0.0,
+            optional=True,
+        ),
     )
 }
 

@@ -12,12 +12,15 @@ a norm name (`ln1`, `ln2`, and for Peri-LN and reordered `ln1_out`, `ln2_out`) i
     histograms   step, layer, site, bin_left, bin_right, fraction               long format: the
                  fraction of a tensor's elements in [bin_left, bin_right); rows only for bins with a
                  non-zero fraction (an absent bin is 0); values beyond the edges are in layer_stats
-    layer_stats  step, layer, site, mean, std, rms, max_abs, frac_below, frac_above, dyt_saturation
+    layer_stats  step, layer, site, mean, std, rms, max_abs, frac_below, frac_above, dyt_saturation, min_token_rms
                  one row per (probe step, layer, site); site `input` at layer 0 is the embeddings into
-                 block 1; dyt_saturation is a DyT norm's (NaN at resid, input and other norms)
+                 block 1; dyt_saturation is a DyT norm's (NaN at resid, input and other norms);
+                 min_token_rms is a norm input's smallest per-token std (LayerNorm) or RMS (RMSNorm,
+                 DyT): schema's norm_in_min_rms, NaN at resid and input
     grad_norms   step, layer, param, grad_norm           Frobenius norm of each weight's gradient;
                  param is attn.q, attn.k, attn.v, attn.o, ffn.w1, ffn.w2
-    layers       step, layer, attn_entropy, block_grad_norm, update_ratio, attn_logit_max, massive_act
+    layers       step, layer, attn_entropy, block_grad_norm, update_ratio, attn_logit_max, massive_act,
+                 angular_update, precond_lag
                  the probe arrays with one value per block, as ln_viz.schema.PROBES describes them
     log_z        step, mean, std, rms, max_abs, frac_below, frac_above    one row per probe step: the
                  stats of log Z (logsumexp of the output logits) over the step's tokens (logz_stats)
@@ -97,6 +100,7 @@ def layer_stats_table(data: RunData) -> pd.DataFrame:
             pd.DataFrame({"step": steps, "layer": 0, "site": "input"}).join(pd.DataFrame(inputs, columns=stat_names))
         )
     saturation = dict(_sites(data, "resid_stats", "dyt_saturation")[1:])  # norm name -> (P, L)
+    min_rms = dict(_sites(data, "resid_stats", "norm_in_min_rms")[1:])  # norm name -> (P, L)
     for site, stats in _sites(data, "resid_stats", "norm_in_stats"):  # (P, L, stats)
         P, L, _ = stats.shape
         frame = pd.DataFrame(
@@ -108,9 +112,10 @@ def layer_stats_table(data: RunData) -> pd.DataFrame:
         )
         frame = frame.join(pd.DataFrame(stats.reshape(P * L, -1), columns=stat_names))
         frame["dyt_saturation"] = saturation[site].reshape(-1) if site in saturation else np.float32("nan")
+        frame["min_token_rms"] = min_rms[site].reshape(-1) if site in min_rms else np.float32("nan")
         parts.append(frame)
     columns = {"step": np.int64, "layer": np.int64, "site": str} | dict.fromkeys(stat_names, np.float32)
-    columns["dyt_saturation"] = np.float32
+    columns["dyt_saturation"] = columns["min_token_rms"] = np.float32
     return _concat(parts, columns).sort_values(["step", "layer"], kind="stable", ignore_index=True)
 
 

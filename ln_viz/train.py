@@ -20,9 +20,10 @@ from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
 from ln_viz.optim import SGD, Adam
-from ln_viz.probes import GradNorms, UpdateRatio, watch
+from ln_viz.probes import GradNorms, watch
 from ln_viz.schedule import lr_at
 from ln_viz.snapshot import FINAL_LOSS_WINDOW, RunData, RunInfo, Snapshot
+from ln_viz.update_probes import PreconditionerLag, UpdateRatio
 
 # A run is "stalled" when its loss as every page shows it, the mean of its last STALL_WINDOW steps (the
 # final loss's own window, snapshot.final_loss), has not got below the unigram entropy by STALL_MARGIN of
@@ -49,6 +50,7 @@ class Trainer:
         self.optimizer = make_optimizer(cfg, self.model)
         self.grad_norms = GradNorms(self.model)
         self.update_ratio = UpdateRatio(self.model)
+        self.precond_lag = PreconditionerLag(self.model)
         self.batches = Batches(self.corpus.train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, cfg.device)
         self.eval_x, self.eval_y = eval_windows(self.corpus.val_ids, cfg.seq_len)
         self.info = RunInfo(
@@ -115,6 +117,8 @@ class Trainer:
                 self.update_ratio.before()
                 opt.step()
                 probes["update_ratio"] = self.update_ratio.after()
+                probes["angular_update"] = self.update_ratio.angular
+                probes["precond_lag"] = self.precond_lag.measure(opt)
             else:
                 opt.step()
             now = time.perf_counter()

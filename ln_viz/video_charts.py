@@ -43,7 +43,8 @@ PAIR_LESSON_TILES = {
     "lesson": (0.52, 0.0, 0.48, 0.44),
     "profile": (0.52, 0.44, 0.48, 0.56),
 }
-_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart}
+_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart,
+            "angular_update": charts.angular_update_chart}  # fmt: skip
 
 
 def until(data: RunData, step: int) -> RunData:

@@ -377,7 +377,8 @@ def test_the_instability_expander_draws_the_probes_of_a_finished_run(replay_runn
     at.run()
     (expander,) = [e for e in at.expander if e.label == "Instability probes"]
     keys = {c.key for c in expander.get("plotly_chart")}
-    assert keys == {"attn_logit", "log_z", "massive_act", "dyt_saturation"}
+    updates = {"angular_update", "precond_lag", "norm_min_rms"}  # issue 33's update probes
+    assert keys == {"attn_logit", "log_z", "massive_act", "dyt_saturation"} | updates
     assert "Wortsman" in " ".join(c.value for c in expander.caption)
 
 

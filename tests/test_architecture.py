@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, str]] = [
     ("config", "config schedule lessons"),
     ("vocabulary", "schema corpus"),
     ("model", "model optim"),
-    ("probes", "probes init_grads"),
+    ("probes", "update_probes probes init_grads"),
     ("snapshot", "snapshot"),  # what the trainer yields: below it, since it builds them
     ("train", "train"),
     # background execution: training runs in worker processes, and the Init Lab's measurements in a pool
@@ -56,7 +56,7 @@ LAYERS: list[tuple[str, str]] = [
     (
         "charts",
         "charts charts.style charts.axes charts.reference charts.sample charts.lr_axis charts.dist charts.entropy "
-        "charts.grads charts.init_lab charts.init_hf "
+        "charts.grads charts.init_lab charts.init_hf charts.updates "
         "charts.instability charts.loss charts.profile charts.seeds words export video_charts pack video_frames video",
     ),
     # the stability map

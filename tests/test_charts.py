@@ -361,7 +361,8 @@ def title_of(fig: go.Figure) -> str:
     return (fig.layout.title.text or "") + (" · " + sub if sub else "")
 
 
-ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "Mix-LN", "DyT", "LN", *PARAM_NAMES]  # paper names
+# paper names (and the optimizer's, and RMS: issue 33's update probes)
+ALLOWED_LATIN = ["Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "Mix-LN", "DyT", "LN", "Adam", "RMS", *PARAM_NAMES]
 
 
 def visible_texts(fig: go.Figure) -> list[str]:

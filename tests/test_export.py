@@ -90,6 +90,9 @@ def test_svg_files_parse_and_carry_the_chosen_language(exported: tuple[Path, lis
         ("attn_logit", "chart.attn_logit_axis"),
         ("log_z", "chart.logz_axis"),
         ("dyt_saturation", "chart.dyt_axis"),
+        ("angular_update", "chart.angular_axis"),  # issue 33's update probes
+        ("precond_lag", "chart.lag_axis"),
+        ("norm_min_rms", "chart.min_rms_axis"),
     ):
         assert t(key, "ko") in "".join(ET.parse(out / f"{name}.svg").getroot().itertext()), name
     assert "updatemenu" not in text  # a static image has no Play button

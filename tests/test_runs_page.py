@@ -32,7 +32,8 @@ CHART_KEYS = {
     "runs_attn_entropy",
 }
 # the "Instability probes" expander's, drawn once it is opened (a LayerNorm run: no DyT saturation chart)
-INSTABILITY_KEYS = {"runs_attn_logit", "runs_log_z", "runs_massive_act"}
+INSTABILITY_KEYS = {"runs_attn_logit", "runs_log_z", "runs_massive_act", "runs_angular_update", "runs_precond_lag",
+                    "runs_norm_min_rms"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

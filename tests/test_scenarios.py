@@ -29,6 +29,7 @@ SCENARIO_FIELDS: dict[str, dict[str, str]] = {
     "dyt-vs-ln": {"norm_type": "DyT"},
     "mix-ln": {"norm_position": "Mix-LN"},
     "lns-deep": {"ln_scaling": "LayerNorm Scaling"},
+    "warmup-angular": {"warmup_steps": "100"},  # probes33's; measured in tests/test_update_probes.py
 }
 
 

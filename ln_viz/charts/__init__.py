@@ -13,7 +13,8 @@ The package: `style` (colours, fonts, the shared layout, the lecture view's scal
 colorbars), `sample` (downsampling, which probe step), and one module per family of views: `loss`,
 `grads` (gradient heatmap, update ratio), `dist` (activation distributions), `profile` (per-layer
 profile), `entropy` (attention entropy per layer), `instability` (attention logits, log Z, massive
-activations, DyT saturation), `init_lab` (the Init lab), `seeds` (several seeds of a setting: the mean
+activations, DyT saturation), `updates` (angular update, Adam's preconditioner lag, the norms' smallest
+per-token input scale), `init_lab` (the Init lab), `seeds` (several seeds of a setting: the mean
 loss with its band, the median seed). Every public builder takes
 `height` (px; None = Plotly's default): the page decides how tall each chart is. In each module, a
 `_prepare_*` step computes what is drawn, apart from the drawing; `loss_chart`, `layer_profile`,
@@ -54,6 +55,14 @@ from ln_viz.charts.style import (
     norm_label,
     step_line,
 )
+from ln_viz.charts.updates import (
+    LAG_BOUND,
+    angular_update_chart,
+    has_update_probes,
+    is_adam,
+    norm_min_rms_chart,
+    precond_lag_chart,
+)
 
 __all__ = [
     "ACT_CODES",
@@ -73,7 +82,13 @@ __all__ = [
     "PROFILE_HEIGHTS",
     "PROFILE_SPACING",
     "UPDATE_RATIO_REF",
+    "LAG_BOUND",
     "act_dist",
+    "angular_update_chart",
+    "has_update_probes",
+    "is_adam",
+    "norm_min_rms_chart",
+    "precond_lag_chart",
     "attention_entropy_chart",
     "attn_logit_chart",
     "dyt_saturation_chart",

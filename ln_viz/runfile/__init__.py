@@ -64,6 +64,12 @@ checks this table against the schema):
             residual stream after each block: largest |h| over the median |h| (Sun 2024, massive activations)
     probe   dyt_saturation  (depth, norms)           float32  fraction
             fraction of each DyT norm's tanh inputs with |alpha x| > 2 (NaN for a norm that is not DyT)
+    probe   angular_update  (depth)                  float32  rad
+            largest angle between a block weight matrix before and after the step, over the block's six (Kosson 2024)
+    probe   precond_lag     (depth)                  float32  ratio
+            largest |g| / (sqrt(v_hat) + eps) over a block's weight matrices after the step (NaN: not Adam)
+    probe   norm_in_min_rms (depth, norms)           float32  value
+            input of each norm: smallest per-token std (LayerNorm) or RMS (RMSNorm, DyT) (Odonnat 2024)
 
 Reading validates everything before anything is stored: a file ln-viz would not have written is
 refused with one sentence (RunFileError, in English and Korean; a value it repeats is cut to a short

@@ -1,8 +1,9 @@
 """The "Instability probes" expander under the live view's charts (issue 19): the largest attention
 logit per layer and log Z over the steps, the massive-activation ratio per layer and, for a DyT run,
-DyT's saturation per norm at the page's chosen step; and under Compare's charts, both runs' largest
-attention logit and mean log Z. A run recorded before these probes existed (the shipped demo runs) gets
-one sentence instead of empty charts."""
+DyT's saturation per norm at the page's chosen step, then issue 33's angular update and Adam's
+preconditioner lag over the steps and the norms' smallest per-token input scale at the step; and under
+Compare's charts, both runs' largest attention logit and mean log Z. A run recorded before these probes
+existed (the shipped demo runs) gets one sentence instead of empty charts."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from ln_viz.ui import layout
 # chart name (as live._build knows it) -> its caption's key
 OVER_STEPS = {"attn_logit": "caption.attn_logit", "log_z": "caption.log_z"}
 AT_STEP = {"massive_act": "caption.massive_act", "dyt_saturation": "caption.dyt_saturation"}
+# issue 33's update probes: the angular update and Adam's lag over the steps, the norms' smallest input scale
+UPDATES = {"angular_update": "caption.angular_update", "precond_lag": "caption.precond_lag"}
+UPDATES_AT_STEP = {"norm_min_rms": "caption.norm_min_rms"}
 INSTABILITY_OPEN = "instability_open"  # the expander's key (after the page's prefix): True while it is open
 
 
@@ -46,6 +50,20 @@ def instability_expander(
             with col:
                 layout.chart(figure(name, step), key_prefix + name, layout.SHORT)
                 st.caption(t(AT_STEP[name], lang))
+        if charts.has_update_probes(data):
+            _update_charts(lang, step, figure, key_prefix)
+
+
+def _update_charts(lang: str, step: int | None, figure: Callable[..., go.Figure], key_prefix: str) -> None:
+    """The update probes (issue 33): two charts over the steps, then the norms' smallest input scale at the step."""
+    for col, (name, caption) in zip(st.columns(2), UPDATES.items()):
+        with col:
+            layout.chart(figure(name), key_prefix + name, layout.SHORT)
+            st.caption(t(caption, lang))
+    for col, (name, caption) in zip(st.columns(2), UPDATES_AT_STEP.items()):
+        with col:
+            layout.chart(figure(name, step), key_prefix + name, layout.SHORT)
+            st.caption(t(caption, lang))
 
 
 # Compare's charts of both runs: chart name -> (builder, caption key)

@@ -199,7 +199,8 @@ def draw_live(figure: Callable, step: int | None, lesson: str | None = None, mar
                 layout.chart(figure(name, step), name, HALF, lecture=True)
 
 
-_COMPARED_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart}
+_COMPARED_LESSONS = {"attn_logit": charts.attn_logit_chart, "log_z": charts.log_z_chart,
+                     "angular_update": charts.angular_update_chart}  # fmt: skip
 
 
 def draw_compare(

@@ -132,8 +132,11 @@ _SIMPLE_CHARTS = {
     "attn_entropy": charts.attention_entropy_chart,
     "attn_logit": charts.attn_logit_chart,
     "log_z": charts.log_z_chart,
+    "angular_update": charts.angular_update_chart,  # issue 33's update probes (probes33)
+    "precond_lag": charts.precond_lag_chart,
 }
-_STEP_CHARTS = {"massive_act": charts.massive_act_chart, "dyt_saturation": charts.dyt_saturation_chart}
+_STEP_CHARTS = {"massive_act": charts.massive_act_chart, "dyt_saturation": charts.dyt_saturation_chart,
+                "norm_min_rms": charts.norm_min_rms_chart}  # fmt: skip
 
 
 def _build(name: str, data: RunData, step: int | None, lang: str, lecture: bool, view: LossView = RAW):

@@ -1,0 +1,127 @@
+"""What is measured across the optimizer step: before it, the weights are copied once (probe steps only); after
+it, the copies and the new weights give, per block (each array's shape, unit and meaning in ln_viz.schema.PROBES):
+
+- `update_ratio`: ||w_after - w_before|| / ||w_before|| over the block's parameters;
+- `angular_update` (issue 33, Kosson et al. 2024): per block, the LARGEST over its six weight matrices
+  (PARAM_NAMES) of the angle arccos(<W, W'> / (|W| |W'|)) between the matrix before (W) and after (W')
+  the optimizer step, in radians. Computed as 2 asin(|W'/|W'| - W/|W|| / 2), the same angle without
+  arccos's rounding near cos = 1 (an angle of 1e-3 rad is cos = 1 - 5e-7, at float32's resolution).
+  The largest, not a norm-weighted mean: the matrix that turned most is the one warm-up holds back;
+- `precond_lag` (Bai et al. 2025): per block, the largest |g| / (sqrt(v_hat) + eps) over the elements of
+  its six weight matrices, read after the step from Adam's state: g the gradient Adam used (after
+  clipping), v_hat = exp_avg_sq / (1 - beta2^t) with t the matrix's own step count (the bias correction
+  Adam applied to this step's denominator, GI-Adam's too), eps as Adam adds it (outside the root). v
+  already holds this step's g^2, so the ratio is at most sqrt((1 - beta2^t) / (1 - beta2)) (7.07 at
+  beta2 0.98): near that bound the gradient dwarfs its history (v lags behind), near 1 it is steady.
+  NaN for an optimizer without a second moment (SGD, Muon's matrices).
+
+Every norm comes from batched `torch._foreach_*` calls, one set per probe step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ln_viz.model import TinyLM
+from ln_viz.schema import PARAM_NAMES
+
+
+class UpdateRatio:
+    """||delta w|| / ||w|| per block across one optimizer step: `before()` then `after()`; `after()` also
+    leaves each block's largest angular update of its weight matrices in `angular` (L,), radians."""
+
+    def __init__(self, model: TinyLM) -> None:
+        self.blocks = [list(b.parameters()) for b in model.blocks]
+        self.params = [p for ps in self.blocks for p in ps]
+        index = {id(p): i for i, p in enumerate(self.params)}
+        # (L, 6) positions in `params` of each block's PARAM_NAMES matrices
+        self.matrix_index = np.array(
+            [[index[id(b.get_submodule(n).weight)] for n in PARAM_NAMES] for b in model.blocks], np.int64
+        ).reshape(len(model.blocks), len(PARAM_NAMES))
+        self.angular = np.full(len(self.blocks), np.nan, np.float32)
+        self._before: list[torch.Tensor] = []
+
+    @torch.no_grad()
+    def before(self) -> None:
+        self._before = [p.detach().clone() for p in self.params]
+
+    @torch.no_grad()
+    def after(self) -> np.ndarray:
+        now = [p.detach() for p in self.params]
+        delta = np.square(torch.stack(torch._foreach_norm(torch._foreach_sub(now, self._before))).double().numpy())
+        base = np.square(torch.stack(torch._foreach_norm(self._before)).double().numpy())
+        out = np.zeros(len(self.blocks), np.float32)
+        start = 0
+        for i, ps in enumerate(self.blocks):
+            d, b = delta[start : start + len(ps)].sum(), base[start : start + len(ps)].sum()
+            out[i] = math.sqrt(d / b) if b > 0 else float("nan")
+            start += len(ps)
+        matrices = self.matrix_index.reshape(-1).tolist()
+        angles = angular_updates([self._before[i] for i in matrices], [now[i] for i in matrices])
+        self.angular = angles.reshape(self.matrix_index.shape).max(axis=1)  # NaN when any matrix's is
+        self._before = []
+        return out
+
+
+@torch.no_grad()
+def angular_updates(before: list[torch.Tensor], after: list[torch.Tensor]) -> np.ndarray:
+    """The angle in radians between each pair of tensors (as flat vectors), arccos of their cosine,
+    computed as 2 asin(|a/|a| - b/|b|| / 2) (exact near 0, where arccos loses half the digits); NaN where
+    either is zero or not finite. float32 (N,)."""
+    nb = torch.stack(torch._foreach_norm(before)).double().numpy()
+    na = torch.stack(torch._foreach_norm(after)).double().numpy()
+    ok = (nb > 0) & (na > 0) & np.isfinite(nb) & np.isfinite(na)
+    sb, sa = np.where(ok, nb, 1.0).tolist(), np.where(ok, na, 1.0).tolist()
+    diff = torch._foreach_sub(torch._foreach_div(after, sa), torch._foreach_div(before, sb))
+    chord = torch.stack(torch._foreach_norm(diff)).double().numpy()
+    angles = 2 * np.arcsin(np.clip(chord / 2, 0.0, 1.0))
+    return np.where(ok, angles, np.nan).astype(np.float32)
+
+
+def adam_second_moments(opt: object, params: list[torch.Tensor]) -> list[tuple[torch.Tensor, float, float] | None]:
+    """For each parameter, (exp_avg_sq, the bias correction 1 - beta2^t of its step count t, Adam's eps) from
+    ln_viz.optim.Adam or a torch.optim Adam/AdamW; None where the optimizer keeps no second moment for it
+    (SGD, Muon, a parameter not stepped yet)."""
+    if hasattr(opt, "exp_avg_sq") and hasattr(opt, "steps"):  # ln_viz.optim.Adam
+        index = {id(p): i for i, p in enumerate(opt.params)}
+        beta2, eps = opt.betas[1], opt.eps
+        found = [index.get(id(p)) for p in params]
+        return [
+            (opt.exp_avg_sq[i], 1 - beta2 ** opt.steps[i], eps) if i is not None and opt.steps[i] > 0 else None
+            for i in found
+        ]
+    state, out = getattr(opt, "state", {}), []
+    group_of = {id(p): g for g in getattr(opt, "param_groups", []) for p in g["params"]}
+    for p in params:
+        st, group = state.get(p, {}), group_of.get(id(p), {})
+        if "exp_avg_sq" in st and "betas" in group and float(st.get("step", 0)) > 0:
+            out.append((st["exp_avg_sq"], 1 - group["betas"][1] ** float(st["step"]), group["eps"]))
+        else:
+            out.append(None)
+    return out
+
+
+class PreconditionerLag:
+    """Per block, the largest |g| / (sqrt(v_hat) + eps) over its weight matrices' elements, after a step."""
+
+    def __init__(self, model: TinyLM) -> None:
+        self.shape = (len(model.blocks), len(PARAM_NAMES))
+        self.matrices = [b.get_submodule(n).weight for b in model.blocks for n in PARAM_NAMES]
+
+    @torch.no_grad()
+    def measure(self, opt: object) -> np.ndarray:
+        """(L,) float32; NaN for a block with a matrix the optimizer keeps no second moment for."""
+        moments = adam_second_moments(opt, self.matrices)
+        have = [k for k, m in enumerate(moments) if m is not None and self.matrices[k].grad is not None]
+        out = np.full(len(self.matrices), np.nan)
+        if have:
+            vs = [moments[k][0] for k in have]
+            denom = torch._foreach_sqrt(vs)
+            torch._foreach_div_(denom, [moments[k][1] ** 0.5 for k in have])
+            torch._foreach_add_(denom, [moments[k][2] for k in have])
+            ratio = torch._foreach_div(torch._foreach_abs([self.matrices[k].grad for k in have]), denom)
+            out[have] = torch.stack(torch._foreach_max(ratio)).double().numpy()
+        return out.reshape(self.shape).max(axis=1).astype(np.float32)  # NaN when any matrix's is
