@@ -397,6 +397,26 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "mix-ln": ("post-ln-no-warmup", "mix-ln-no-warmup", "compare.mix-ln"),
     "lns-deep": ("deep-pre-ln", "deep-pre-ln-lns", "compare.lns-deep"),
 }
+
+# Issue 33, Muon and QK-Clip (helper muon): the high-lr preset's run with Muon on the block matrices (Adam on the
+# rest), and that run with QK-Clip at tau 30; tests/test_muon.py measures the sentences over 3 seeds.
+_MUON = _HIGH.replace(optimizer="muon")
+PRESETS.update(
+    {
+        p.name: p
+        for p in [
+            Preset("muon-high-lr", _MUON, "preset.muon-high-lr"),
+            Preset("muon-high-lr-qk-clip", _MUON.replace(qk_clip=30.0), "preset.muon-high-lr-qk-clip"),
+        ]
+    }
+)
+COMPARE_PRESETS.update(
+    {
+        "muon-vs-adam": ("high-lr", "muon-high-lr", "compare.muon-vs-adam"),
+        "muon-qk-clip": ("muon-high-lr", "muon-high-lr-qk-clip", "compare.muon-qk-clip"),
+    }
+)
+
 DEFAULT_COMPARE = "post-vs-pre"
 
 

@@ -20,6 +20,11 @@ LESSON_CHARTS = {
     "high-lr-qk-norm": "attn_logit",
     "very-high-lr": "attn_logit",
     "very-high-lr-qk-norm": "attn_logit",
+    # issue 33 (helper muon): Muon and QK-Clip are about the attention logits too
+    "muon-vs-adam": "attn_logit",
+    "muon-qk-clip": "attn_logit",
+    "muon-high-lr": "attn_logit",
+    "muon-high-lr-qk-clip": "attn_logit",
 }
 
 

@@ -29,6 +29,8 @@ SCENARIO_FIELDS: dict[str, dict[str, str]] = {
     "dyt-vs-ln": {"norm_type": "DyT"},
     "mix-ln": {"norm_position": "Mix-LN"},
     "lns-deep": {"ln_scaling": "LayerNorm Scaling"},
+    "muon-vs-adam": {"optimizer": "Muon"},  # issue 33 (helper muon): measured in tests/test_muon.py
+    "muon-qk-clip": {"qk_clip": "QK-Clip"},
 }
 
 

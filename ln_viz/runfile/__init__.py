@@ -64,6 +64,8 @@ checks this table against the schema):
             residual stream after each block: largest |h| over the median |h| (Sun 2024, massive activations)
     probe   dyt_saturation  (depth, norms)           float32  fraction
             fraction of each DyT norm's tanh inputs with |alpha x| > 2 (NaN for a norm that is not DyT)
+    probe   attn_logit_max_head (depth, heads)           float32  logit
+            largest |q.k|/sqrt(d_head) of each head over the whole batch (QK-Clip's S, Kimi K2 2025)
 
 Reading validates everything before anything is stored: a file ln-viz would not have written is
 refused with one sentence (RunFileError, in English and Korean; a value it repeats is cut to a short
