@@ -14,7 +14,7 @@ NORM_POSITIONS = ("post", "pre", "peri", "deepnorm", "none", "mix", "reordered")
 NORM_TYPES = ("layernorm", "rmsnorm", "dyt")
 QK_NORMS = ("none", "layernorm", "rmsnorm")
 LN_SCALING_POSITIONS = ("pre", "peri", "mix")  # LayerNorm Scaling needs norms in front of the sublayers
-OPTIMIZERS = ("adam", "sgd")
+OPTIMIZERS = ("adam", "sgd", "muon")  # muon: Muon on the blocks' matrices, Adam on the rest
 ADAM_INITS = ("zero", "gi")  # Adam's second moment at the start: 0, or the first gradient squared (GI-Adam)
 SCHEDULES = ("constant", "inverse_sqrt", "cosine")
 CORPORA = ("english", "markov", "user")
@@ -25,6 +25,7 @@ ADAM_EPS = 1e-8  # torch's default; our probes show grads far larger than this
 MAX_DEPTH = 48
 MAX_LR = 10.0
 MAX_STEPS = 100_000
+MAX_QK_CLIP = 1e6  # QK-Clip's tau: a logit of 1e6 is far past where softmax saturates (one-hot beyond ~40)
 MEMORY_LIMIT_BYTES = 8 * 1024**3  # what one training run may take on a 24 GiB, 2-core machine
 
 
@@ -63,6 +64,8 @@ class RunConfig:
     dyt_alpha: float = 0.5  # DyT's alpha at initialisation (Zhu et al. 2025)
     ln_scaling: bool = False  # each block's norm outputs times 1/sqrt(l), l 1-based (Sun et al. 2025)
     adam_init: str = "zero"  # zero | gi: GI-Adam, v0 = g0^2 (Kalra & Barkeshli 2024); Adam's other lines unchanged
+    qk_clip: float = 0.0  # QK-Clip's tau (Kimi K2, 2025): after each step a head whose largest |logit| S > tau has
+    # its W_q and W_k rows scaled by sqrt(tau / S) each; 0 = off
 
     @property
     def ffn_width(self) -> int:
@@ -114,6 +117,8 @@ class RunConfig:
             )
         if self.adam_init != "zero" and self.optimizer != "adam":
             raise ConfigError("err.adam_init_optimizer", "adam_init", init=self.adam_init, optimizer=self.optimizer)
+        if self.qk_clip and self.qk_norm != "none":  # the norm undoes a scaled W_q, W_k: the clip would change nothing
+            raise ConfigError("err.qk_clip_qk_norm", "qk_clip", tau=self.qk_clip, qk_norm=self.qk_norm)
         if self.corpus == "user" and self.user_text is None:  # "" is a text, and ln_viz.corpus says it is empty
             raise ConfigError("err.user_text_missing", "user_text")
         if self.device == "cuda":
@@ -193,6 +198,7 @@ class FieldSpec:
     choice_label: str | None = None  # i18n key prefix of each choice's name: f"{choice_label}.{value}"
     widget: str | None = None  # select | slider | select_slider | number; None: not in the form
     step: int = 1  # the number widget's +/- step
+    float_step: float = 1e-4  # the float widget's +/- step
     cli: str | None = None  # the flag; None: no flag
     cli_help: str = ""  # the flag's help, without the range (added from lo/hi)
     train_only: bool = False  # a flag of `train` only (init-grads has no optimizer, schedule, ...)
@@ -321,13 +327,16 @@ FIELDS: dict[str, FieldSpec] = {
               cli_help="norm outputs times 1/sqrt(layer) (pre, peri, mix)", url="lnscale"),
         FieldSpec("adam_init", str, choices=ADAM_INITS, label="ui.adam_init", choice_label="adaminit", widget="select",
               cli="--adam-init", cli_help="second moment v0: 0, or g0^2 (GI-Adam)", train_only=True, url="adaminit"),
+        FieldSpec("qk_clip", float, lo=0.0, hi=MAX_QK_CLIP, closed=True, label="ui.qk_clip", widget="float",
+              float_step=10.0, cli="--qk-clip", train_only=True, url="qkclip",
+              cli_help="QK-Clip's tau, the largest attention logit kept (Kimi K2), 0 = off"),
     ]
 }  # fmt: skip
 
 
 # Added by issues 19 and 33: left out of RunConfig.to_dict while at their default (see there).
 _ISSUE_19 = ("qk_norm", "weight_decay", "grad_clip", "z_loss", "dyt_alpha", "ln_scaling")
-_OMITTED = (*_ISSUE_19, "adam_init")
+_OMITTED = (*_ISSUE_19, "adam_init", "qk_clip")
 OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _OMITTED}
 
 
@@ -391,6 +400,26 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "lns-deep": ("deep-pre-ln", "deep-pre-ln-lns", "compare.lns-deep"),
     "warmup-angular": ("high-lr", "high-lr-warmup", "compare.warmup-angular"),  # tests/test_update_probes.py
 }
+
+# Issue 33, Muon and QK-Clip (helper muon): the high-lr preset's run with Muon on the block matrices (Adam on the
+# rest), and that run with QK-Clip at tau 30; tests/test_muon.py measures the sentences over 3 seeds.
+_MUON = _HIGH.replace(optimizer="muon")
+PRESETS.update(
+    {
+        p.name: p
+        for p in [
+            Preset("muon-high-lr", _MUON, "preset.muon-high-lr"),
+            Preset("muon-high-lr-qk-clip", _MUON.replace(qk_clip=30.0), "preset.muon-high-lr-qk-clip"),
+        ]
+    }
+)
+COMPARE_PRESETS.update(
+    {
+        "muon-vs-adam": ("high-lr", "muon-high-lr", "compare.muon-vs-adam"),
+        "muon-qk-clip": ("muon-high-lr", "muon-high-lr-qk-clip", "compare.muon-qk-clip"),
+    }
+)
+
 DEFAULT_COMPARE = "post-vs-pre"
 
 

@@ -22,6 +22,11 @@ LESSON_CHARTS = {
     "very-high-lr-qk-norm": "attn_logit",
     "warmup-angular": "angular_update",  # issue 33 (probes33): warm-up limits the angular update
     "high-lr-warmup": "angular_update",
+    # issue 33 (helper muon): Muon and QK-Clip are about the attention logits too
+    "muon-vs-adam": "attn_logit",
+    "muon-qk-clip": "attn_logit",
+    "muon-high-lr": "attn_logit",
+    "muon-high-lr-qk-clip": "attn_logit",
 }
 
 

@@ -18,6 +18,9 @@ Options on top of the placement (RunConfig; the defaults leave the lines above e
     qk_norm         Attn uses softmax(N(q) N(k)^T / sqrt(hs)), N a LayerNorm or RMSNorm over each
                     head's hs features, gain shared by the heads      (Dehghani 2023, Wortsman 2023)
 
+The attention can record, per head, the largest |q.k| / sqrt(hs) of a forward (`record_logit_max`): QK-Clip
+(Kimi K2, 2025; `clip_qk`, called by the trainer after each update) and the per-head logit probe read it.
+
 Initialisation follows Xiong et al.: Xavier-uniform weights, no biases in the projections, norms at
 (1, 0). Token and position embeddings are N(0, 1/2) each, so the input to block 1 has E||x||^2 = d,
 the paper's assumption. Weights are drawn from one generator in a fixed order that does not depend on
@@ -76,6 +79,8 @@ class CausalSelfAttention(nn.Module):
             self.q_norm = make_norm(qk_norm, d // heads)
             self.k_norm = make_norm(qk_norm, d // heads)
         self.qk_norm = qk_norm != "none"
+        self.record_logit_max = False  # when on, each forward keeps its per-head largest logit in `logit_max`
+        self.logit_max: torch.Tensor | None = None  # (nh,)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
@@ -83,8 +88,32 @@ class CausalSelfAttention(nn.Module):
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if self.record_logit_max:
+            self.logit_max = head_logit_max(q, k)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
         return self.o(y.transpose(1, 2).reshape(B, T, d))
+
+    @torch.no_grad()
+    def clip_qk(self, tau: float) -> None:
+        """QK-Clip (Kimi K2, arXiv 2507.20534): each head whose recorded largest logit S exceeds tau has its W_q and
+        W_k rows scaled by sqrt(tau / S) each, so that forward's logits of that head would be at most tau. The
+        projections have no biases (nothing else to scale); with QK-norm the norm would undo it (refused)."""
+        if self.logit_max is None:
+            return
+        hs = self.q.weight.shape[0] // self.heads
+        scale = (tau / self.logit_max).clamp(max=1.0).sqrt().repeat_interleave(hs)  # (d,): head h's rows
+        self.q.weight.mul_(scale[:, None])  # a Linear's weight is (out, in): head h's outputs are rows h*hs..
+        self.k.weight.mul_(scale[:, None])
+
+
+@torch.no_grad()
+def head_logit_max(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(nh,) the largest |q.k| / sqrt(hs) of each head over batch, query and the key positions the causal mask
+    keeps, from q, k of shape (B, nh, T, hs): one extra batched matmul, detached."""
+    T, hs = q.shape[-2:]
+    scores = (q.detach() @ k.detach().transpose(-1, -2)).abs_()  # (B, nh, T, T)
+    scores.masked_fill_(torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1), 0.0)  # 0 never wins a max
+    return scores.amax(dim=(0, 2, 3)) / math.sqrt(hs)
 
 
 class FFN(nn.Module):
@@ -195,6 +224,24 @@ class TinyLM(nn.Module):
     def norm_names(self) -> list[str]:
         """Names of the norm modules inside each block, in forward order."""
         return norm_names(self.cfg.norm_position)
+
+    def block_matrices(self) -> list[nn.Parameter]:
+        """The blocks' weight matrices (PARAM_NAMES of each block, in order): what Muon updates."""
+        return [block.get_submodule(name).weight for block in self.blocks for name in PARAM_NAMES]
+
+    def record_logit_max(self, on: bool) -> None:
+        """Whether the following forwards record each head's largest attention logit."""
+        for block in self.blocks:
+            block.attn.record_logit_max = on
+
+    def logit_max(self) -> torch.Tensor:
+        """(depth, heads) the last recorded forward's largest |q.k| / sqrt(hs) per block and head."""
+        return torch.stack([block.attn.logit_max for block in self.blocks])
+
+    def clip_qk(self, tau: float) -> None:
+        """QK-Clip each block's attention with the last recorded forward's logits (CausalSelfAttention.clip_qk)."""
+        for block in self.blocks:
+            block.attn.clip_qk(tau)
 
 
 def build_model(cfg: RunConfig, vocab_size: int) -> TinyLM:

@@ -185,8 +185,10 @@ class ActivationProbe:
     def __init__(self, model: TinyLM) -> None:
         self.model = model
         self.norm_names = model.norm_names()
-        dims = probe_dims(len(model.blocks), len(self.norm_names), len(PARAM_NAMES), HIST_BINS, len(STAT_NAMES))
-        # the schema's forward-pass arrays, filled in place by the hooks
+        dims = probe_dims(
+            len(model.blocks), len(self.norm_names), len(PARAM_NAMES), HIST_BINS, len(STAT_NAMES), model.cfg.heads
+        )
+        # the schema's forward-pass arrays, filled in place by the hooks (attn_logit_max_head: by the trainer)
         self.arrays = blank_probes(dims, probes_from("forward"))
         self.resid_hist = self.arrays["resid_hist"]
         self.resid_stats = self.arrays["resid_stats"]

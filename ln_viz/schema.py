@@ -9,7 +9,7 @@ Probe shapes are written in named dimensions (per probe step; a run's stack adds
 
     depth   blocks (RunConfig.depth)            norms   norm modules per block (RunInfo.norm_names)
     params  weight matrices per block (PARAM_NAMES)   bins    histogram bins (len(HIST_EDGES) - 1)
-    stats   summary statistics (STAT_NAMES, indexed by `Stat`)
+    stats   summary statistics (STAT_NAMES, indexed by `Stat`)    heads   attention heads (RunConfig.heads)
 
 Like TransformerLens's hook names, these names are the vocabulary: a probe array called `resid_hist`
 means the same thing in a snapshot, a store row, a run file and a chart.
@@ -284,6 +284,24 @@ PROBES: dict[str, Measure] = {
     )
 }
 
+# Issue 33, Muon and QK-Clip (helper muon): one block, appended.
+PROBES.update(
+    {
+        m.name: m
+        for m in (
+            _probe(
+                "attn_logit_max_head",
+                ("depth", "heads"),
+                "logit",
+                "forward",
+                "largest |q.k|/sqrt(d_head) of each head over the whole batch (QK-Clip's S, Kimi K2 2025)",
+                lo=0.0,
+                optional=True,
+            ),
+        )
+    }
+)
+
 SCALAR_NAMES: tuple[str, ...] = tuple(SCALARS)
 PROBE_NAMES: tuple[str, ...] = tuple(PROBES)
 
@@ -293,9 +311,9 @@ def probes_from(source: Source) -> tuple[str, ...]:
     return tuple(m.name for m in PROBES.values() if m.source == source)
 
 
-def probe_dims(depth: int, n_norms: int, n_params: int, n_bins: int, n_stats: int) -> dict[str, int]:
+def probe_dims(depth: int, n_norms: int, n_params: int, n_bins: int, n_stats: int, heads: int = 1) -> dict[str, int]:
     """Sizes of the named dimensions, for `Measure.shape_for`."""
-    return {"depth": depth, "norms": n_norms, "params": n_params, "bins": n_bins, "stats": n_stats}
+    return {"depth": depth, "norms": n_norms, "params": n_params, "bins": n_bins, "stats": n_stats, "heads": heads}
 
 
 def blank_probes(dims: dict[str, int], names: tuple[str, ...] = PROBE_NAMES) -> dict[str, np.ndarray]:

@@ -128,7 +128,8 @@ class RunInfo:
     def probe_dims(self) -> dict[str, int]:
         """The size of each named dimension of the schema's probe shapes, for this run."""
         n_bins = len(self.hist_edges) - 1
-        return probe_dims(self.config.depth, len(self.norm_names), len(self.param_names), n_bins, len(self.stat_names))
+        names, stats = len(self.param_names), len(self.stat_names)
+        return probe_dims(self.config.depth, len(self.norm_names), names, n_bins, stats, self.config.heads)
 
     def probe_shapes(self) -> dict[str, tuple[int, ...]]:
         """The shape of one probe step's array of each name in schema.PROBES."""

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
-from ln_viz.optim import SGD, Adam
+from ln_viz.optim import SGD, Adam, Muon, MuonAdam
 from ln_viz.probes import GradNorms, watch
 from ln_viz.schedule import lr_at
 from ln_viz.snapshot import FINAL_LOSS_WINDOW, RunData, RunInfo, Snapshot
@@ -115,12 +115,12 @@ class Trainer:
                 return
             if probe_step:
                 self.update_ratio.before()
-                opt.step()
+                self._update()
                 probes["update_ratio"] = self.update_ratio.after()
                 probes["angular_update"] = self.update_ratio.angular
                 probes["precond_lag"] = self.precond_lag.measure(opt)
             else:
-                opt.step()
+                self._update()
             now = time.perf_counter()
             rate = 1.0 / max(now - last, 1e-9) if step == 1 else 0.9 * rate + 0.1 / max(now - last, 1e-9)
             last = now
@@ -144,16 +144,25 @@ class Trainer:
                 probes=probes,
             )
 
+    def _update(self) -> None:
+        """The optimizer's step, then QK-Clip when it is on (part of the update, as in Kimi K2)."""
+        self.optimizer.step()
+        if self.cfg.qk_clip:
+            self.model.clip_qk(self.cfg.qk_clip)
+
     def _forward_backward(self, x: torch.Tensor, y: torch.Tensor, probe_step: bool) -> tuple[float, float, dict | None]:
         """One batch's loss and gradients: (loss, total gradient norm, the step's probe arrays so far:
         None off probe steps; the schema's forward-pass ones, plus the gradients' when they are finite)."""
         model = self.model
         self.optimizer.zero_grad(set_to_none=True)
+        record = probe_step or self.cfg.qk_clip > 0  # each head's largest logit: QK-Clip's S, and a probe
+        model.record_logit_max(record)
         if probe_step:
             with watch(model) as act:
                 logits = model(x)
         else:
             logits = model(x)
+        model.record_logit_max(False)
         loss_t = F.cross_entropy(logits.flatten(0, 1), y.flatten())
         loss = float(loss_t.detach())
         if math.isfinite(loss):
@@ -165,6 +174,7 @@ class Trainer:
         if not probe_step:
             return loss, total_grad, None
         probes = dict(act.arrays)
+        probes["attn_logit_max_head"] = model.logit_max().cpu().numpy()
         if math.isfinite(total_grad):
             probes["grad_norm"] = self.grad_norms.per_matrix()
             probes["block_grad_norm"] = self.grad_norms.per_block()
@@ -199,12 +209,21 @@ def clip_gradients(params: list[torch.Tensor], total_norm: float, max_norm: floa
         torch._foreach_mul_([p.grad for p in params if p.grad is not None], coef)
 
 
-def make_optimizer(cfg: RunConfig, model: TinyLM) -> Adam | SGD:
-    """The paper's Adam (betas 0.9, 0.98; GI-Adam's v0 = g0^2 under adam_init gi) or plain SGD, each with
-    decoupled weight decay (AdamW's); ln_viz.optim computes exactly what torch.optim does, without its 2 s
-    first-use import."""
+def make_optimizer(cfg: RunConfig, model: TinyLM) -> Adam | SGD | MuonAdam:
+    """The paper's Adam (betas 0.9, 0.98; GI-Adam's v0 = g0^2 under adam_init gi), plain SGD, or Muon on the
+    blocks' weight matrices (attention q, k, v, o and the FFN's two) with that Adam on the rest (embeddings, head,
+    norms), as Moonshot and Kimi K2 train; each with decoupled weight decay (AdamW's) at the same lr.
+    ln_viz.optim computes exactly what torch.optim does, without its 2 s first-use import."""
     if cfg.optimizer == "sgd":
         return SGD(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "muon":
+        matrices = model.block_matrices()
+        taken = {id(p) for p in matrices}
+        rest = [p for p in model.parameters() if id(p) not in taken]
+        return MuonAdam(
+            Muon(matrices, lr=cfg.lr, weight_decay=cfg.weight_decay),
+            Adam(rest, lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay),
+        )
     return Adam(
         model.parameters(), lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay, init=cfg.adam_init
     )

@@ -24,7 +24,7 @@ def _one_or_vs(values: Sequence[str], lang: str) -> str:
 
 
 # issue 19's settings, said only where a run leaves the default (in this order, after the others)
-_EXTRAS = ("norm_type", "qk_norm", "ln_scaling", "weight_decay", "z_loss", "grad_clip")
+_EXTRAS = ("norm_type", "qk_norm", "ln_scaling", "weight_decay", "z_loss", "grad_clip", "qk_clip")
 
 
 def _at_default(c: RunConfig, name: str) -> bool:

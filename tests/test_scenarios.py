@@ -30,6 +30,8 @@ SCENARIO_FIELDS: dict[str, dict[str, str]] = {
     "mix-ln": {"norm_position": "Mix-LN"},
     "lns-deep": {"ln_scaling": "LayerNorm Scaling"},
     "warmup-angular": {"warmup_steps": "100"},  # probes33's; measured in tests/test_update_probes.py
+    "muon-vs-adam": {"optimizer": "Muon"},  # issue 33 (helper muon): measured in tests/test_muon.py
+    "muon-qk-clip": {"qk_clip": "QK-Clip"},
 }
 
 

@@ -141,7 +141,9 @@ class Probe(ForwardProbes):
         )
 
     def _dims(self) -> dict[str, int]:
-        return probe_dims(len(self.blocks), len(self.norm_names), len(self.matrix_names), HIST_BINS, len(STAT_NAMES))
+        heads = self.card.heads or 1  # as _info's config (the per-head logit array stays NaN for a model of yours)
+        n_norms, n_params = len(self.norm_names), len(self.matrix_names)
+        return probe_dims(len(self.blocks), n_norms, n_params, HIST_BINS, len(STAT_NAMES), heads)
 
     def _attach_hooks(self) -> None:
         opt = self.optimizer

@@ -61,10 +61,23 @@ def attn_logit_chart(
     info = _prepare_attn_logits(data)
     fig = go.Figure()
     _ratio_lines(fig, data, lang, lecture, height, "attn_logit_max", ("chart.attn_logit", "%{y:.3g}"))
+    _head_hover(fig, data, info.layers, lang)
     yaxis = {"title": {"text": t("chart.attn_logit_axis", lang)}, **_log_axis(info.rng)}
     return _over_steps(
         fig, data, ("chart.attn_logit_title", "logit-"), lang, lecture, False, height=height, yaxis=yaxis
     )
+
+
+def _head_hover(fig: go.Figure, data: RunData, layers: list[int], lang: str) -> None:
+    """Each layer's line also names its heads' largest logits at the step (`attn_logit_max_head`, measured over
+    the whole batch: QK-Clip's S), where the run measured them (issue 33; runs from before hold NaN)."""
+    heads = data.probe("attn_logit_max_head") if data.probe_steps else np.zeros((0, 0, 0))
+    if not np.isfinite(heads).any():
+        return
+    label = t("chart.attn_logit_heads", lang)
+    for trace, layer in zip(fig.data, layers):  # _ratio_lines' first traces: one per shown layer, in order
+        trace.customdata = [" · ".join(f"{v:.3g}" for v in row) for row in heads[:, layer - 1]]
+        trace.hovertemplate = trace.hovertemplate.replace("<extra>", f"<br>{label} %{{customdata}}<extra>")
 
 
 def _over_steps(

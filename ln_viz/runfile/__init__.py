@@ -70,6 +70,8 @@ checks this table against the schema):
             largest |g| / (sqrt(v_hat) + eps) over a block's weight matrices after the step (NaN: not Adam)
     probe   norm_in_min_rms (depth, norms)           float32  value
             input of each norm: smallest per-token std (LayerNorm) or RMS (RMSNorm, DyT) (Odonnat 2024)
+    probe   attn_logit_max_head (depth, heads)           float32  logit
+            largest |q.k|/sqrt(d_head) of each head over the whole batch (QK-Clip's S, Kimi K2 2025)
 
 Reading validates everything before anything is stored: a file ln-viz would not have written is
 refused with one sentence (RunFileError, in English and Korean; a value it repeats is cut to a short

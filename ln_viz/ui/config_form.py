@@ -35,6 +35,7 @@ ADVANCED_FIELDS = (
     "seed",
     "optimizer",
     "adam_init",
+    "qk_clip",
     "schedule",
     "probe_every",
     "corpus",
@@ -70,7 +71,7 @@ def _widget(c: Any, spec: FieldSpec, lang: str, prefix: str) -> None:
     elif spec.widget == "checkbox":
         c.checkbox(label, key=key)
     elif spec.widget == "float":  # a closed float range (weight_decay 0 = off)
-        c.number_input(label, min_value=spec.lo, max_value=spec.hi, step=1e-4, format="%g", key=key)
+        c.number_input(label, min_value=spec.lo, max_value=spec.hi, step=spec.float_step, format="%g", key=key)
     elif spec.widget == "select_slider":
         c.select_slider(label, lr_stops(st.session_state[key]), key=key, format_func=lr_label)  # 3e-2, as the map
     else:
