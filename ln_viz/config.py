@@ -95,22 +95,12 @@ class RunConfig:
             spec.check(getattr(self, spec.name))
         if self.d_model % self.heads:
             suggest = max(self.heads, round(self.d_model / self.heads) * self.heads)
-            raise ConfigError(
-                "err.heads_divide",
-                "d_model",
-                d_model=self.d_model,
-                heads=self.heads,
-                suggest=suggest,
-            )
+            raise ConfigError("err.heads_divide", "d_model", d_model=self.d_model, heads=self.heads, suggest=suggest)
         if self.warmup_steps > self.steps:
             raise ConfigError("err.warmup_longer", "warmup_steps", warmup=self.warmup_steps, steps=self.steps)
         if self.ln_scaling and self.norm_position not in LN_SCALING_POSITIONS:
-            raise ConfigError(
-                "err.ln_scaling_position",
-                "ln_scaling",
-                position=self.norm_position,
-                allowed=", ".join(LN_SCALING_POSITIONS),
-            )
+            allowed = ", ".join(LN_SCALING_POSITIONS)
+            raise ConfigError("err.ln_scaling_position", "ln_scaling", position=self.norm_position, allowed=allowed)
         if self.adam_init != "zero" and self.optimizer != "adam":
             raise ConfigError("err.adam_init_optimizer", "adam_init", init=self.adam_init, optimizer=self.optimizer)
         if self.corpus == "user" and self.user_text is None:  # "" is a text, and ln_viz.corpus says it is empty
@@ -122,16 +112,8 @@ class RunConfig:
                 raise ConfigError("err.device_cuda", "device")
         need = estimate_memory_bytes(self)
         if need > MEMORY_LIMIT_BYTES:
-            raise ConfigError(
-                "err.memory",
-                "batch_size",
-                need=_gib(need),
-                limit=_gib(MEMORY_LIMIT_BYTES),
-                batch=self.batch_size,
-                seq=self.seq_len,
-                depth=self.depth,
-                d_model=self.d_model,
-            )
+            sizes = {"batch": self.batch_size, "seq": self.seq_len, "depth": self.depth, "d_model": self.d_model}
+            raise ConfigError("err.memory", "batch_size", need=_gib(need), limit=_gib(MEMORY_LIMIT_BYTES), **sizes)
         return self
 
 
@@ -371,6 +353,10 @@ PRESETS: dict[str, Preset] = {
         Preset("dyt", _BASE.replace(norm_position="pre", norm_type="dyt"), "preset.dyt"),
         Preset("mix-ln-no-warmup", _BASE.replace(norm_position="mix"), "preset.mix-ln-no-warmup"),
         Preset("deep-pre-ln-lns", _DEEP.replace(norm_position="pre", ln_scaling=True), "preset.deep-pre-ln-lns"),
+        # issue 33: GI-Adam in warm-up's place (Kalra & Barkeshli 2024); OLMo 2's reordered norm against Pre-LN
+        Preset("post-ln-gi-adam", _BASE.replace(norm_position="post", adam_init="gi"), "preset.post-ln-gi-adam"),
+        Preset("deep-reordered", _DEEP.replace(norm_position="reordered"), "preset.deep-reordered"),
+        Preset("high-lr-reordered", _HIGH.replace(norm_position="reordered"), "preset.high-lr-reordered"),
     ]
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
@@ -387,6 +373,10 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "dyt-vs-ln": ("pre-ln-no-warmup", "dyt", "compare.dyt-vs-ln"),
     "mix-ln": ("post-ln-no-warmup", "mix-ln-no-warmup", "compare.mix-ln"),
     "lns-deep": ("deep-pre-ln", "deep-pre-ln-lns", "compare.lns-deep"),
+    # issue 33 (tests/test_scenarios.py measures each over 3 seeds)
+    "gi-adam": ("post-ln-no-warmup", "post-ln-gi-adam", "compare.gi-adam"),
+    "reordered-deep": ("deep-pre-ln", "deep-reordered", "compare.reordered-deep"),
+    "reordered-high-lr": ("high-lr", "high-lr-reordered", "compare.reordered-high-lr"),
 }
 DEFAULT_COMPARE = "post-vs-pre"
 
