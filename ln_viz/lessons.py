@@ -20,6 +20,9 @@ LESSON_CHARTS = {
     "high-lr-qk-norm": "attn_logit",
     "very-high-lr": "attn_logit",
     "very-high-lr-qk-norm": "attn_logit",
+    # issue 33: OLMo 2's reordered norm at lr 3e-2 beside Pre-LN, whose logits grow to thousands there
+    "reordered-high-lr": "attn_logit",
+    "high-lr-reordered": "attn_logit",
 }
 
 
