@@ -99,22 +99,12 @@ class RunConfig:
             spec.check(getattr(self, spec.name))
         if self.d_model % self.heads:
             suggest = max(self.heads, round(self.d_model / self.heads) * self.heads)
-            raise ConfigError(
-                "err.heads_divide",
-                "d_model",
-                d_model=self.d_model,
-                heads=self.heads,
-                suggest=suggest,
-            )
+            raise ConfigError("err.heads_divide", "d_model", d_model=self.d_model, heads=self.heads, suggest=suggest)
         if self.warmup_steps > self.steps:
             raise ConfigError("err.warmup_longer", "warmup_steps", warmup=self.warmup_steps, steps=self.steps)
         if self.ln_scaling and self.norm_position not in LN_SCALING_POSITIONS:
-            raise ConfigError(
-                "err.ln_scaling_position",
-                "ln_scaling",
-                position=self.norm_position,
-                allowed=", ".join(LN_SCALING_POSITIONS),
-            )
+            allowed = ", ".join(LN_SCALING_POSITIONS)
+            raise ConfigError("err.ln_scaling_position", "ln_scaling", position=self.norm_position, allowed=allowed)
         if self.adam_init != "zero" and self.optimizer != "adam":
             raise ConfigError("err.adam_init_optimizer", "adam_init", init=self.adam_init, optimizer=self.optimizer)
         if self.qk_clip and self.qk_norm != "none":  # the norm undoes a scaled W_q, W_k: the clip would change nothing
@@ -128,16 +118,8 @@ class RunConfig:
                 raise ConfigError("err.device_cuda", "device")
         need = estimate_memory_bytes(self)
         if need > MEMORY_LIMIT_BYTES:
-            raise ConfigError(
-                "err.memory",
-                "batch_size",
-                need=_gib(need),
-                limit=_gib(MEMORY_LIMIT_BYTES),
-                batch=self.batch_size,
-                seq=self.seq_len,
-                depth=self.depth,
-                d_model=self.d_model,
-            )
+            sizes = {"batch": self.batch_size, "seq": self.seq_len, "depth": self.depth, "d_model": self.d_model}
+            raise ConfigError("err.memory", "batch_size", need=_gib(need), limit=_gib(MEMORY_LIMIT_BYTES), **sizes)
         return self
 
 
@@ -382,6 +364,10 @@ PRESETS: dict[str, Preset] = {
         Preset("mix-ln-no-warmup", _BASE.replace(norm_position="mix"), "preset.mix-ln-no-warmup"),
         Preset("deep-pre-ln-lns", _DEEP.replace(norm_position="pre", ln_scaling=True), "preset.deep-pre-ln-lns"),
         Preset("high-lr-warmup", _HIGH.replace(warmup_steps=100), "preset.high-lr-warmup"),  # issue 33, Kosson 2024
+        # issue 33: GI-Adam in warm-up's place (Kalra & Barkeshli 2024); OLMo 2's reordered norm against Pre-LN
+        Preset("post-ln-gi-adam", _BASE.replace(norm_position="post", adam_init="gi"), "preset.post-ln-gi-adam"),
+        Preset("deep-reordered", _DEEP.replace(norm_position="reordered"), "preset.deep-reordered"),
+        Preset("high-lr-reordered", _HIGH.replace(norm_position="reordered"), "preset.high-lr-reordered"),
     ]
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
@@ -399,6 +385,10 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "mix-ln": ("post-ln-no-warmup", "mix-ln-no-warmup", "compare.mix-ln"),
     "lns-deep": ("deep-pre-ln", "deep-pre-ln-lns", "compare.lns-deep"),
     "warmup-angular": ("high-lr", "high-lr-warmup", "compare.warmup-angular"),  # tests/test_update_probes.py
+    # issue 33 (tests/test_scenarios.py measures each over 3 seeds)
+    "gi-adam": ("post-ln-no-warmup", "post-ln-gi-adam", "compare.gi-adam"),
+    "reordered-deep": ("deep-pre-ln", "deep-reordered", "compare.reordered-deep"),
+    "reordered-high-lr": ("high-lr", "high-lr-reordered", "compare.reordered-high-lr"),
 }
 
 # Issue 33, Muon and QK-Clip (helper muon): the high-lr preset's run with Muon on the block matrices (Adam on the

@@ -27,6 +27,9 @@ LESSON_CHARTS = {
     "muon-qk-clip": "attn_logit",
     "muon-high-lr": "attn_logit",
     "muon-high-lr-qk-clip": "attn_logit",
+    # issue 33: OLMo 2's reordered norm at lr 3e-2 beside Pre-LN, whose logits grow to thousands there
+    "reordered-high-lr": "attn_logit",
+    "high-lr-reordered": "attn_logit",
 }
 
 

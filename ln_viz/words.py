@@ -52,6 +52,11 @@ def _extra_word(c: RunConfig, name: str, lang: str) -> str:
     return t(f"lecture.{name}", lang, v=_lr_text(value)) if value else t(f"lecture.no_{name}", lang)
 
 
+def _optimizer_word(c: RunConfig, lang: str) -> str:
+    """Adam, SGD; GI-Adam where Adam's second moment starts at the first gradient squared."""
+    return t("lecture.opt.gi_adam", lang) if c.adam_init == "gi" else t(f"lecture.opt.{c.optimizer}", lang)
+
+
 def setting_words(c: RunConfig, lang: str, extras: Sequence[str] | None = None) -> list[str]:
     """A run's settings as a lecturer says them: norm position, depth, optimizer and lr, warm-up, then
     each of `extras` (issue-19 fields; by default those this run changes, `changed_settings`)."""
@@ -59,7 +64,7 @@ def setting_words(c: RunConfig, lang: str, extras: Sequence[str] | None = None) 
     return [
         charts.norm_label(c.norm_position, lang),
         t("lecture.layers", lang, n=c.depth),
-        t(f"lecture.opt.{c.optimizer}", lang) + " " + t("lecture.lr", lang, lr=_lr_text(c.lr)),
+        _optimizer_word(c, lang) + " " + t("lecture.lr", lang, lr=_lr_text(c.lr)),
         t("lecture.warmup", lang, n=c.warmup_steps) if c.warmup_steps else t("lecture.no_warmup", lang),
         *(_extra_word(c, name, lang) for name in extras),
     ]

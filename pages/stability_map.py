@@ -100,7 +100,7 @@ def show_map() -> None:
         st.rerun(scope="app")  # the sweep ended: the buttons change
     st.session_state[keys.SM_WAS_BUSY] = progress is not None
     if shipped:
-        st.caption(t("sweep.ui.shipped", lang, date=view.shipped_default().get("measured", "?")))
+        st.caption(t("sweep.ui.shipped", lang, date=view.shipped_for(spec).get("measured", "?")))
     elif not results and progress is None:
         st.info(t("sweep.ui.empty", lang))
     zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init, corpus.unigram_entropy)

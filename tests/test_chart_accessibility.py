@@ -5,6 +5,7 @@ a norm position stay apart, and every word on the stability map reads at 4.5:1 a
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import plotly.colors
@@ -46,7 +47,7 @@ def _seen_as(colour: str, deficiency: str) -> tuple[float, ...]:
     return tuple(255 * (12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055) for c in out)
 
 
-@pytest.mark.parametrize("position", ["post", "pre", "peri", "deepnorm", "none"])
+@pytest.mark.parametrize("position", ["post", "pre", "peri", "deepnorm", "none", "mix", "reordered"])
 def test_a_and_b_of_one_norm_position_are_two_colours_apart_under_colour_vision_deficiencies(post_pre, position):
     """Compare's "+ warm-up" (both Post-LN) and "QK-norm rescue" (both Pre-LN) drew A and B in one colour, solid
     against dashed (UX round 4, M3): two colours now, that stay apart as a red-green deficient or a greyscale eye
@@ -60,6 +61,36 @@ def test_a_and_b_of_one_norm_position_are_two_colours_apart_under_colour_vision_
     (_, c1, _, _), (_, c2, _, _) = _prepare_loss([data, data], None, "en").lines
     seen = {k: delta_e(_seen_as(c1, k), _seen_as(c2, k)) for k in _CVD}
     assert seen["deuteranopia"] > 40 and seen["protanopia"] > 40 and seen["achromatopsia"] > 30, (c1, c2, seen)
+
+
+# Okabe & Ito's eight colours and the grey R's palette.colors("Okabe-Ito") adds as its ninth
+OKABE_ITO = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999"}
+
+
+def test_every_norm_position_has_an_okabe_ito_colour_and_a_dash_of_its_own(post_pre):
+    """Mix-LN had neither: its lines took the fallback grey #555 and Post-LN's solid dash, so the Mix-LN scenario
+    (Post-LN against Mix-LN) drew two solid lines, one of them in no palette's colour. Every placement, reordered
+    too, is drawn in a colour and a dash no other placement has, beside any other on one loss chart; Mix-LN stays
+    apart from its partners Post-LN and Pre-LN as a red-green deficient eye sees them."""
+    from ln_viz.charts.style import NORM_COLORS, NORM_DASHES, SECOND_COLOR
+    from ln_viz.config import NORM_POSITIONS
+    from tests.e2e.test_accessibility_e2e import delta_e
+
+    assert set(NORM_POSITIONS) <= set(NORM_COLORS) and set(NORM_POSITIONS) <= set(NORM_DASHES)
+    colours = [NORM_COLORS[p] for p in NORM_POSITIONS]
+    assert len(set(colours)) == len(colours) and set(colours) <= OKABE_ITO - {SECOND_COLOR}, colours
+    run = post_pre[0]
+
+    def at(position):
+        return dataclasses.replace(run, info=dataclasses.replace(run.info, config=run.info.config.replace(
+            norm_position=position)))  # fmt: skip
+
+    for a, b in itertools.combinations(NORM_POSITIONS, 2):
+        (_, c1, d1, _), (_, c2, d2, _) = _prepare_loss([at(a), at(b)], None, "en").lines
+        assert c1 != c2 and d1 != d2, (a, b, c1, c2, d1, d2)
+    for partner in ("post", "pre"):
+        seen = {k: delta_e(_seen_as(NORM_COLORS["mix"], k), _seen_as(NORM_COLORS[partner], k)) for k in _CVD}
+        assert seen["deuteranopia"] > 35 and seen["protanopia"] > 35, (partner, seen)
 
 
 def _contrast(a: tuple[float, ...], b: tuple[float, ...]) -> float:

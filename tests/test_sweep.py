@@ -546,3 +546,25 @@ def test_the_eta_counts_from_the_first_step_not_from_the_workers_start(monkeypat
         now[0] = 304.0 + 0.1 * k
         pair._on_step(0, k + 1, 3.0, None, "running")
     assert pair.progress().eta_s == pytest.approx((400 - 21) / 10.0, rel=1e-6)
+
+
+@pytest.mark.slow  # trains two cells of the shipped GI-Adam map for 30 steps
+def test_the_shipped_gi_adam_map_is_measured_with_this_code():
+    """As the default map's test: its spec is the preset's, it has every cell, and a GI-Adam cell and an Adam one
+    trained again for 30 steps give the shipped curve."""
+    from ln_viz.sweep.presets import SHIPPED_MAPS
+    from ln_viz.train import run
+
+    data = json.loads(SHIPPED_MAPS["gi-adam-map"].read_text(encoding="utf-8"))
+    spec = SweepConfig.from_dict(data["spec"])
+    assert spec == SWEEP_PRESETS["gi-adam-map"]
+    results = [CellResult.from_dict(r) for r in data["results"]]
+    assert sorted(r.fingerprint for r in results) == sorted(c.fingerprint for c in spec.cells())
+    for key in ((3e-3, 0, "gi"), (1e-2, 30, "zero")):
+        r = next(r for r in results if (r.lr, r.warmup_steps, r.variant[-1]) == key)
+        cfg = RunConfig.from_dict(r.config).replace(steps=30, eval_every=0)
+        assert cfg.adam_init == key[2]
+        losses = run(cfg, keep_probes=False).scalars["loss"]
+        shipped = [(s, v) for s, v in r.curve if s <= 30]
+        assert len(shipped) >= 5
+        assert [v for _, v in shipped] == pytest.approx([losses[s - 1] for s, _ in shipped], rel=1e-4)

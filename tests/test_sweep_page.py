@@ -213,3 +213,26 @@ def test_every_refused_link_value_says_why_on_the_page(start_app) -> None:
     assert any("Ignored 'sm_steps=x' from the link: sm_steps must be a whole number" in w for w in warnings), warnings
     ko = open_page(start_app, link, lang="ko")
     assert len([w for w in texts(ko.warning) if "sm_" in w]) == 3
+
+
+# --- issue 33: the GI-Adam map, measured in advance beside the Adam map ---------------------------------------------
+def test_the_gi_adam_map_is_drawn_measured_in_advance_an_adam_panel_beside_a_gi_adam_one(start_app) -> None:
+    """Its link (the preset's spec) opens the map measured in advance, at once (in Korean): one panel per
+    optimizer start, every cell filled, and the lecture sentence read off it (ln_viz.sweep.labels.TAKEAWAYS)."""
+    lang = "ko"
+    import json
+
+    from ln_viz.i18n import t
+    from ln_viz.sweep.labels import lecture_takeaway
+    from ln_viz.sweep.spec import spec_to_query
+
+    spec = SWEEP_PRESETS["gi-adam-map"]
+    at = open_page(start_app, spec_to_query(spec), lang)
+    assert at.query_params["sm_adaminit"] == "zero,gi"
+    assert any(t("sweep.ui.shipped", lang, date="")[:12] in c for c in texts(at.caption)), texts(at.caption)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert any(s.endswith(", Adam") for s in titles) and any(s.endswith(", GI-Adam") for s in titles), titles
+    heat = [d for d in fig["data"] if d["type"] == "heatmap" and d.get("showscale") is not False]
+    assert heat and all(v is not None for d in heat for row in d["z"] for v in row)
+    assert lecture_takeaway(spec) == "sweep.lecture.gi-adam-map" and t("sweep.lecture.gi-adam-map", lang)

@@ -20,12 +20,18 @@ NORM_COLORS: dict[str, str] = {
     "deepnorm": "#CC79A7",  # reddish purple
     "none": "#E69F00",  # orange
     "reordered": "#56B4E9",  # sky blue
+    # The eighth Okabe-Ito colour left, yellow (#F0E442), reads at 1.3:1 on white: a line of it all but vanishes.
+    # Grey is the ninth colour of R's palette.colors("Okabe-Ito"): 2.8:1 on white, apart from Post-LN's and
+    # Pre-LN's colours (Mix-LN's partners) under deuteranopia and protanopia; its own dash keeps it apart in
+    # greyscale and from the colours it nears there (tests/test_chart_accessibility.py).
+    "mix": "#999999",  # grey
 }
 # And a dash per norm position, so that two placements differ without colour too (greyscale, a
 # black-and-white handout, achromatopsia): Post-LN solid, Pre-LN long dashes. Runs that share a position
 # take the next dashes of DASHES in turn (`charts.sample._run_styles`). The unigram reference line is grey
 # "dash": no position's first line uses it but "none" (orange, rarely beside it).
-DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+DASH_DOT_DOT = "12px,4px,3px,4px,3px,4px"  # a seventh pattern (Plotly has six named ones): Mix-LN's
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", DASH_DOT_DOT)
 NORM_DASHES: dict[str, str] = {
     "post": "solid",
     "pre": "longdash",
@@ -33,6 +39,7 @@ NORM_DASHES: dict[str, str] = {
     "deepnorm": "dashdot",
     "none": "dash",
     "reordered": "longdashdot",
+    "mix": DASH_DOT_DOT,
 }
 # The second run of a norm position on one chart (Compare's A and B both Post-LN, or both Pre-LN): black, an
 # Okabe-Ito colour that stays apart from every position's colour under deuteranopia and protanopia (CIELAB

@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ln_viz.i18n import LocalizedError
@@ -154,10 +155,10 @@ def cap_error(spec: SweepConfig, work: WorkEstimate, caps: SweepCaps) -> SweepEr
     return None
 
 
-def read_shipped_default() -> dict[str, Any] | None:
-    """The warm-up map measured in advance (scripts/make_stability_map_default.py), or None."""
+def read_shipped_default(path: Path = DEFAULT_MAP) -> dict[str, Any] | None:
+    """A map measured in advance (scripts/make_stability_map_default.py; by default the warm-up map), or None."""
     try:
-        data = json.loads(DEFAULT_MAP.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     data["results"] = [CellResult.from_dict(r) for r in data["results"]]

@@ -32,7 +32,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     # no abbreviations (ln_viz.cli.parser): `--seed 5`, a `train` habit, is refused, not taken as --seeds
     p = subparsers.add_parser("sweep", help="a grid of runs: lr x warm-up x depth x norm position (the stability map)")
-    p.add_argument("--preset", help="start from a named sweep: warmup-map | depth-slice | qk-norm")
+    p.add_argument("--preset", help="start from a named sweep: warmup-map | depth-slice | qk-norm | gi-adam-map")
     p.add_argument("--norm-position", help=f"{_AXES_HELP}: {','.join(NORM_POSITIONS)}")
     p.add_argument("--lr", help=f"{_AXES_HELP} of peak learning rates")
     p.add_argument("--warmup", dest="warmup_steps", help=f"{_AXES_HELP} of warm-up steps")
@@ -40,6 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--qk-norm", help=f"{_AXES_HELP}: none,layernorm,rmsnorm")
     p.add_argument("--norm-type", help=f"{_AXES_HELP}: layernorm,rmsnorm,dyt")
     p.add_argument("--weight-decay", help=f"{_AXES_HELP} of decoupled weight decays")
+    p.add_argument("--adam-init", help=f"{_AXES_HELP}: zero,gi (Adam's second moment at the start; gi: GI-Adam)")
     p.add_argument("--seeds", type=int, help="number of seeds per cell (0..N-1), 1-16")
     p.add_argument("--steps", type=int, help="steps of every run")
     for spec in (FIELDS[name] for name in _BASE_FLAGS):

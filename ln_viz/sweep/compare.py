@@ -201,17 +201,24 @@ class SeedCompare:
 
 def side_names(a: RunConfig, b: RunConfig, lang: str) -> tuple[str, str]:
     """What tells the sides apart, in `lang`: the norm position ("Post-LN", "Pre-LN") and, in
-    parentheses, every other field that differs as name=value ("Post-LN (warmup_steps=100)")."""
+    parentheses, every other field that differs as name=value ("Post-LN (warmup_steps=100)"), Adam's start in
+    words ("Post-LN (GI-Adam)", not adam_init=gi)."""
     da, db = a.to_dict(), b.to_dict()
     differ = [k for k in FIELDS if k not in _NOT_A_DIFFERENCE and da.get(k) != db.get(k) and k != "norm_position"]
     names = []
     for cfg, d, letter in ((a, da, "A"), (b, db, "B")):
-        extra = ", ".join(f"{k}={_value_text(d.get(k, getattr(cfg, k)))}" for k in differ)
+        extra = ", ".join(_difference(k, d.get(k, getattr(cfg, k)), lang) for k in differ)
         if not extra and a.norm_position == b.norm_position:
             extra = letter  # the same configuration twice: the sides by their letters
         norm = t(f"chart.norm.{cfg.norm_position}", lang)
         names.append(f"{norm} ({extra})" if extra else norm)
     return names[0], names[1]
+
+
+def _difference(name: str, value: Any, lang: str) -> str:
+    if name == "adam_init":
+        return t("lecture.opt.gi_adam" if value == "gi" else "lecture.opt.adam", lang)
+    return f"{name}={_value_text(value)}"
 
 
 def _value_text(v: Any) -> str:

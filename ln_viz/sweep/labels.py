@@ -29,7 +29,8 @@ def variant_text(variant: tuple, names: Sequence[str], lang: str) -> str:
 def _variant_value(name: str, value: Any, lang: str) -> str:
     if name == "weight_decay":
         return f"{value:g}"
-    return t(f"qknorm.{value}" if name == "qk_norm" else f"sweep.chart.normtype.{value}", lang)
+    prefix = {"qk_norm": "qknorm", "adam_init": "sweep.chart.adaminit"}.get(name, "sweep.chart.normtype")
+    return t(f"{prefix}.{value}", lang)
 
 
 # One x title under each panel of the map: short enough that two side by side do not run into each other
@@ -45,10 +46,14 @@ def lecture_title(spec: SweepConfig, lang: str) -> str:
     return t("sweep.lecture.title", lang, norms=norms, depth=", ".join(map(str, spec.depth)), steps=spec.steps)
 
 
+# The sentence of each shipped map, read off it (ln_viz.sweep.presets.SHIPPED_MAPS)
+TAKEAWAYS = {DEFAULT_SWEEP: "sweep.lecture.takeaway", "gi-adam-map": "sweep.lecture.gi-adam-map"}
+
+
 def lecture_takeaway(spec: SweepConfig) -> str | None:
-    """The takeaway's catalog key: the default map's sentence (read off the shipped map), else None (a
-    map nobody has read yet has no sentence)."""
-    return "sweep.lecture.takeaway" if spec == SWEEP_PRESETS[DEFAULT_SWEEP] else None
+    """The takeaway's catalog key: a shipped map's sentence (read off that map), else None (a map nobody
+    has read yet has no sentence)."""
+    return next((key for name, key in TAKEAWAYS.items() if spec == SWEEP_PRESETS[name]), None)
 
 
 def cell_title(r: CellResult, lang: str) -> str:

@@ -8,6 +8,8 @@ steps, seed 0: ln_viz.config), at which the issue's single runs were measured:
   Salazar 2019 (Table 5): Post-LN without warm-up fails from a depth of about 5-6.
 - QK-norm: Pre-LN x lr {3e-3, 1e-2, 3e-2, 1e-1} x QK-norm {none, LayerNorm}, no warm-up, 400 steps;
   Wortsman et al. 2023 (Fig. 1): QK-layernorm lowers the LR sensitivity (attention-logit growth).
+- GI-Adam: the warm-up map's Post-LN half with Adam and with GI-Adam (v0 = g0^2); Kalra & Barkeshli 2024:
+  GI-Adam gives much of warm-up's benefit. Its Adam panel is the warm-up map's Post-LN cells.
 What these grids measured with this code is in the README ("The stability map") and shipped as the
 page's default (ln_viz/data/stability_map_default.json).
 """
@@ -50,8 +52,20 @@ SWEEP_PRESETS: dict[str, SweepConfig] = {
         steps=400,
         qk_norm=("none", "layernorm"),
     ),
+    "gi-adam-map": SweepConfig(
+        base=BASE,
+        norm_position=("post",),
+        lr=(3e-4, 1e-3, 3e-3, 1e-2),
+        warmup_steps=(0, 30, 100, 200),
+        depth=(6,),
+        seeds=1,
+        steps=300,
+        adam_init=("zero", "gi"),
+    ),
 }
 DEFAULT_SWEEP = "warmup-map"
 # The warm-up map measured with this code and shipped, so the page draws at once on a cold server (32 runs
 # take minutes); made by scripts/make_stability_map_default.py, checked by tests/test_sweep.py.
 DEFAULT_MAP = Path(__file__).resolve().parents[1] / "data" / "stability_map_default.json"
+# Every map shipped measured, by preset: the page draws the one whose spec it shows (ln_viz.ui.stability_view).
+SHIPPED_MAPS = {DEFAULT_SWEEP: DEFAULT_MAP, "gi-adam-map": DEFAULT_MAP.with_name("stability_map_gi_adam.json")}

@@ -69,9 +69,9 @@ class CellResult:
     elapsed_s: float = 0.0
 
     @property
-    def variant(self) -> tuple[str, str, float]:
-        """(qk_norm, norm_type, weight_decay), from its config: a cell's columns predate these axes, and
-        its config leaves the issue-19 fields out at their defaults (ln_viz.config.OMIT_AT_DEFAULT)."""
+    def variant(self) -> tuple:
+        """(qk_norm, norm_type, weight_decay, adam_init), from its config: a cell's columns predate these axes,
+        and its config leaves the issue-19 and -33 fields out at their defaults (ln_viz.config.OMIT_AT_DEFAULT)."""
         return tuple(self.config.get(name, _DEFAULTS[name]) for name in VARIANT_AXES)  # type: ignore[return-value]
 
     @property

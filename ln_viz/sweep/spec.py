@@ -1,8 +1,8 @@
 """SweepConfig: a base RunConfig and the axes a sweep varies, validated like RunConfig.
 
 A sweep is the grid norm_position x lr x warmup_steps x depth x seed, every cell a RunConfig that
-`python -m ln_viz train` would train the same way. Three more axes, `qk_norm`, `norm_type` and
-`weight_decay` (VARIANT_AXES), are empty by default: then every cell has the base's value, and the spec's
+`python -m ln_viz train` would train the same way. Four more axes, `qk_norm`, `norm_type`, `weight_decay`
+and `adam_init` (VARIANT_AXES), are empty by default: then every cell has the base's value, and the spec's
 `to_dict()` (so its fingerprint, the store's row, the shipped map) is what it was before they existed.
 Cells skip the probes (a sweep reads losses only) and measure the held-out loss once, at the end.
 """
@@ -26,7 +26,7 @@ MAX_AXIS_VALUES = 32
 MAX_SEEDS = 16
 # Axes a sweep may vary beyond the five above; each a RunConfig field of this name and kind. Empty means
 # "the base's value" and is left out of to_dict(), so older specs keep their fingerprints.
-VARIANT_AXES: dict[str, type] = {"qk_norm": str, "norm_type": str, "weight_decay": float}
+VARIANT_AXES: dict[str, type] = {"qk_norm": str, "norm_type": str, "weight_decay": float, "adam_init": str}
 
 # Seconds per step of the reference cell (depth 6, d_model 64, batch 16 x 32 tokens, no probes) on one
 # torch thread, measured on the 2-core machine with nothing else running (benchmarks/sweep.py: 21
@@ -51,13 +51,13 @@ class Cell:
     config: RunConfig
 
     @property
-    def variant(self) -> tuple[str, str, float]:
-        """(qk_norm, norm_type, weight_decay): its place on the variant axes (read from its config)."""
-        return (self.config.qk_norm, self.config.norm_type, self.config.weight_decay)
+    def variant(self) -> tuple:
+        """(qk_norm, norm_type, weight_decay, adam_init): its place on the variant axes (read from its config)."""
+        return tuple(getattr(self.config, name) for name in VARIANT_AXES)
 
     @property
     def key(self) -> tuple:
-        """(norm_position, lr, warmup_steps, depth, seed, qk_norm, norm_type, weight_decay): its place."""
+        """(norm_position, lr, warmup_steps, depth, seed, *variant): its place."""
         return (self.norm_position, self.lr, self.warmup_steps, self.depth, self.seed, *self.variant)
 
     @property
@@ -87,6 +87,7 @@ class SweepConfig:
     qk_norm: tuple[str, ...] = ()  # the variant axes: () is the base's value (VARIANT_AXES)
     norm_type: tuple[str, ...] = ()
     weight_decay: tuple[float, ...] = ()
+    adam_init: tuple[str, ...] = ()  # zero (Adam) and gi (GI-Adam): the warm-up map with and without GI-Adam
 
     def __post_init__(self) -> None:
         # the base's one value is the empty axis: equal specs compare equal (the page finds the shipped map)
@@ -247,7 +248,9 @@ def duration_text(seconds: float, lang: str = "en") -> str:
 # --- the spec in a URL ----------------------------------------------------------------------------
 # The stability map page keeps its spec here; the base config's fields use ln_viz.urlstate's names.
 QUERY_AXES = {"sm_norm": "norm_position", "sm_lr": "lr", "sm_warmup": "warmup_steps", "sm_depth": "depth"}
-QUERY_VARIANTS = {"sm_qk": "qk_norm", "sm_normtype": "norm_type", "sm_wd": "weight_decay"}  # only when set
+QUERY_VARIANTS = {  # only when set
+    "sm_qk": "qk_norm", "sm_normtype": "norm_type", "sm_wd": "weight_decay", "sm_adaminit": "adam_init"
+}  # fmt: skip
 QUERY_KEYS = (*QUERY_AXES, *QUERY_VARIANTS, "sm_seeds", "sm_steps")  # the spec's parameters (ln_viz.urlstate)
 _AXIS_TYPES = {"norm_position": str, "lr": float, "warmup_steps": int, "depth": int, **VARIANT_AXES}
 

@@ -77,7 +77,8 @@ SM_SEEDS = "sm_seeds"
 SM_QK = "sm_qk"
 SM_NORMTYPE = "sm_normtype"
 SM_WD = "sm_wd"
-SM_AXES = (SM_NORM, SM_LR, SM_WARMUP, SM_DEPTH, SM_STEPS, SM_SEEDS, SM_QK, SM_NORMTYPE, SM_WD)
+SM_ADAMINIT = "sm_adaminit"
+SM_AXES = (SM_NORM, SM_LR, SM_WARMUP, SM_DEPTH, SM_STEPS, SM_SEEDS, SM_QK, SM_NORMTYPE, SM_WD, SM_ADAMINIT)
 
 # --- the run view: Live, Compare, watch (the runview files still write these as literals; they adopt
 # the names below when they move to one component) ------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from ln_viz.config import FIELDS, NORM_POSITIONS, NORM_TYPES, QK_NORMS
+from ln_viz.config import ADAM_INITS, FIELDS, NORM_POSITIONS, NORM_TYPES, QK_NORMS
 from ln_viz.i18n import t
 from ln_viz.server.sweeps import error_text, ray_cluster
 from ln_viz.sweep.presets import SWEEP_PRESETS
@@ -88,12 +88,14 @@ def spec_form(spec: SweepConfig, lang: str, container: Any) -> SweepConfig:
 
 
 def _variant_form(spec: SweepConfig, lang: str, container: Any) -> dict[str, tuple]:
-    """The variant axes (QK-norm, norm type, weight decay); none chosen, or the base's one, is the base's."""
-    v1, v2, v3 = container.columns(3)
+    """The variant axes (QK-norm, norm type, weight decay, Adam's start); none chosen, or the base's one, is the
+    base's."""
+    v1, v2, v3, v4 = container.columns(4)
     chosen = {}
     for column, name, key, choices, prefix in (
         (v1, "qk_norm", keys.SM_QK, QK_NORMS, "qknorm"),
         (v2, "norm_type", keys.SM_NORMTYPE, NORM_TYPES, "sweep.chart.normtype"),
+        (v4, "adam_init", keys.SM_ADAMINIT, ADAM_INITS, "sweep.chart.adaminit"),
     ):  # translated labels: the value set here, not by default= (as the norm positions')
         st.session_state.setdefault(key, list(spec.values(name)))
         label = t(f"sweep.ui.{name}", lang)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ln_viz.i18n import LocalizedError
 from ln_viz.server.sweeps import SweepService, read_shipped_default, stored_results
-from ln_viz.sweep.presets import DEFAULT_SWEEP, SWEEP_PRESETS
+from ln_viz.sweep.presets import DEFAULT_SWEEP, SHIPPED_MAPS, SWEEP_PRESETS
 from ln_viz.sweep.results import CellResult
 from ln_viz.sweep.spec import QUERY_VARIANTS, SweepConfig, spec_from_query, spec_to_query
 from ln_viz.ui import keys, layout
@@ -33,23 +33,30 @@ def service() -> SweepService:
 
 
 @st.cache_data(show_spinner=False)
-def shipped_default() -> dict[str, Any] | None:
-    """The warm-up map measured in advance (ln_viz.server.sweeps.read_shipped_default), read once."""
-    return read_shipped_default()
+def shipped_maps() -> list[dict[str, Any]]:
+    """The maps measured in advance (ln_viz.sweep.presets.SHIPPED_MAPS: the warm-up map, the GI-Adam map), read
+    once."""
+    return [m for m in map(read_shipped_default, SHIPPED_MAPS.values()) if m is not None]
+
+
+def shipped_for(spec: SweepConfig) -> dict[str, Any] | None:
+    """The map measured in advance whose spec is `spec`, or None."""
+    return next((m for m in shipped_maps() if SweepConfig.from_dict(m["spec"]) == spec), None)
 
 
 def map_results(spec: SweepConfig) -> tuple[list[CellResult], Any, bool, LocalizedError | None]:
     """(results, progress of the sweep training this spec or None, shipped, problem): a sweep of this
-    spec training now (or ended: its cells are in memory); else the store's cells; else, for the default
-    map, the shipped measurement. `problem`: why cells are not in the store, one sentence, or None."""
+    spec training now (or ended: its cells are in memory); else the store's cells; else, for a map
+    measured in advance (SHIPPED_MAPS), that measurement. `problem`: why cells are not in the store, one
+    sentence, or None."""
     svc = service()
     sweep = svc.sweep
     if sweep is not None and sweep.spec == spec and (svc.busy() or sweep.progress().state != "pending"):
         progress = sweep.progress()
         return list(progress.results), (progress if svc.busy() else None), False, progress.store_problem
     stored, problem = stored_results(spec)
-    shipped = shipped_default()
-    if len(stored) < spec.n_runs and shipped is not None and SweepConfig.from_dict(shipped["spec"]) == spec:
+    shipped = shipped_for(spec)
+    if len(stored) < spec.n_runs and shipped is not None:
         return shipped["results"], None, True, problem
     return stored, None, False, problem
 

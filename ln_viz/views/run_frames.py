@@ -214,6 +214,7 @@ _VALUE_KEYS = {
     "norm_type": "normtype.",
     "qk_norm": "qknorm.",
     "corpus": "corpus.",
+    "adam_init": "adaminit.",  # "0 (Adam)" / "first gradient squared (GI-Adam)", not zero / gi
 }
 
 
