@@ -328,6 +328,10 @@ def test_an_attached_run_is_listed_and_opens_with_its_card(tmp_path: Path) -> No
     assert data.info.model_card == json.loads(probe.card.to_json()) and data.info.placement == "reordered"
     assert data.info.param_names == tuple(m.name for m in probe.card.matrices)
     assert data.info.config.steps == 1  # its planned steps, known when its loop ended
+    from ln_viz.views.runs_list import runs_frame
+
+    # the Runs table's warm-up cell: the user's loop's warm-up is not known, said in words (not a grey "None")
+    assert [runs_frame([summary], lang)["warmup"][0] for lang in ("en", "ko")] == ["not known", "알 수 없음"]
 
 
 def test_an_attached_run_exports_as_a_run_file_with_its_card_and_an_import_refuses_it(tmp_path: Path) -> None:
