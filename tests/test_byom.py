@@ -328,6 +328,10 @@ def test_an_attached_run_is_listed_and_opens_with_its_card(tmp_path: Path) -> No
     assert data.info.model_card == json.loads(probe.card.to_json()) and data.info.placement == "reordered"
     assert data.info.param_names == tuple(m.name for m in probe.card.matrices)
     assert data.info.config.steps == 1  # its planned steps, known when its loop ended
+    from ln_viz.views.runs_list import runs_frame
+
+    # the Runs table's warm-up cell: the user's loop's warm-up is not known, said in words (not a grey "None")
+    assert [runs_frame([summary], lang)["warmup"][0] for lang in ("en", "ko")] == ["not known", "알 수 없음"]
 
 
 def test_an_attached_run_exports_as_a_run_file_with_its_card_and_an_import_refuses_it(tmp_path: Path) -> None:
@@ -457,3 +461,24 @@ def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
         want, got = _summary_before(x), tensor_summary(x)
         np.testing.assert_array_equal(got[0], want[0], err_msg=f"histogram of case {i}")
         np.testing.assert_array_equal(got[1], want[1], err_msg=f"stats of case {i}")
+
+
+def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_float_it_was_asked() -> None:
+    """The histogram's table lookup (ln_viz.probes._table_bins) against the computation it tabulates: every
+    float under the ~130 keys that hold an edge, at several alignments (a tensor's tail goes through the
+    kernels' scalar path), and a million floats drawn over all bit patterns (all scales, denormals, zeros)."""
+    from ln_viz.probes import _MIXED, _asinh_bins, _slot_tables, _table_bins
+
+    coarse, _, _ = _slot_tables()
+    mixed = np.flatnonzero(coarse == _MIXED).astype(np.uint32)
+    under = ((mixed[:, None] << 12) | np.arange(4096, dtype=np.uint32)).reshape(-1).view(np.float32)
+    under = torch.from_numpy(under[np.isfinite(under)].copy())
+    assert 120 < len(under) // 4096 < 140  # about one key per edge (the table is not mostly mixed)
+    g = torch.Generator().manual_seed(0)
+    drawn = torch.randint(-(2**31), 2**31 - 1, (1 << 20,), generator=g, dtype=torch.int64).to(torch.int32)
+    drawn = drawn.view(torch.float32)
+    drawn = torch.cat([drawn[torch.isfinite(drawn)], torch.tensor([0.0, -0.0, 1e-45, -1e-45, 3.4e38, -3.4e38])])
+    for x in (under, under[5:], under[:-3], drawn, drawn[7:]):
+        x = x.contiguous()
+        got, want = _table_bins(x), _asinh_bins(x.clone())
+        assert torch.equal(got, want), f"{int((got != want).sum())} of {len(x)} floats in another slot"

@@ -81,6 +81,7 @@ class Probe(ForwardProbes):
         self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
         self._before: list[torch.Tensor] = []
+        self._copies: list[torch.Tensor] | None = None  # the block weights' copies, reused each probe step
         self._pending: Snapshot | None = None
         self._loss_sum: torch.Tensor | None = None
         self._loss_n = 0
@@ -202,7 +203,12 @@ class Probe(ForwardProbes):
     @torch.no_grad()
     def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if is_probe_step(self.step + 1, self.every, self.steps):
-            self._before = torch._foreach_mul([p.detach() for ps in self.block_params for p in ps], 1.0)  # copies
+            params = [p.detach() for ps in self.block_params for p in ps]
+            if self._copies is None:
+                self._copies = torch._foreach_mul(params, 1.0)
+            else:  # into the copies kept from the last probe step: no allocation
+                torch._foreach_copy_(self._copies, params)
+            self._before = self._copies
 
     @torch.no_grad()
     def _on_post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:

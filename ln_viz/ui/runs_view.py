@@ -133,7 +133,7 @@ def runs_table(runs: list[RunSummary], lang: str, group_sizes: dict[str, int] | 
             "norm": col.TextColumn(t("runs.col.norm", lang), width=75),
             "depth": col.NumberColumn(t("runs.col.depth", lang), width=55),
             "lr": col.TextColumn(t("runs.col.lr", lang), width=55),
-            "warmup": col.NumberColumn(t("runs.col.warmup", lang), format="%d", width=65),
+            "warmup": col.TextColumn(t("runs.col.warmup", lang), width=65),  # a number, or "not known" (attached)
             "status": col.TextColumn(t("runs.col.status", lang), width=85),
             "steps": col.TextColumn(t("runs.col.steps", lang), width=75),
             "final_loss": col.TextColumn(t("runs.col.final_loss", lang), width=80),

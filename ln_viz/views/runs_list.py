@@ -71,7 +71,7 @@ def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
         "norm": t(f"chart.norm.{r.norm_position}", lang),
         "depth": r.depth,
         "lr": lr_label(r.lr),  # the run's two settings that decide a Post-LN's fate (issue 21 N20)
-        "warmup": None if attached else r.warmup_steps,  # a model of the user's own: its loop's, not known
+        "warmup": t("runs.warmup_unknown", lang) if attached else str(r.warmup_steps),  # the user's loop's: not known
         "status": t(f"status.{r.status}", lang),
         "steps": f"{r.steps_done}/{r.steps}" if r.steps or not attached else str(r.steps_done),  # known at its end
         "final_loss": final_loss_text(r, lang),
@@ -83,4 +83,4 @@ def _frame_row(r: RunSummary, lang: str, sizes: dict[str, int]) -> dict:
 def _damaged_row(r: RunSummary, lang: str) -> dict:
     blank = dict.fromkeys(_FRAME_COLUMNS, "")
     status = t("runs.damaged", lang)
-    return {**blank, "id": r.id, "depth": None, "warmup": None, "final_loss": None, "created": pd.NaT, "status": status}
+    return {**blank, "id": r.id, "depth": None, "final_loss": None, "created": pd.NaT, "status": status}
