@@ -11,9 +11,10 @@ from ln_viz.config import OMIT_AT_DEFAULT, RunConfig
 from ln_viz.i18n import t
 
 
-def _lr_text(lr: float) -> str:
-    """3e-3 rather than 0.003: how learning rates are said in papers and talks."""
-    if lr >= 1:
+def _lr_text(lr: float, plain_from: float = 0.1) -> str:
+    """3e-3 rather than 0.003: how learning rates are said in papers and talks; from `plain_from` on, plain
+    (the header says a learning rate as 1e-1, as the scenarios do; weight decay 0.1 stays 0.1)."""
+    if lr >= plain_from:
         return f"{lr:g}"
     mantissa, exponent = f"{lr:.1e}".split("e")  # 1e-1 as the scenarios and takeaways say it, not 0.1 (L2)
     return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
@@ -64,7 +65,7 @@ def setting_words(c: RunConfig, lang: str, extras: Sequence[str] | None = None) 
     return [
         charts.norm_label(c.norm_position, lang),
         t("lecture.layers", lang, n=c.depth),
-        _optimizer_word(c, lang) + " " + t("lecture.lr", lang, lr=_lr_text(c.lr)),
+        _optimizer_word(c, lang) + " " + t("lecture.lr", lang, lr=_lr_text(c.lr, 1)),
         t("lecture.warmup", lang, n=c.warmup_steps) if c.warmup_steps else t("lecture.no_warmup", lang),
         *(_extra_word(c, name, lang) for name in extras),
     ]

@@ -145,12 +145,12 @@ def test_the_sides_are_named_by_what_differs():
         (["--a", "norm_position=side", "--b", "depth=2"], "norm_position must be one of"),
         (["--a", "ln_scaling=maybe", "--b", "depth=2"], "ln_scaling must be on or off"),
         (["--a", "seed=3", "--b", "depth=2"], "A and B must share their seeds"),
-        (["--a", "depth=2", "--b", "depth=2", "--seeds", "0"], "seeds must be a whole number from 1 to 16, got 0"),
-        (["--a", "depth=2", "--b", "depth=2", "--seeds", "17"], "from 1 to 16, got 17"),
+        (["--a", "depth=2", "--b", "depth=3", "--seeds", "0"], "seeds must be a whole number from 1 to 16, got 0"),
+        (["--a", "depth=2", "--b", "depth=3", "--seeds", "17"], "from 1 to 16, got 17"),
         (["--preset", "post-vs-nothing"], "unknown Compare scenario 'post-vs-nothing'"),
-        (["--a", "depth=2", "--b", "depth=2", "--address", "1.2.3.4:1"], "--address names a Ray cluster"),
-        (["--a", "depth=2", "--b", "depth=2", "--workers", "0"], "workers must be between 1 and "),
-        (["--a", "depth=2", "--b", "depth=2", "--depth", "two"], "argument --depth: invalid int value"),
+        (["--a", "depth=2", "--b", "depth=3", "--address", "1.2.3.4:1"], "--address names a Ray cluster"),
+        (["--a", "depth=2", "--b", "depth=3", "--workers", "0"], "workers must be between 1 and "),
+        (["--a", "depth=2", "--b", "depth=3", "--depth", "two"], "argument --depth: invalid int value"),
     ],
 )
 def test_bad_keys_and_values_are_refused_in_one_sentence(argv, text):
