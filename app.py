@@ -20,7 +20,7 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
 
         first_visit.route_first_visits_through_app()  # before the first session: see its docstring
         server.prepare_first_visit()
-        server.prewarm()  # returns at once; the workers start, and the pages' modules are imported, in the background
+        server.prewarm()  # returns at once; the workers start in the background
         server.open_browser()
         yield
         server.shutdown_workers()  # on SIGINT/SIGTERM too: uvicorn shuts down, then re-raises the signal
@@ -30,7 +30,7 @@ if __name__ != "__main__":  # imported by `streamlit run` to be served
 else:  # a visit: the router
     from ln_viz.server import lifespan
 
-    lifespan.wait_imported()  # the server's start-up imports first: no module is imported by two threads at once
+    lifespan.wait_imported()  # the prewarm thread's imports first: no module is imported by two threads at once
     from ln_viz.i18n import t
     from ln_viz.ui import language, lecture_switch, loss_view, nav, page_state, storage
 

@@ -17,23 +17,21 @@ log = logging.getLogger(__name__)
 
 _prewarm_lock = threading.Lock()
 _prewarmed = False
-# set once the prewarm thread has imported what the pages need (or failed to): a visit's script waits for it
+# set once the prewarm thread has made the Runner (importing the store, the recorder, pandas), or failed to: a
+# visit's script waits for it
 _imported = threading.Event()
 
 
-def prewarm(
-    get_runner: Callable[[], Runner], warm_init_lab_pool: Callable[[], None], import_pages: Callable[[], None]
-) -> None:
+def prewarm(get_runner: Callable[[], Runner], warm_init_lab_pool: Callable[[], None]) -> None:
     """Start the server's worker processes in the background, once per server: the Runner's warm
-    worker first (a visitor's first Start waits for it), then, while it starts, `import_pages` (the pages'
-    modules, which the first visit's script would import after the browser had loaded the page), then,
-    once it is ready, the Init lab's pool. Prints one line when all are ready."""
+    worker first (a visitor's first Start waits for it), then, once it is ready, the Init lab's pool.
+    Prints one line when all are ready."""
     global _prewarmed
     with _prewarm_lock:
         if _prewarmed:
             return
         _prewarmed = True
-    args = (get_runner, warm_init_lab_pool, import_pages)
+    args = (get_runner, warm_init_lab_pool)
     threading.Thread(target=_prewarm, args=args, name="ln-viz-prewarm", daemon=True).start()
     threading.Thread(target=_collect_garbage, name="ln-viz-gc", daemon=True).start()
 
@@ -77,21 +75,18 @@ def wait_quiet(busy: Callable[[], bool], quiet_s: float, most_s: float, poll_s: 
 
 
 def wait_imported(timeout: float = 60.0) -> None:
-    """Wait until the prewarm thread has imported the pages' modules (at once without a prewarm: AppTest, a
-    test's server). A script that ran meanwhile could find a module half imported by that thread: plotly
-    checks `sys.modules` for pandas and called a half-made one's `pd.Series` (AttributeError on the page)."""
+    """Wait until the prewarm thread has made the Runner (at once without a prewarm: AppTest). A script that
+    ran meanwhile could find a module half imported by that thread: plotly checks `sys.modules` for pandas, and
+    called a half-made one's `pd.Series` (an AttributeError on the page, seen on a loaded machine)."""
     if _prewarmed:
         _imported.wait(timeout)
 
 
-def _prewarm(
-    get_runner: Callable[[], Runner], warm_init_lab_pool: Callable[[], None], import_pages: Callable[[], None]
-) -> None:
+def _prewarm(get_runner: Callable[[], Runner], warm_init_lab_pool: Callable[[], None]) -> None:
     t0 = time.monotonic()
     try:
         try:
             runner = get_runner()  # spawns the warm training worker: the default page's Start waits for it
-            import_pages()  # in this process while the worker imports torch in its own
         finally:
             _imported.set()
         runner.wait_warm(120)

@@ -3,7 +3,6 @@ workers ended on shutdown."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 
 from ln_viz.server import lifespan
@@ -16,16 +15,7 @@ log = logging.getLogger(__name__)
 def prewarm() -> None:
     """Start the server's worker processes in the background, once per server (ln_viz.server.lifespan):
     the Runner's warm worker, then the Init lab's pool. Called by app.py's lifespan when the server starts."""
-    lifespan.prewarm(get_runner, warm_init_lab_pool, _import_pages)
-
-
-# What the first visit's script imports beyond the server's own: Live (the default page) and Compare (a
-# lecture's bookmark). Imported when the server starts, while the browser loads the page's JavaScript, not
-# after its first script run asks for them (benchmarks/aha.py: the 'drawn' stage).
-PAGE_MODULES = (
-    "ln_viz.ui.live", "ln_viz.ui.compare_view", "ln_viz.ui.compare_seeds", "ln_viz.ui.lecture_view",
-    "ln_viz.ui.run_view", "ln_viz.ui.config_form", "ln_viz.ui.reattach", "ln_viz.views.run_frames", "ln_viz.charts",
-)  # fmt: skip
+    lifespan.prewarm(get_runner, warm_init_lab_pool)
 
 
 def prepare_first_visit() -> None:
@@ -39,16 +29,6 @@ def prepare_first_visit() -> None:
         delta_generator._use_warning_has_been_displayed = True
     except (ImportError, AttributeError):  # another Streamlit: its check runs, as before
         pass
-
-
-def _import_pages() -> None:
-    """The pages' modules, imported in the prewarm thread (ln_viz.server.lifespan); a visit's script waits
-    for them (app.py: lifespan.wait_imported), so no two threads import one module at once."""
-    for name in PAGE_MODULES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 -- a speed-up only: the page imports it again and shows the error
-            log.exception("ln-viz: could not import %s", name)
 
 
 def open_browser() -> None:
