@@ -212,3 +212,14 @@ def largest_logit(data) -> float:
 
 def held_out(data) -> float:
     return [e for e in data.scalars["eval_loss"] if np.isfinite(e)][-1]
+
+
+@pytest.mark.slow
+def test_muon_holds_the_logits_in_the_tens_and_learns_faster_at_lr_3e_2(seeds_of):
+    """compare.muon-vs-adam, 3 seeds at 150 steps. Measured (one thread): largest logit 852 / 1,321 / 1,313 with
+    Adam, 65 / 61 / 64 with Muon; held-out 2.60 / 2.60 / 2.60 against 2.03 / 2.03 / 2.03."""
+    adam, muon = seeds_of("high-lr"), seeds_of("muon-high-lr")
+    for a, m in zip(adam, muon, strict=True):
+        assert a.status == m.status == "completed"
+        assert largest_logit(a) > 500 and largest_logit(m) < 100, (largest_logit(a), largest_logit(m))
+        assert held_out(m) < held_out(a) - 0.3, (held_out(m), held_out(a))
