@@ -92,6 +92,17 @@ def test_the_per_head_logit_is_the_per_layer_one_split_by_head():
     assert (per_head.min(axis=-1) < per_head.max(axis=-1)).any()  # the heads differ
 
 
+def test_the_logit_charts_hover_names_each_layers_heads():
+    from ln_viz.charts.instability import attn_logit_chart
+
+    data = run(TINY.replace(steps=2))
+    fig = attn_logit_chart(data)
+    heads = data.probe("attn_logit_max_head")
+    layer_1 = fig.data[0]
+    assert "per head (whole batch):" in layer_1.hovertemplate and "%{customdata}" in layer_1.hovertemplate
+    assert list(layer_1.customdata) == [" · ".join(f"{v:.3g}" for v in row) for row in heads[:, 0]]
+
+
 def test_qk_clip_scales_each_head_over_tau_to_tau_and_leaves_the_others():
     """By construction: the same input through the clipped weights gives every head's largest logit at most tau,
     and a head that was under tau keeps its rows bit for bit (one block: its input is the embedding)."""
