@@ -45,7 +45,7 @@ class RunConfig:
     d_ff: int | None = None  # FFN hidden width; None means 4 * d_model
     seq_len: int = 64  # tokens (characters) per training window
     batch_size: int = 32  # windows per step
-    optimizer: str = "adam"  # adam (betas 0.9, 0.98 as in the paper) | sgd
+    optimizer: str = "adam"  # adam (betas 0.9, 0.98 as in the paper) | sgd | muon (Muon on the blocks' matrices)
     lr: float = 3e-3  # peak learning rate, reached at the end of warm-up
     warmup_steps: int = 0  # linear warm-up from 0: lr(t) = t / warmup_steps * lr
     schedule: str = "constant"  # after warm-up: constant | inverse_sqrt | cosine
@@ -64,8 +64,7 @@ class RunConfig:
     dyt_alpha: float = 0.5  # DyT's alpha at initialisation (Zhu et al. 2025)
     ln_scaling: bool = False  # each block's norm outputs times 1/sqrt(l), l 1-based (Sun et al. 2025)
     adam_init: str = "zero"  # zero | gi: GI-Adam, v0 = g0^2 (Kalra & Barkeshli 2024); Adam's other lines unchanged
-    qk_clip: float = 0.0  # QK-Clip's tau (Kimi K2, 2025): after each step a head whose largest |logit| S > tau has
-    # its W_q and W_k rows scaled by sqrt(tau / S) each; 0 = off
+    qk_clip: float = 0.0  # QK-Clip's tau (Kimi K2): a head whose largest |logit| S > tau: W_q, W_k *= sqrt(tau/S)
 
     @property
     def ffn_width(self) -> int:
@@ -77,9 +76,8 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, by name (JSON-ready), but the issue-19 and issue-33 fields while they hold their defaults:
-        configs from before them keep their dicts, so sweep fingerprints, the shipped stability map and
-        stored runs match as they did (from_dict fills the defaults back in)."""
+        """Every field, by name (JSON-ready), but the issue-19 and issue-33 fields while at their defaults: configs
+        from before them keep their dicts, so sweep fingerprints, the shipped map and stored runs match as they did."""
         data = dataclasses.asdict(self)
         for name, default in OMIT_AT_DEFAULT.items():
             if data[name] == default:
@@ -233,9 +231,7 @@ class FieldSpec:
             allowed = "|".join(self.choices)
         elif self.kind is bool:
             allowed = "on or off"
-        elif self.closed:
-            allowed = f"{self.lo}-{self.hi}"
-        elif self.kind is int:
+        elif self.closed or self.kind is int:
             allowed = f"{self.lo}-{self.hi}"
         else:
             allowed = f"above {self.lo}, at most {self.hi}"
@@ -253,9 +249,8 @@ def on_off(raw: str) -> bool:
     return BOOL_WORDS[raw.lower()]
 
 
-# One entry per RunConfig field, in field order (the order of validation, of the URL's parameters
-# and of the CLI's flags). Ranges are what training can do on one machine; MEMORY_LIMIT_BYTES caps
-# the product of the sizes.
+# One entry per RunConfig field, in field order (the order of validation, of the URL's parameters and of the CLI's
+# flags). Ranges are what training can do on one machine; MEMORY_LIMIT_BYTES caps the product of the sizes.
 FIELDS: dict[str, FieldSpec] = {
     s.name: s
     for s in [
@@ -317,8 +312,7 @@ FIELDS: dict[str, FieldSpec] = {
 
 
 # Added by issues 19 and 33: left out of RunConfig.to_dict while at their default (see there).
-_ISSUE_19 = ("qk_norm", "weight_decay", "grad_clip", "z_loss", "dyt_alpha", "ln_scaling")
-_OMITTED = (*_ISSUE_19, "adam_init", "qk_clip")
+_OMITTED = ("qk_norm", "weight_decay", "grad_clip", "z_loss", "dyt_alpha", "ln_scaling", "adam_init", "qk_clip")
 OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name in _OMITTED}
 
 
@@ -332,15 +326,15 @@ class Preset:
     expect_key: str  # i18n key of the sentence "what you should see"
 
 
-# Preset sizes, chosen by measurement (issue notes; benchmarks/): batch 16 x 32 characters is a quarter
-# of the work per step of the paper-like 32 x 64, so every preset shows its effect within 15 s on two
-# cores, also with two runs side by side. What it trades: a noisier loss and a shorter context. The
-# effect is the same at 32 x 64 (tests/test_paper_claims.py trains that size).
+# Preset sizes, by measurement: batch 16 x 32 is a quarter of the paper-like 32 x 64's work per step, so each preset
+# shows its effect within 15 s on two cores, two runs at once; it trades a noisier loss and a shorter context (the
+# effect holds at 32 x 64: tests/test_paper_claims.py).
 _BASE = RunConfig(
     depth=6, d_model=64, heads=4, batch_size=16, seq_len=32, lr=3e-3, steps=300, probe_every=5, eval_every=50
 )
 _DEEP = _BASE.replace(depth=24, steps=200)
 _HIGH = _BASE.replace(norm_position="pre", lr=3e-2)
+_MUON = _HIGH.replace(optimizer="muon")
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -368,6 +362,9 @@ PRESETS: dict[str, Preset] = {
         Preset("post-ln-gi-adam", _BASE.replace(norm_position="post", adam_init="gi"), "preset.post-ln-gi-adam"),
         Preset("deep-reordered", _DEEP.replace(norm_position="reordered"), "preset.deep-reordered"),
         Preset("high-lr-reordered", _HIGH.replace(norm_position="reordered"), "preset.high-lr-reordered"),
+        # issue 33: the high-lr run with Muon on the block matrices (Adam on the rest), then with QK-Clip at tau 30
+        Preset("muon-high-lr", _MUON, "preset.muon-high-lr"),
+        Preset("muon-high-lr-qk-clip", _MUON.replace(qk_clip=30.0), "preset.muon-high-lr-qk-clip"),
     ]
 }
 DEFAULT_PRESET = "pre-ln-no-warmup"
@@ -389,26 +386,9 @@ COMPARE_PRESETS: dict[str, tuple[str, str, str]] = {
     "gi-adam": ("post-ln-no-warmup", "post-ln-gi-adam", "compare.gi-adam"),
     "reordered-deep": ("deep-pre-ln", "deep-reordered", "compare.reordered-deep"),
     "reordered-high-lr": ("high-lr", "high-lr-reordered", "compare.reordered-high-lr"),
+    "muon-vs-adam": ("high-lr", "muon-high-lr", "compare.muon-vs-adam"),  # these two: tests/test_muon.py
+    "muon-qk-clip": ("muon-high-lr", "muon-high-lr-qk-clip", "compare.muon-qk-clip"),
 }
-
-# Issue 33, Muon and QK-Clip (helper muon): the high-lr preset's run with Muon on the block matrices (Adam on the
-# rest), and that run with QK-Clip at tau 30; tests/test_muon.py measures the sentences over 3 seeds.
-_MUON = _HIGH.replace(optimizer="muon")
-PRESETS.update(
-    {
-        p.name: p
-        for p in [
-            Preset("muon-high-lr", _MUON, "preset.muon-high-lr"),
-            Preset("muon-high-lr-qk-clip", _MUON.replace(qk_clip=30.0), "preset.muon-high-lr-qk-clip"),
-        ]
-    }
-)
-COMPARE_PRESETS.update(
-    {
-        "muon-vs-adam": ("high-lr", "muon-high-lr", "compare.muon-vs-adam"),
-        "muon-qk-clip": ("muon-high-lr", "muon-high-lr-qk-clip", "compare.muon-qk-clip"),
-    }
-)
 
 DEFAULT_COMPARE = "post-vs-pre"
 
