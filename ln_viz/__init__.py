@@ -11,6 +11,7 @@ import circle or an import of a higher layer; docs/code.md names every module):
     schema, corpus                the vocabulary of a run's measurements; the corpora and tokenizer
     model, optim                  the tiny transformer and its norm placements; Adam/SGD written out
     probes, init_grads            what is measured inside the model; gradients at initialisation
+    update_probes                 what an optimizer step does: update ratio, angular update, Adam's lag
     snapshot                      Snapshot (one step), RunData (a run)
     train                         the loop: schedule, optimizer, divergence and stall detection
     runner, init_lab              background training (typed messages, workers, handles); the Init lab

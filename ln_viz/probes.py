@@ -105,11 +105,11 @@ def _bin_fractions(x: torch.Tensor, n: int, largest: float = math.inf) -> torch.
     `largest` (max |x|, when known) well inside the edges skips the clamp, which then changes nothing;
     the indices (0..HIST_BINS + 1) go to bincount as bytes, 8x less to write and read than int64."""
     if math.isfinite(largest) and x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous():
-        return torch.bincount(_table_bins(x), minlength=HIST_BINS + 2).to(torch.float64) / n
-    return torch.bincount(_asinh_bins(x, largest), minlength=HIST_BINS + 2).to(torch.float64) / n
+        return torch.bincount(table_bins(x), minlength=HIST_BINS + 2).to(torch.float64) / n
+    return torch.bincount(asinh_bins(x, largest), minlength=HIST_BINS + 2).to(torch.float64) / n
 
 
-def _asinh_bins(x: torch.Tensor, largest: float = math.inf) -> torch.Tensor:
+def asinh_bins(x: torch.Tensor, largest: float = math.inf) -> torch.Tensor:
     """Each value's slot (0: below the first edge, 1..HIST_BINS the bins, HIST_BINS + 1: at or above the
     last edge) from asinh(x) in float32, as bytes."""
     scale = HIST_BINS / (2 * HIST_ASINH_LIMIT)
@@ -120,36 +120,36 @@ def _asinh_bins(x: torch.Tensor, largest: float = math.inf) -> torch.Tensor:
 
 
 _COARSE = 12  # the table's key: a float32's top 20 bits (sign, exponent, 11 mantissa bits)
-_MIXED = 255  # a key whose 4096 floats fall in two slots: looked up in the fine table
+MIXED_SLOT = 255  # a key whose 4096 floats fall in two slots: looked up in the fine table
 
 
 @functools.lru_cache(maxsize=1)
-def _slot_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The slot `_asinh_bins` gives each float32, tabulated once (~0.1 s): a coarse table by the top 20
-    bits (the slot, or _MIXED where the 4096 floats under a key reach two slots: the ~130 keys holding an
-    edge), and the mixed keys (sorted) with every one of their floats' slots. Built by `_asinh_bins` itself, on
+def slot_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The slot `asinh_bins` gives each float32, tabulated once (~0.1 s): a coarse table by the top 20
+    bits (the slot, or MIXED_SLOT where the 4096 floats under a key reach two slots: the ~130 keys holding an
+    edge), and the mixed keys (sorted) with every one of their floats' slots. Built by `asinh_bins` itself, on
     arrays whose length is a multiple of 64 (the vectorised kernels' path, as for any tensor's body), so
     a lookup gives what the computation gives: the ends of a key agreeing means the whole key does (the
     index rises with x; its rounding wobbles by an ulp, far less than a key's width of 2^-11 of x)."""
     keys = np.arange(1 << (32 - _COARSE), dtype=np.uint32)
     ends = [torch.from_numpy((keys << _COARSE | low).view(np.float32)) for low in (0, (1 << _COARSE) - 1)]
-    first, last = (_asinh_bins(e.nan_to_num(posinf=math.inf)).numpy() for e in ends)
-    coarse = np.where(first == last, first, _MIXED).astype(np.uint8)
-    coarse[(keys >> 11) & 0xFF == 0xFF] = _MIXED  # infinities and NaN: never looked up (finite tensors only)
-    mixed = np.flatnonzero((coarse == _MIXED) & ((keys >> 11) & 0xFF != 0xFF))
+    first, last = (asinh_bins(e.nan_to_num(posinf=math.inf)).numpy() for e in ends)
+    coarse = np.where(first == last, first, MIXED_SLOT).astype(np.uint8)
+    coarse[(keys >> 11) & 0xFF == 0xFF] = MIXED_SLOT  # infinities and NaN: never looked up (finite tensors only)
+    mixed = np.flatnonzero((coarse == MIXED_SLOT) & ((keys >> 11) & 0xFF != 0xFF))
     every = (mixed[:, None].astype(np.uint32) << _COARSE) | np.arange(1 << _COARSE, dtype=np.uint32)
-    fine = _asinh_bins(torch.from_numpy(every.reshape(-1).view(np.float32))).numpy().reshape(len(mixed), -1)
+    fine = asinh_bins(torch.from_numpy(every.reshape(-1).view(np.float32))).numpy().reshape(len(mixed), -1)
     return coarse, mixed.astype(np.uint32), fine
 
 
-def _table_bins(x: torch.Tensor) -> torch.Tensor:
-    """`_asinh_bins(x)` for a contiguous finite float32 CPU tensor, by table lookup: the same bytes
+def table_bins(x: torch.Tensor) -> torch.Tensor:
+    """`asinh_bins(x)` for a contiguous finite float32 CPU tensor, by table lookup: the same bytes
     (tests/test_byom.py checks on edges, their neighbours and random values), in ~2 passes instead of ~10."""
-    coarse, mixed, fine = _slot_tables()
+    coarse, mixed, fine = slot_tables()
     bits = x.numpy().view(np.uint32)
     key = bits >> _COARSE
     out = np.take(coarse, key)
-    where = np.flatnonzero(out == _MIXED)
+    where = np.flatnonzero(out == MIXED_SLOT)
     if where.size:
         b = bits[where]
         out[where] = fine[np.searchsorted(mixed, b >> _COARSE), b & ((1 << _COARSE) - 1)]

@@ -464,13 +464,13 @@ def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
 
 
 def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_float_it_was_asked() -> None:
-    """The histogram's table lookup (ln_viz.probes._table_bins) against the computation it tabulates: every
+    """The histogram's table lookup (ln_viz.probes.table_bins) against the computation it tabulates: every
     float under the ~130 keys that hold an edge, at several alignments (a tensor's tail goes through the
     kernels' scalar path), and a million floats drawn over all bit patterns (all scales, denormals, zeros)."""
-    from ln_viz.probes import _MIXED, _asinh_bins, _slot_tables, _table_bins
+    from ln_viz.probes import MIXED_SLOT, asinh_bins, slot_tables, table_bins
 
-    coarse, _, _ = _slot_tables()
-    mixed = np.flatnonzero(coarse == _MIXED).astype(np.uint32)
+    coarse, _, _ = slot_tables()
+    mixed = np.flatnonzero(coarse == MIXED_SLOT).astype(np.uint32)
     under = ((mixed[:, None] << 12) | np.arange(4096, dtype=np.uint32)).reshape(-1).view(np.float32)
     under = torch.from_numpy(under[np.isfinite(under)].copy())
     assert 120 < len(under) // 4096 < 140  # about one key per edge (the table is not mostly mixed)
@@ -480,5 +480,5 @@ def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_floa
     drawn = torch.cat([drawn[torch.isfinite(drawn)], torch.tensor([0.0, -0.0, 1e-45, -1e-45, 3.4e38, -3.4e38])])
     for x in (under, under[5:], under[:-3], drawn, drawn[7:]):
         x = x.contiguous()
-        got, want = _table_bins(x), _asinh_bins(x.clone())
+        got, want = table_bins(x), asinh_bins(x.clone())
         assert torch.equal(got, want), f"{int((got != want).sum())} of {len(x)} floats in another slot"

@@ -150,7 +150,7 @@ def test_a_created_time_no_page_can_show_is_refused(tmp_path: Path, base_doc: di
         ("message", "msg.no_such_key", "message is 'msg.no_such_key', which is not one of ln-viz's status messages"),
         ("message", "hello", "message is 'hello', which is not one of"),  # there: not "missing" (hostile re-check)
         ("message", 7, "message is missing or is not of type msg.* key"),
-        ("scalars.accuracy", "all 1", "scalars holds 'accuracy', which is not one of ln-viz's measurements"),
+        ("scalars.accuracy", "all 1", "scalars holds 'accuracy', which is not one of ln-viz's"),
         ("probes.resid_histogram", {}, "probes holds 'resid_histogram', which is not one of"),
     ],
 )

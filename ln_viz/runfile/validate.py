@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -139,7 +140,8 @@ class Validator:
         """Only the schema's names: a renamed or unknown measurement is refused, not silently dropped."""
         for name in d:
             if name not in names:
-                raise self.fail("err.runfile_unknown_name", where=where, name=name, known=", ".join(names))
+                near = difflib.get_close_matches(str(name), list(names), n=3, cutoff=0.0)  # a sentence, not all names
+                raise self.fail("err.runfile_unknown_name", where=where, name=name, n=len(names), known=", ".join(near))
 
     def probes(self, probes: dict, info: RunInfo, probe_steps: list[int]) -> dict[int, dict[str, np.ndarray]]:
         """{probe step: {name: that step's array}} of every schema.PROBES array, each of its shape."""
