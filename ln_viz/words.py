@@ -58,6 +58,22 @@ def _optimizer_word(c: RunConfig, lang: str) -> str:
     return t("lecture.opt.gi_adam", lang) if c.adam_init == "gi" else t(f"lecture.opt.{c.optimizer}", lang)
 
 
+def field_word(c: RunConfig, name: str, lang: str) -> str | None:
+    """One field of `c` as the lecture header says it ("lr 3e-3", "warm-up 100 steps", "QK-norm LayerNorm",
+    "GI-Adam"); None for a field without words (the caller says it as name=value)."""
+    if name in _EXTRAS:
+        return _extra_word(c, name, lang)
+    if name in ("optimizer", "adam_init"):
+        return _optimizer_word(c, lang)
+    if name == "lr":
+        return t("lecture.lr", lang, lr=_lr_text(c.lr, 1))
+    if name == "warmup_steps":
+        return t("lecture.warmup", lang, n=c.warmup_steps) if c.warmup_steps else t("lecture.no_warmup", lang)
+    if name == "depth":
+        return t("lecture.layers", lang, n=c.depth)
+    return None
+
+
 def setting_words(c: RunConfig, lang: str, extras: Sequence[str] | None = None) -> list[str]:
     """A run's settings as a lecturer says them: norm position, depth, optimizer and lr, warm-up, then
     each of `extras` (issue-19 fields; by default those this run changes, `changed_settings`)."""

@@ -4,6 +4,7 @@ from fixed numbers, en and ko; bad keys and values refused in one sentence."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -122,12 +123,25 @@ def test_one_seed_says_it_has_no_interval_and_a_missing_seed_is_said():
 
 def test_the_sides_are_named_by_what_differs():
     a, b = RunConfig(norm_position="post", warmup_steps=100), RunConfig(norm_position="post")
-    assert side_names(a, b, "en") == ("Post-LN (warmup_steps=100)", "Post-LN (warmup_steps=0)")
-    assert side_names(RunConfig(qk_norm="layernorm"), RunConfig(), "en") == (
-        "Pre-LN (qk_norm=layernorm)",
-        "Pre-LN (qk_norm=none)",
-    )
+    # in the lecture header's words, as a lecturer says them (round four's UX L3, hostile L11)
+    assert side_names(a, b, "en") == ("Post-LN (warm-up 100 steps)", "Post-LN (no warm-up)")
+    assert side_names(RunConfig(qk_norm="layernorm"), RunConfig(), "en") == ("Pre-LN (QK-norm)", "Pre-LN (no QK-norm)")
+    assert side_names(RunConfig(lr=10.0), RunConfig(lr=3e-3), "en") == ("Pre-LN (lr 10)", "Pre-LN (lr 3e-3)")
+    assert side_names(RunConfig(optimizer="muon"), RunConfig(), "ko") == ("Pre-LN (Muon)", "Pre-LN (Adam)")
+    assert side_names(RunConfig(seq_len=32), RunConfig(), "en") == ("Pre-LN (seq_len=32)", "Pre-LN (seq_len=64)")
     assert side_names(RunConfig(), RunConfig(), "ko") == ("Pre-LN (A)", "Pre-LN (B)")
+
+
+def test_a_side_that_diverged_is_said_beside_the_gap():
+    """Hostile round four L11: `compare --a lr=10` said only "ends 2079.37 nats above", the table alone said
+    diverged."""
+    result = _comparison([9.0, 2.9], [2.2, 2.2])
+    result = dataclasses.replace(result, a=dataclasses.replace(result.a, statuses=("diverged", "completed")))
+    assert takeaway(result, "en").endswith(
+        "Post-LN diverged on 1 of its 2 seeds: its loss there is a blow-up, not a level it learnt to."
+    )
+    assert "시드 2개 중 1개에서 발산" in takeaway(result, "ko")
+    assert "diverged" not in takeaway(_comparison([9.0, 2.9], [2.2, 2.2]), "en")
 
 
 @pytest.mark.parametrize(

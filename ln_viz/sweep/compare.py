@@ -24,6 +24,7 @@ from ln_viz.stats import Interval, mean_sd, paired_t_interval
 from ln_viz.sweep.driver import Progress, eta_seconds
 from ln_viz.sweep.executors import Executor
 from ln_viz.sweep.spec import MAX_SEEDS, Cell
+from ln_viz.words import field_word
 
 SIDES = ("a", "b")
 _NOT_A_DIFFERENCE = ("user_text", "seed")  # what never names a side: the text is long, the seed shared
@@ -205,9 +206,11 @@ def side_names(a: RunConfig, b: RunConfig, lang: str) -> tuple[str, str]:
     words ("Post-LN (GI-Adam)", not adam_init=gi)."""
     da, db = a.to_dict(), b.to_dict()
     differ = [k for k in FIELDS if k not in _NOT_A_DIFFERENCE and da.get(k) != db.get(k) and k != "norm_position"]
+    if "optimizer" in differ and "adam_init" in differ:  # one word says both: "Muon", "GI-Adam"
+        differ.remove("adam_init")
     names = []
     for cfg, d, letter in ((a, da, "A"), (b, db, "B")):
-        extra = ", ".join(_difference(k, d.get(k, getattr(cfg, k)), lang) for k in differ)
+        extra = ", ".join(_difference(cfg, k, d.get(k, getattr(cfg, k)), lang) for k in differ)
         if not extra and a.norm_position == b.norm_position:
             extra = letter  # the same configuration twice: the sides by their letters
         norm = t(f"chart.norm.{cfg.norm_position}", lang)
@@ -215,10 +218,10 @@ def side_names(a: RunConfig, b: RunConfig, lang: str) -> tuple[str, str]:
     return names[0], names[1]
 
 
-def _difference(name: str, value: Any, lang: str) -> str:
-    if name == "adam_init":
-        return t("lecture.opt.gi_adam" if value == "gi" else "lecture.opt.adam", lang)
-    return f"{name}={_value_text(value)}"
+def _difference(cfg: RunConfig, name: str, value: Any, lang: str) -> str:
+    """A field that tells the sides apart, in the lecture header's words ("lr 3e-3", "QK-norm LayerNorm"; round
+    four's L3: not qk_norm=layernorm, lr=0.003), name=value where it has none."""
+    return field_word(cfg, name, lang) or f"{name}={_value_text(value)}"
 
 
 def _value_text(v: Any) -> str:
@@ -248,4 +251,7 @@ def takeaway(result: SeedComparison, lang: str) -> str:
         sentence = t(key, lang, a=name_a, b=name_b, gap=f"{abs(gap.mean):.2f}", why=why)
     if gap.n < len(result.seeds):
         sentence += " " + t("seeds.left_out", lang, n=len(result.seeds) - gap.n, total=len(result.seeds))
+    for side, name in ((result.a, name_a), (result.b, name_b)):  # a gap in nats means little beside a blow-up (L11)
+        if n := side.statuses.count("diverged"):
+            sentence += " " + t("seeds.diverged", lang, side=name, n=n, total=len(side.statuses))
     return sentence

@@ -41,6 +41,10 @@ LIVE_PRESET = "post-ln-no-warmup"
 # issue 33's reordered norm at lr 3e-2 (it was issue 19's qk-norm-logits, whose chart is the same); the laptop
 # issue 33's GI-Adam pair (its caption names Adam and GI-Adam)
 COMPARE_SCENARIO = {"1920x1080-present": "reordered-high-lr", "1280x720": "gi-adam"}
+# Other scenarios by hand, e.g. LN_VIZ_LAYOUT_SCENARIOS="1920x1080-present=muon-vs-adam,1280x720=warmup-angular"
+COMPARE_SCENARIO |= dict(
+    kv.split("=", 1) for kv in os.environ.get("LN_VIZ_LAYOUT_SCENARIOS", "").split(",") if "=" in kv
+)
 VIEWPORTS = {  # name: (browser context options, lecture view on)
     "1920x1080-present": ({"viewport": {"width": 1920, "height": 1080}}, True),
     "1280x720": ({"viewport": {"width": 1280, "height": 720}}, False),
