@@ -18,7 +18,16 @@ import streamlit  # noqa: F401 - sets plotly's default template to "streamlit", 
 
 from ln_viz import export
 from ln_viz.cli import main
-from ln_viz.export import CHARTS, INSTABILITY_CHARTS, charts_for, charts_zip, export_charts, run_file_bytes, tables_zip
+from ln_viz.export import (
+    CHARTS,
+    INSTABILITY_CHARTS,
+    UPDATE_CHARTS,
+    charts_for,
+    charts_zip,
+    export_charts,
+    run_file_bytes,
+    tables_zip,
+)
 from ln_viz.i18n import t
 from ln_viz.runfile import parse_run
 from ln_viz.snapshot import RunData
@@ -27,7 +36,9 @@ from ln_viz.train import run
 from tests.runs import TINY, demo
 
 NAMES = [spec.name for spec in CHARTS]
-ALL_NAMES = NAMES + [spec.name for spec in INSTABILITY_CHARTS]  # a DyT run's: every chart there is
+# a DyT run's: every chart there is (the instability probes', then issue 33's update probes')
+ALL_NAMES = NAMES + [spec.name for spec in INSTABILITY_CHARTS + UPDATE_CHARTS]
+LN_NAMES = [n for n in ALL_NAMES if n != "dyt_saturation"]  # LayerNorm: no saturation to draw
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 STREAMLIT_PLACEHOLDER = "#000011"  # a colour streamlit's template leaves for its frontend to replace
 
@@ -56,7 +67,7 @@ def test_every_chart_is_written_in_every_format(exported: tuple[Path, list[Path]
 
 def test_the_instability_charts_come_only_with_their_probes(tiny_run: RunData, dyt_run: RunData) -> None:
     assert [s.name for s in charts_for(dyt_run)] == ALL_NAMES
-    assert [s.name for s in charts_for(tiny_run)] == ALL_NAMES[:-1]  # LayerNorm: no saturation to draw
+    assert [s.name for s in charts_for(tiny_run)] == LN_NAMES
     assert charts_for(demo("post-ln-no-warmup")) == CHARTS  # recorded before the probes: NaN there
 
 
@@ -74,7 +85,7 @@ def test_png_files_are_real_images(exported: tuple[Path, list[Path]]) -> None:
             assert blob[:8] == PNG_MAGIC, path.name
             assert len(blob) > 10_000, (path.name, len(blob))
             width, height = int.from_bytes(blob[16:20], "big"), int.from_bytes(blob[20:24], "big")
-            spec = next(s for s in CHARTS + INSTABILITY_CHARTS if s.name == path.stem)
+            spec = next(s for s in CHARTS + INSTABILITY_CHARTS + UPDATE_CHARTS if s.name == path.stem)
             assert (width, height) == (2 * spec.width, 2 * spec.height)  # scale 2: sharp on slides
 
 
@@ -141,7 +152,7 @@ def test_cli_exports_charts_and_refuses_bad_flags(tmp_path: Path, tiny_run: RunD
     store_flag = ("--store", str(tmp_path / "runs.sqlite"))
     code, out, err = cli("runs", "export", str(run_id), "--format", "html", "--out", str(tmp_path / "h"), *store_flag)
     assert (code, err) == (0, "")
-    assert out.split() == [str(tmp_path / "h" / f"{n}.html") for n in ALL_NAMES[:-1]]  # LayerNorm: no DyT chart
+    assert out.split() == [str(tmp_path / "h" / f"{n}.html") for n in LN_NAMES]
     (tmp_path / "afile").write_text("x")
     code, _, err = cli("runs", "export", str(run_id), "--format", "png", "--out", str(tmp_path / "afile"), *store_flag)
     assert code == 2 and "is a file; chart exports write one file per chart" in err and err.count("\n") == 1
