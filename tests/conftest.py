@@ -25,12 +25,11 @@ E2E_DIR = ROOT / "tests" / "e2e"
 
 # The files that take longest for their number of tests, longest first: in the browser lane (CI, serial: layout
 # ~290 s, settings kept ~110 s, lecture view, live, the Ray head's loss 61 s, the faults 40 s, the load test
-# 35 s) and in lane 1 the killed-head sweep (a Ray head of its own, started twice; it waits out Ray's GCS
-# timeout). Both lanes run on both cores under pytest-xdist, a file per process (`--dist loadfile
+# 35 s) and in lane 1 the Ray files (a head node of their own: seconds to start; the killed head waits out Ray's
+# GCS timeout). Both lanes run on both cores under pytest-xdist, a file per process (`--dist loadfile
 # --no-loadscope-reorder`): xdist sends the files out in collection order, so in a worker these go first and the
-# rest follow with the most tests first (xdist's own order, which left these one-test Ray head files for the end,
-# one core idle meanwhile). Lane 1's other Ray files keep their place: two Ray heads starting together on two
-# cores would slow the tests that time a Stop.
+# rest follow with the most tests first (xdist's own order, which left the one-test Ray head files for the end,
+# one core idle meanwhile).
 LONGEST_FIRST = (
     "test_layout_e2e.py",
     "test_settings_kept_e2e.py",
@@ -40,6 +39,9 @@ LONGEST_FIRST = (
     "test_faults_e2e.py",
     "test_load_e2e.py",
     "test_sweep_ray_head_loss.py",
+    "test_sweep_ray.py",
+    "test_runner_ray.py",
+    "test_ray_address.py",
 )
 
 
