@@ -39,9 +39,6 @@ fi
 # Both lanes run; the script fails if either failed.
 trap 'exit 130' INT  # Ctrl-C ends the script, not only the lane that was running
 status=0
-.venv/bin/python -m pytest -m "not e2e" -n 2 --dist loadfile --no-loadscope-reorder --durations=25 || status=$?
-# LN_VIZ_E2E_WORKERS=0 runs the browser lane one test at a time, as before (to tell a flake of two browser tests
-# sharing the cores from a failure)
-.venv/bin/python -m pytest -m e2e -n "${LN_VIZ_E2E_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25 ||
-  status=$?
+.venv/bin/python -m pytest -m "not e2e" -n 2 --dist loadfile --durations=25 || status=$?
+.venv/bin/python -m pytest -m e2e -n 2 --dist loadfile --no-loadscope-reorder --durations=25 || status=$?
 exit "$status"

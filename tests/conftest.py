@@ -5,7 +5,6 @@ A bare `pytest` is the fast lane: `addopts` in pyproject.toml deselects `e2e` (n
 
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -23,13 +22,11 @@ NEEDS_CHROMIUM = {"test_export.py"}
 E2E_DIR = ROOT / "tests" / "e2e"
 
 
-# The files that take longest for their number of tests, longest first: in the browser lane (CI, serial: layout
-# ~290 s, settings kept ~110 s, lecture view, live, the Ray head's loss 61 s, the faults 40 s, the load test
-# 35 s) and in lane 1 the Ray files (a head node of their own: seconds to start; the killed head waits out Ray's
-# GCS timeout). Both lanes run on both cores under pytest-xdist, a file per process (`--dist loadfile
-# --no-loadscope-reorder`): xdist sends the files out in collection order, so in a worker these go first and the
-# rest follow with the most tests first (xdist's own order, which left the one-test Ray head files for the end,
-# one core idle meanwhile).
+# The browser files that take longest (CI, serial: layout ~290 s, settings kept ~110 s, lecture view, live,
+# the Ray head's loss 61 s, the faults 40 s, the load test 35 s), in that order. Under pytest-xdist (the
+# browser lane runs on both cores, a file per process, with --no-loadscope-reorder) they go out first: by
+# default xdist sends the files with the most tests first, which left the one-test Ray head file (61 s) for
+# the end, one core idle meanwhile.
 LONGEST_FIRST = (
     "test_layout_e2e.py",
     "test_settings_kept_e2e.py",
@@ -38,35 +35,20 @@ LONGEST_FIRST = (
     "test_ray_head_loss_e2e.py",
     "test_faults_e2e.py",
     "test_load_e2e.py",
-    "test_sweep_ray_head_loss.py",
-    "test_sweep_ray.py",
-    "test_runner_ray.py",
-    "test_ray_address.py",
 )
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks must be on the items by then
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark `e2e` every test under tests/e2e (a `pytestmark` in a conftest marks nothing, so a browser
-    module without its own would run in the fast lane) and the tests of NEEDS_CHROMIUM."""
+    module without its own would run in the fast lane) and the tests of NEEDS_CHROMIUM; in an xdist
+    worker, put the LONGEST_FIRST files first (a serial run keeps pytest's order)."""
     for item in items:
         if item.path.name in NEEDS_CHROMIUM or item.path.is_relative_to(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
-
-
-class _LongestFirst:
-    @pytest.hookimpl(trylast=True)  # after `-m` deselected: xdist sends out the files of what is left
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """The LONGEST_FIRST files first, then the others with the most tests first."""
-        counts = Counter(item.path for item in items)
+    if hasattr(config, "workerinput"):  # every worker collects, in the same order, and xdist reads that order
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        # stable: a file's tests stay together and in their order
-        items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -counts[item.path]))
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):  # an xdist worker: each collects, in the same order, and xdist reads it
-        config.pluginmanager.register(_LongestFirst(), "ln-viz-longest-first")  # a serial run keeps pytest's order
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
 _SCANNER = "streamlit.components.v2.manifest_scanner"
