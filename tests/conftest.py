@@ -22,33 +22,13 @@ NEEDS_CHROMIUM = {"test_export.py"}
 E2E_DIR = ROOT / "tests" / "e2e"
 
 
-# The browser files that take longest (CI, serial: layout ~290 s, settings kept ~110 s, lecture view, live,
-# the Ray head's loss 61 s, the faults 40 s, the load test 35 s), in that order. Under pytest-xdist (the
-# browser lane runs on both cores, a file per process, with --no-loadscope-reorder) they go out first: by
-# default xdist sends the files with the most tests first, which left the one-test Ray head file (61 s) for
-# the end, one core idle meanwhile.
-LONGEST_FIRST = (
-    "test_layout_e2e.py",
-    "test_settings_kept_e2e.py",
-    "test_lecture_view_e2e.py",
-    "test_live_e2e.py",
-    "test_ray_head_loss_e2e.py",
-    "test_faults_e2e.py",
-    "test_load_e2e.py",
-)
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks must be on the items by then
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `e2e` every test under tests/e2e (a `pytestmark` in a conftest marks nothing, so a browser
-    module without its own would run in the fast lane) and the tests of NEEDS_CHROMIUM; in an xdist
-    worker, put the LONGEST_FIRST files first (a serial run keeps pytest's order)."""
+    module without its own would run in the fast lane) and the tests of NEEDS_CHROMIUM."""
     for item in items:
         if item.path.name in NEEDS_CHROMIUM or item.path.is_relative_to(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
-    if hasattr(config, "workerinput"):  # every worker collects, in the same order, and xdist reads that order
-        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
 _SCANNER = "streamlit.components.v2.manifest_scanner"

@@ -1,9 +1,8 @@
 """Browser tests: the real app (`streamlit run app.py`) in headless Chromium (Debian's package).
 
 Fixtures: `server` starts the app on a free loopback port with its own store and checks its log for
-tracebacks at the end (one server shared by the modules not in OWN_SERVER); `page` opens a fresh browser
-context (1280x720, the projector size) that fails the test on any page error. Screenshots go to
-test-artifacts/ (git-ignored).
+tracebacks at the end; `page` opens a fresh browser context (1280x720, the projector size) that fails
+the test on any page error. Screenshots go to test-artifacts/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -136,33 +135,11 @@ def browser():
         b.close()
 
 
-# Modules that get a server of their own: their tests count the server's worker processes from a baseline
-# (a run another module's closed tab is still stopping would raise it) or number its runs from 1. Every other
-# module that asks for `server` shares one per test process (each start imports torch in the server and its
-# warm workers: seconds of both cores on CI); each module still finds no traceback in what the server logged
-# while it ran, and the last one also stops it and checks it went cleanly.
-OWN_SERVER = {"test_live_e2e.py", "test_watch_e2e.py"}
-
-
-@pytest.fixture(scope="session")
-def shared_server(tmp_path_factory) -> Iterator[Server]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[Server]:
     s = Server(tmp_path_factory.mktemp("app"))
     yield s
     stop_and_check(s)
-
-
-@pytest.fixture(scope="module")
-def server(request, tmp_path_factory) -> Iterator[Server]:
-    if Path(request.module.__file__).name in OWN_SERVER:
-        s = Server(tmp_path_factory.mktemp("app"))
-        yield s
-        stop_and_check(s)
-        return
-    s = request.getfixturevalue("shared_server")
-    logged = len(s.log())
-    yield s
-    assert s.proc.poll() is None, f"the shared server exited:\n{s.log()[-3000:]}"
-    assert "Traceback" not in s.log()[logged:], s.log()[logged:]
 
 
 @pytest.fixture
