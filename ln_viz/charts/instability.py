@@ -191,11 +191,11 @@ _COMPARED = {  # which: (title key, y axis title key, hover value, uirevision pr
 }
 
 
-def _compared(info: _ComparedInfo, which: str, lang: str, lecture: bool, height: int | None) -> go.Figure:
-    """The lines of `info`, a legend under the chart (the runs' names, as on the compared losses)."""
-    title_key, axis_key, value, key = _COMPARED[which]
+def _compared_traces(lines, runs, value: tuple[str, str], lang: str, lecture: bool) -> tuple[go.Figure, dict]:
+    """A figure with a line per run of `lines` (name, (colour, dash), steps, values) as on the compared losses,
+    `value` the hover's (key, format), a note where no run has a point; and its step axis over `runs`."""
     fig = go.Figure()
-    for name, (color, dash), steps, y in info.lines:
+    for name, (color, dash), steps, y in lines:
         fig.add_trace(
             go.Scatter(
                 x=steps,
@@ -206,15 +206,22 @@ def _compared(info: _ComparedInfo, which: str, lang: str, lecture: bool, height:
                 hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), value),
             )
         )
+    if not any(steps.size for _, _, steps, _ in lines):
+        _empty_note(fig, lang, lecture)
+    end = step_range(runs)
+    xaxis = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, end], **({"dtick": 1} if end <= 12 else {})}
+    return fig, xaxis
+
+
+def _compared(info: _ComparedInfo, which: str, lang: str, lecture: bool, height: int | None) -> go.Figure:
+    """The lines of `info`, a legend under the chart (the runs' names, as on the compared losses)."""
+    title_key, axis_key, value, key = _COMPARED[which]
+    fig, xaxis = _compared_traces(info.lines, info.runs, value, lang, lecture)
     if which == "logz":
         fig.add_hline(y=0, line={"color": GREY, "width": 1.5, "dash": "dot"})
         yaxis = {"zeroline": False, "rangemode": "tozero"}
     else:
         yaxis = _log_axis(info.rng)
-    if not any(steps.size for _, _, steps, _ in info.lines):
-        _empty_note(fig, lang, lecture)
-    end = step_range(info.runs)
-    xaxis = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, end], **({"dtick": 1} if end <= 12 else {})}
     yaxis = {"title": {"text": t(axis_key, lang)}, **yaxis}
     uirevision = _runs_key(key, info.runs)
     return _layout(fig, t(title_key, lang), lecture, uirevision, height=height, xaxis=xaxis, yaxis=yaxis)

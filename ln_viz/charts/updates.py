@@ -16,8 +16,14 @@ import plotly.graph_objects as go
 
 from ln_viz.charts.axes import _log_axis, _nice_log_range
 from ln_viz.charts.grads import _ratio_layers, _ratio_lines
-from ln_viz.charts.instability import _compared_lines, _layer_bars_layout, _over_steps, _prepare_layer_bars
-from ln_viz.charts.sample import _runs_key, step_range
+from ln_viz.charts.instability import (
+    _compared_lines,
+    _compared_traces,
+    _layer_bars_layout,
+    _over_steps,
+    _prepare_layer_bars,
+)
+from ln_viz.charts.sample import _runs_key
 from ln_viz.charts.style import GREY, PARAM_COLORS, _empty_note, _f32, _hover, _layout
 from ln_viz.config import ADAM_BETAS
 from ln_viz.i18n import t
@@ -73,23 +79,8 @@ def angular_update_chart(
 def _compared_angles(
     datas: list[RunData], lang: str, lecture: bool, height: int | None, labels: Sequence[str] | None
 ) -> go.Figure:
-    fig = go.Figure()
     lines = _compared_lines(datas, labels, lang, _largest_angle)
-    for name, (color, dash), steps, y in lines:
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=y,
-                mode="lines" if steps.size > 2 else "lines+markers",
-                name=name,
-                line={"color": color, "dash": dash, "width": 3},
-                hovertemplate=name + "<br>" + _hover(lang, ("chart.step", "%{x}"), ("chart.angular", "%{y:.3g}")),
-            )
-        )
-    if not any(steps.size for _, _, steps, _ in lines):
-        _empty_note(fig, lang, lecture)
-    end = step_range(datas)
-    xaxis = {"title": {"text": t("chart.step_axis", lang)}, "range": [0, end], **({"dtick": 1} if end <= 12 else {})}
+    fig, xaxis = _compared_traces(lines, datas, ("chart.angular", "%{y:.3g}"), lang, lecture)
     yaxis = {"title": {"text": t("chart.angular_axis", lang)}, **_log_axis(_prepare_angles(datas, False))}
     key = _runs_key("angulars-", datas)
     title = t("chart.angular_compare_title", lang)
