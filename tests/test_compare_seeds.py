@@ -127,7 +127,7 @@ def test_three_seeds_per_side_draw_bands_name_the_median_and_state_the_interval(
     profile = [tr["name"] for tr in figs["compare_profile"]["data"] if tr.get("name")]
     assert "Post-LN, median of 3 seeds: seed 1" in profile
     status = at.markdown[0].value
-    assert status.startswith("**Run A:** 3 seeds, 3 done") and "**Run B:** 3 seeds, 3 done" in status
+    assert status.startswith("**Post-LN:** 3 seeds, 3 done") and "**Pre-LN:** 3 seeds, 3 done" in status
     # the gap: the demo runs' final losses, plus 0.02 nats per seed: mean gap + 0.02, sd 0.02, n 3
     post, pre = (shifted_seeds(RunConfig(norm_position=p)).final_loss() for p in ("post", "pre"))
     gap = post - pre + 0.02
@@ -155,7 +155,7 @@ def test_three_seeds_in_korean_count_the_seeds_and_state_the_interval(replay_run
     figs = _seeded_compare(at, replay_runner, "ko")
     names = [tr["name"] for tr in figs["compare_loss"]["data"] if tr.get("showlegend") is not False]
     assert names == ["Post-LN: 시드 3개 평균, 띠 최소-최대", "Pre-LN: 시드 3개 평균, 띠 최소-최대"]
-    assert at.markdown[0].value.startswith("**실행 A:** 시드 3개, 3개 끝남")
+    assert at.markdown[0].value.startswith("**Post-LN:** 시드 3개, 3개 끝남")
     text = " ".join(m.value for m in at.markdown)
     assert "Post-LN, 시드 3개의 중앙값: 시드 1" in text
     assert "95 % 신뢰구간" in text and "시드 3개)" in text and "높습니다" in text
@@ -199,7 +199,7 @@ def test_the_lecture_view_with_three_seeds_says_the_interval_in_its_verdict_box(
     assert len([tr for tr in figs["compare_loss"]["data"] if tr.get("fill") == "toself"]) == 2
     status = [m.value for m in at.markdown if "95 % CI" in m.value]
     assert len(status) == 1 and status[0].startswith("**Post-LN ends ") and "3 seeds)**" in status[0]
-    assert "Run A: 3 seeds, 3 done, 3 of 3 stalled · Run B: 3 seeds, 3 done" in status[0]  # the demo Post-LN stalls
+    assert "Post-LN: 3 seeds, 3 done, 3 of 3 stalled · Pre-LN: 3 seeds, 3 done" in status[0]  # the demo Post-LN stalls
 
 
 def test_seeds_are_set_in_the_lecture_view_s_header_and_kept_when_the_view_changes(replay_runner, at):

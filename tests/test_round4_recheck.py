@@ -158,3 +158,79 @@ def test_a_watched_run_whose_writer_died_reads_interrupted_not_running(tmp_path,
     app.run()
     texts = " ".join(m.value for m in app.markdown)
     assert not app.exception and t("status.interrupted", "en") in texts and "running" not in texts
+
+
+# --- the rest of round four (helper ux32) ----------------------------------------------------------------------
+
+
+def _view(data, status: str):
+    from ln_viz.runner import RunView
+
+    return RunView("r", data.info.config, status, None, None, {}, None, data, 1, None)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_an_ended_run_s_status_says_its_whole_time_and_mean_rate_not_an_eta(lang: str) -> None:
+    """UX L9: a stopped or ended run's status said "ETA -", beside the moving rate of its last steps."""
+    from ln_viz.views.run_frames import status_line
+
+    data = train_tiny()
+    steps, elapsed = data.steps_done, data.scalars["elapsed"][-1]
+    for status in ("completed", "stopped"):
+        line = status_line(_view(data, status), lang, 2)
+        assert "ETA" not in line and "남은 시간" not in line and " - " not in line
+        assert f"{elapsed:.1f}" in line and f"{steps / elapsed:.1f}" in line and t(f"status.{status}", lang) in line
+    data.scalars["step"].clear()  # stopped while queued: nothing trained, nothing timed
+    assert status_line(_view(data, "stopped"), lang, 2).endswith(t("status.stopped", lang))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_seeds_count_lines_name_the_sides_as_the_charts_do(lang: str) -> None:
+    """UX L10: with seeds, the status lines said "Run A: 2 seeds, 2 done" / "Run B: ..." where the charts, the
+    sentence and the heatmaps name the sides ("Post-LN", "Pre-LN")."""
+    from ln_viz.config import RunConfig
+    from ln_viz.ui.run_view import RunnerRuns
+    from tests.replay import ReplayRunner
+    from tests.test_runner import wait_for
+
+    runner = ReplayRunner(hold_at=3)
+    sides = [[RunConfig(norm_position=p, seed=s) for s in (0, 1)] for p in ("post", "pre")]
+    handles = [[runner.start(c) for c in side] for side in sides]
+    wait_for(lambda: all(h.view().steps_done >= 3 for side in handles for h in side), timeout=30)
+    source = RunnerRuns(handles, [side[0] for side in sides], lambda: True, 2, seed_configs=sides)
+    frame = source.frame(lang, False)
+    post, pre = (t(f"chart.norm.{p}", lang) for p in ("post", "pre"))
+    assert frame.lines[0].startswith(f"**{post}:** ") and frame.lines[1].startswith(f"**{pre}:** ")
+    runner.release()
+    wait_for(lambda: all(h.done for side in handles for h in side), timeout=30)
+    counts = source.frame(lang, True).lecture_lines[1]
+    assert counts.startswith(f"{post}: ") and f" · {pre}: " in counts
+    assert t("compare.run_a", lang) not in " ".join([*frame.lines, counts])
+
+
+def _queued_tab(lecture: bool) -> None:
+    """A tab whose run waits in the queue (nothing ever gives it a slot), drawn by the run view."""
+    import threading
+
+    from ln_viz.config import RunConfig
+    from ln_viz.runner import RunHandle
+    from ln_viz.ui import run_view
+
+    handle = RunHandle("q", RunConfig(), lock=threading.RLock(), queue_position=lambda h: 3,
+                       request_stop=lambda *a: None)  # fmt: skip
+    source = run_view.RunnerRuns([[handle]], [handle.config], lambda: True, 2)
+    run_view.draw(source, "en", lecture, "probe_step", None)
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_a_queued_tab_draws_the_empty_charts_and_says_it_waits_for_a_worker(lecture: bool) -> None:
+    """UX L11: a queued tab drew only its place in the line, and the charts arrived when the run started: the page
+    jumped. Now the empty charts of its settings are drawn, with a note that they fill in once a worker is free."""
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_function(_queued_tab, args=(lecture,), default_timeout=60)
+    app.run()
+    assert not app.exception
+    texts = " ".join(e.value for e in [*app.markdown, *app.caption])
+    assert "place 3 in line" in texts and t("ui.queued_charts", "en") in texts
+    assert len(app.get("plotly_chart")) >= (2 if lecture else 6)

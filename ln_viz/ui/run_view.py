@@ -17,7 +17,7 @@ import streamlit as st
 from ln_viz import charts, lessons
 from ln_viz.config import RunConfig
 from ln_viz.i18n import LocalizedError, t
-from ln_viz.runner import RunHandle
+from ln_viz.runner import RunHandle, RunView
 from ln_viz.snapshot import RunData
 from ln_viz.store import Store
 from ln_viz.sweep.compare import takeaway
@@ -63,8 +63,8 @@ def draw(
                 st.rerun(scope="app")
             return
         ticking = refresh_s is None and timer is not None
-        if frame.queued:  # its place in the line only: ten queued tabs redrawing six charts every second
-            st.markdown("  \n".join(frame.lines))  # would starve the server
+        if frame.queued and not frame.datas:  # a watched run's place in the line: its status line only
+            st.markdown("  \n".join(frame.lines))
         elif lecture:
             _lecture(frame, lang, step_key, ticking)
         else:
@@ -156,8 +156,8 @@ class RunnerRuns:
                             caption=where, lesson=lesson)  # fmt: skip
         view = handle.view()
         status = f"**{run_frames.status_line(view, lang, self.cap)}**"
-        if view.status == "queued":
-            return RunFrame(lines=[status], queued=True, running=True)
+        if view.status == "queued":  # the empty charts it will fill, so the page does not jump when it starts
+            return self._queued(view, status, lang, where)  # (UX round 4 L11)
         data = live.complete_data(handle, view) or live.preview_data(view.config)
         lines = [status, *run_frames.message_lines([view], lang)]
         if view.done:  # how it came out, in one line that names the run
@@ -171,6 +171,16 @@ class RunnerRuns:
                         cache_key=run_frames.finished_key(handle, view, data), notes=notes,
                         lesson=lessons.lesson_chart(self.lesson, [data.info.config]))  # fmt: skip
 
+    def _queued(self, view: RunView, status: str, lang: str, where: str | None) -> RunFrame:
+        """A queued run: its place in the line over the empty charts of its settings, with a note that they fill
+        in once a worker is free. The figures are built once for the run (`cache_key`, `shared`) and drawn again
+        from the cache on each refresh: ten queued tabs do not rebuild six charts every second."""
+        data = live.preview_data(view.config)
+        note = t("ui.queued_charts", lang)
+        return RunFrame([data], [status], [status, note], running=True, queued=True, caption=where,
+                        cache_key=f"queued/{view.run_id}", shared=True, notes=lambda: st.caption(note),
+                        lesson=lessons.lesson_chart(self.lesson, [view.config]))  # fmt: skip
+
     def _pair(self, lang: str, lecture: bool) -> RunFrame | None:
         if not self.handles:  # before Start: the empty charts of the runs Start would begin
             try:
@@ -182,12 +192,13 @@ class RunnerRuns:
         else:  # each side's runs seed by seed, and its median seed (the only one, with one)
             views, groups, picks = compare_seeds.side_runs(self.handles)
             datas = [g[m] for g, m in zip(groups, picks)]
-            lines = run_frames.seed_status_lines(views, lang, self.cap)
         shown_views = [side[m] for side, m in zip(views, picks)]
         labels = run_frames.run_labels([d.info.config for d in datas], lang)
         if len(set(labels)) < len(labels):  # the same settings twice: name the sides
             labels = [f"{t(k, lang)}: {n}" for k, n in zip(run_frames.SIDE_NAMES, labels)]
         loss_labels = labels
+        if views:
+            lines = run_frames.seed_status_lines(views, loss_labels, lang, self.cap)
         side_cfgs = self.seed_configs or [[c] for c in self.configs]
         if len(side_cfgs[0]) > 1 and views:
             labels = run_frames.median_labels(labels, side_cfgs, picks, lang, short=lecture)
@@ -197,7 +208,7 @@ class RunnerRuns:
         if not done:
             lecture_lines = [*lines, *run_frames.message_lines(shown_views, lang)]
         elif len(side_cfgs[0]) > 1:
-            lecture_lines = run_frames.seed_verdict_lines(sentence, views, lang)
+            lecture_lines = run_frames.seed_verdict_lines(sentence, views, loss_labels, lang)
         else:
             lecture_lines = run_frames.verdict_lines(shown_views, labels, lang)
 

@@ -31,7 +31,7 @@ class RunFrame:
     """One refresh of a run view: one run (`datas` of one) or a pair, and what is said about it.
 
     `lines`: the status lines above the charts (`info`: in a blue box, before Start); `lecture_lines`: the lecture
-    view's status box; `queued`: the run waits in the queue: only `lines` are drawn; `error`: one sentence and
+    view's status box; `queued`: the run waits in the queue (its charts are empty); `error`: one sentence and
     nothing else (the run is gone); `running`: something this view waits for still trains (when it stops, the
     page is drawn again: the timer ends, Stop is disabled, the takeaway shows); `caption`: a line under the
     status (where the run trains); `labels`: the runs' names on the charts (a pair); `seeds`: each side's runs
@@ -71,11 +71,11 @@ def status_line(view: RunView, lang: str, cap: int) -> str:
         return t("ui.queued", lang, pos=view.queue_position or 1, cap=cap)
     data = view.data
     step = data.steps_done if data else 0
+    if view.done:  # no ETA, and the whole run's time and mean rate, not the last steps' (UX round 4 L9)
+        return ended_line(view, lang)
     rate = data.scalars["steps_per_sec"][-1] if data and data.scalars["steps_per_sec"] else 0.0
     remaining = view.config.steps - step
-    if view.done:
-        eta = "-"
-    elif rate > 0:
+    if rate > 0:
         eta = t("ui.eta_seconds", lang, n=math.ceil(remaining / rate))
     else:
         eta = "..."
@@ -88,6 +88,19 @@ def status_line(view: RunView, lang: str, cap: int) -> str:
         eta=eta,
         status=t(f"status.{view.status}", lang),
     )
+
+
+def ended_line(view: Any, lang: str) -> str:
+    """A run that has ended: `Step 120/300 | stopped after 7.4 s of training (16.2 steps/s on average)`; with no
+    step trained (stopped while queued) its status alone. No ETA, and no moving rate of its last steps."""
+    data = view.data
+    step = data.steps_done if data is not None else 0
+    status = t(f"status.{view.status}", lang)
+    elapsed = data.scalars["elapsed"][-1] if data is not None and len(data.scalars["elapsed"]) else 0.0
+    if step == 0 or elapsed <= 0:
+        return t("ui.status_ended_unstarted", lang, step=step, steps=view.config.steps, status=status)
+    return t("ui.status_ended", lang, step=step, steps=view.config.steps, status=status, seconds=f"{elapsed:.1f}",
+             rate=f"{step / elapsed:.1f}")  # fmt: skip
 
 
 def message_lines(views: Sequence[Any], lang: str) -> list[str]:
@@ -299,19 +312,20 @@ def report_json(result: SeedComparison, sentence: str) -> str:
     return json.dumps(out | {"takeaway": sentence}, ensure_ascii=False, allow_nan=False, indent=1)
 
 
-def seed_status_lines(views: Sequence[Sequence[RunView]], lang: str, cap: int) -> list[str]:
-    """One line per side: its run's status line with one seed ("**Run A:** Step 120/300 | ..."), else the
-    count of its seeds ("**Run A:** 3 seeds, 2 done, 1 running")."""
+def seed_status_lines(views: Sequence[Sequence[RunView]], names: Sequence[str], lang: str, cap: int) -> list[str]:
+    """One line per side, named as the charts name it (`names`: "Post-LN", "Pre-LN · QK-norm"): its run's status
+    line with one seed ("**Post-LN:** Step 120/300 | ..."), else the count of its seeds ("**Post-LN:** 3 seeds,
+    2 done, 1 running"). Not "Run A" / "Run B", which no chart or sentence says (UX round 4 L10)."""
     return [
-        f"**{t(key, lang)}:** {status_line(side[0], lang, cap) if len(side) == 1 else count_line(side, lang)}"
-        for key, side in zip(SIDE_NAMES, views)
+        f"**{name}:** {status_line(side[0], lang, cap) if len(side) == 1 else count_line(side, lang)}"
+        for name, side in zip(names, views)
     ]
 
 
-def seed_verdict_lines(sentence: str, views: Sequence[Sequence[RunView]], lang: str) -> list[str]:
-    """The lecture view's status box once the seeds have ended: the sentence in bold, then both sides' counts
-    on one line (the box has room for two)."""
-    counts = " · ".join(f"{t(key, lang)}: {count_line(side, lang)}" for key, side in zip(SIDE_NAMES, views))
+def seed_verdict_lines(sentence: str, views: Sequence[Sequence[RunView]], names: Sequence[str], lang: str) -> list[str]:
+    """The lecture view's status box once the seeds have ended: the sentence in bold, then both sides' counts,
+    each named as the charts name it, on one line (the box has room for two)."""
+    counts = " · ".join(f"{name}: {count_line(side, lang)}" for name, side in zip(names, views))
     return [f"**{sentence}**", counts]
 
 
