@@ -66,6 +66,16 @@ def known_params() -> set[str]:
     return known | set(LOSS_VIEW_KEYS)
 
 
+WATCH_KEYS = ("watch", "present", "lang", "session")  # what a watch link's page reads (or keeps), and the loss view
+
+
+def ignored_by_watch(params: Mapping[str, str | list[str]]) -> list[str]:
+    """The parameters of a watch link that another page reads but the watch page does not (Live's settings, a
+    preset, a scenario): it shows the run as it was started. A parameter no page reads has its own notice."""
+    known = known_params()
+    return [key for key in params if key in known and key not in (*WATCH_KEYS, *LOSS_VIEW_KEYS)]
+
+
 def unknown_params(params: Mapping[str, str | list[str]]) -> list[Notice]:
     """One Notice for each parameter no page reads (a typo such as `detph=3` would otherwise do nothing)."""
     known = known_params()

@@ -28,8 +28,8 @@ from ln_viz.ui.safe import md
 lang = language.current_lang()
 lecture = lecture_switch.lecture_view_on()
 if watch.requested():  # a watch link: that run, read-only (no form, no Start)
-    for notice in links.link_notices(lang):
-        st.warning(md(notice))
+    for notice in [*links.link_notices(lang), *watch.ignored_notice(lang)]:
+        st.warning(md(notice))  # it quotes the link
     watch.page(lang, lecture)
     st.stop()
 runner = training.get_runner()

@@ -234,3 +234,27 @@ def test_a_queued_tab_draws_the_empty_charts_and_says_it_waits_for_a_worker(lect
     texts = " ".join(e.value for e in [*app.markdown, *app.caption])
     assert "place 3 in line" in texts and t("ui.queued_charts", "en") in texts
     assert len(app.get("plotly_chart")) >= (2 if lecture else 6)
+
+
+@pytest.mark.usefixtures("start_app")  # its teardown releases the cached resources
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_watch_page_names_the_live_parameters_it_ignores(tmp_path, monkeypatch, lang: str) -> None:
+    """Hostile L2: `?watch=2&norm=<b>x</b>&steps=0` showed the run and said nothing of `norm` and `steps`."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_watch import APP
+
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.setenv("LN_VIZ_STORE", str(path))
+    with Store(path) as store:
+        run_id = store.add_run(train_tiny())
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.query_params.update({"watch": str(run_id), "lang": lang, "norm": "<b>x</b>", "steps": "0"})
+    app.run()
+    assert not app.exception and not app.error
+    notes = [w.value for w in app.warning if "norm" in w.value]
+    assert notes == [t("watch.ignored", lang, names="norm, steps")]
+    assert "<b>" not in " ".join(w.value for w in app.warning)
+    app.query_params.pop("norm"), app.query_params.pop("steps")
+    app.run()  # the page's own parameters alone: no notice
+    assert not [w for w in app.warning if t("watch.ignored", lang, names="").split(":")[0] in w.value]

@@ -21,6 +21,7 @@ from ln_viz import charts, lessons
 from ln_viz.i18n import LocalizedError, t
 from ln_viz.runner import RunHandle
 from ln_viz.store import LIVE_STATUSES, Store, StoreError
+from ln_viz.text import shown
 from ln_viz.ui import keys, layout, lecture_view, live, loss_view, nav, run_view, training, watch_share
 from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_recorder, get_store, stored_run
@@ -122,6 +123,17 @@ def _from_store(store: Store, summary, lang: str) -> Watched:
     status = t("watch.stored_status" if summary.steps else "watch.stored_status_open", lang, **words)
     return Watched(summary.id, summary.label, data.info.config, summary.status, data, key, status,
                    frames.sayable(summary.message, lang))  # fmt: skip
+
+
+def ignored_notice(lang: str) -> list[str]:
+    """One sentence naming the link's parameters that the watch page ignores (`?watch=2&norm=pre&steps=0`):
+    it shows the run as it was started (hostile round 4 L2). Empty when there are none."""
+    from ln_viz.urlstate import ignored_by_watch
+
+    names = ignored_by_watch({k: st.query_params.get_all(k) for k in st.query_params})
+    if not names:
+        return []
+    return [t("watch.ignored", lang, names=", ".join(shown(n, 40) for n in names))]
 
 
 def page(lang: str, lecture: bool) -> None:
