@@ -94,3 +94,16 @@ def describe(cfgs: Sequence[RunConfig], lang: str) -> str:
     extras = changed_settings(cfgs)
     words = [setting_words(c, lang, extras) for c in cfgs]
     return " · ".join(_one_or_vs([w[j] for w in words], lang) for j in range(len(words[0])))
+
+
+def unused_settings(c: RunConfig, lang: str) -> list[str]:
+    """A sentence for each setting that changes nothing in this run (hostile round 4 L13): a norm type where the
+    model has no norm (`norm_position` none), DyT's alpha with another norm type. Legal and harmless (a form,
+    a sweep's grid or a link passes through such combinations), so said, not refused as `config.validate`
+    refuses the combinations that would mislead (LayerNorm Scaling with Post-LN, QK-Clip with QK-norm)."""
+    norm = t(f"lecture.normtype.{c.norm_type}", lang)
+    if c.norm_position == "none" and c.norm_type != "layernorm":
+        return [t("settings.unused_norm_type", lang, norm_type=norm)]
+    if c.norm_type != "dyt" and c.dyt_alpha != OMIT_AT_DEFAULT["dyt_alpha"]:
+        return [t("settings.unused_dyt_alpha", lang, alpha=f"{c.dyt_alpha:g}", norm_type=norm)]
+    return []

@@ -258,3 +258,37 @@ def test_the_watch_page_names_the_live_parameters_it_ignores(tmp_path, monkeypat
     app.query_params.pop("norm"), app.query_params.pop("steps")
     app.run()  # the page's own parameters alone: no notice
     assert not [w for w in app.warning if t("watch.ignored", lang, names="").split(":")[0] in w.value]
+
+
+@pytest.mark.parametrize(
+    ("flags", "key"),
+    [(["--dyt-alpha", "0.3"], "settings.unused_dyt_alpha"),
+     (["--norm-type", "dyt", "--norm-position", "none"], "settings.unused_norm_type")],
+)  # fmt: skip
+def test_a_setting_that_has_no_effect_is_said_in_one_line(flags: list[str], key: str) -> None:
+    """Hostile L13: `train --dyt-alpha 0.3` with LayerNorm and `--norm-type dyt --norm-position none` trained
+    without a word, though the value (the norm type) changes nothing. Legal and harmless: said, not refused."""
+    from ln_viz.config import RunConfig
+    from ln_viz.words import unused_settings
+
+    code, out, err = cli("train", *TINY, *flags)
+    assert code == 0 and "Traceback" not in err
+    notes = [line for line in err.splitlines() if line.startswith("note: ")]
+    cfg = RunConfig(dyt_alpha=0.3) if "0.3" in flags else RunConfig(norm_type="dyt", norm_position="none")
+    assert notes == [f"note: {t(key, 'en', **_words(cfg, 'en'))}"]
+    assert unused_settings(cfg, "ko") == [t(key, "ko", **_words(cfg, "ko"))]
+    assert unused_settings(RunConfig(norm_type="dyt", dyt_alpha=0.3), "en") == []  # where it does act
+
+
+def _words(cfg, lang: str) -> dict[str, str]:
+    return {"alpha": f"{cfg.dyt_alpha:g}", "norm_type": t(f"lecture.normtype.{cfg.norm_type}", lang)}
+
+
+def test_the_form_says_a_setting_has_no_effect(start_app) -> None:
+    """Hostile L13 in the app: DyT alpha 0.3 with LayerNorm in the form (as `?dytalpha=0.3` sets it); the
+    sidebar says it changes nothing."""
+    at = start_app(120)
+    at.number_input(key="dyt_alpha").set_value(0.3).run()
+    assert not at.exception
+    note = t("settings.unused_dyt_alpha", "en", alpha="0.3", norm_type="LayerNorm")
+    assert note in [c.value for c in at.sidebar.caption]

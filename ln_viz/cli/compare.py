@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ln_viz.cli.train import add_field_flags, config_from_args
@@ -96,8 +97,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ln_viz.sweep.chooser import make_executor
     from ln_viz.sweep.cli import check_executor_flags, run_on
     from ln_viz.sweep.compare import SeedCompare, check_seeds
+    from ln_viz.words import unused_settings
 
     a, b = side_configs(args)
+    for note in dict.fromkeys(n for cfg in (a, b) for n in unused_settings(cfg, args.lang)):  # hostile L13
+        sys.stderr.write(f"note: {note}\n")
     check_seeds(args.seeds)
     check_executor_flags(args)
     executor = make_executor(args.executor, workers=args.workers, address=args.address)

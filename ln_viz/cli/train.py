@@ -96,8 +96,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     """`train`: one run, a progress bar on stderr, a summary (or --json) on stdout."""
     from ln_viz.snapshot import RunData
     from ln_viz.train import Trainer
+    from ln_viz.words import unused_settings
 
     cfg = config_from_args(args)
+    for note in unused_settings(cfg, "en"):  # legal, but the flag changes nothing: say so (hostile round 4 L13)
+        sys.stderr.write(f"note: {note}\n")
     _set_threads(args.threads)
     if args.label is not None:  # a label the store would refuse, said before anything is built
         from ln_viz.store.rows import check_label

@@ -17,6 +17,7 @@ from ln_viz.i18n import LocalizedError, t
 from ln_viz.sweep.labels import lr_label
 from ln_viz.ui import keys, language
 from ln_viz.urlstate import QUERY_FIELDS, config_from_query, config_to_query
+from ln_viz.words import unused_settings
 
 # The learning-rate slider's stops: a log scale from 1e-5 to 1 (four per decade). A value from a preset
 # or a link that is not a stop is added as one, never rounded to a neighbour.
@@ -156,6 +157,12 @@ def config_form(lang: str, prefix: str = "", container: Any = None, compact: boo
                 key=prefix + keys.USER_FILE,
                 max_upload_size=MAX_USER_FILE_BYTES // 2**20,
             )
+    try:  # a setting that changes nothing here, said outside the folded expander (hostile round 4 L13)
+        unused = unused_settings(read_config(prefix), lang)
+    except LocalizedError:  # an upload that is not UTF-8: Start says so
+        unused = []
+    for note in unused:
+        c.caption(note)
 
 
 def read_config(prefix: str = "") -> RunConfig:
