@@ -292,3 +292,30 @@ def test_the_form_says_a_setting_has_no_effect(start_app) -> None:
     assert not at.exception
     note = t("settings.unused_dyt_alpha", "en", alpha="0.3", norm_type="LayerNorm")
     assert note in [c.value for c in at.sidebar.caption]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_chart_of_a_probe_the_run_never_measured_says_so(tmp_path, lang: str) -> None:
+    """Hostile L9: a run imported from a file without `attn_logit_max` (or `massive_act`), exported with
+    `runs export --format html`, drew empty axes titled "Largest attention logit per layer" and no note."""
+    import json
+
+    from ln_viz import charts
+    from ln_viz.export import charts_for
+    from ln_viz.runfile import read_run_file, run_document
+
+    doc = run_document(train_tiny())
+    for probe in ("attn_logit_max", "massive_act"):
+        del doc["probes"][probe]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    data = read_run_file(path).data
+    note = t("chart.not_measured", lang)
+    texts = lambda fig: [a.text for a in fig.layout.annotations]  # noqa: E731
+    exported = {spec.name: spec for spec in charts_for(data)}  # what `runs export` writes, as it builds it
+    assert note in texts(exported["attn_logit"].build(data, lang, True))
+    assert note in texts(charts.attn_logit_chart(data, lang=lang))
+    assert note in texts(charts.attn_logit_chart([data, data], lang=lang))  # Compare's lesson chart
+    assert note in texts(charts.massive_act_chart(data, lang=lang))
+    measured = train_tiny()  # a run that measured them: no such note
+    assert note not in texts(charts.attn_logit_chart(measured, lang=lang)) + texts(charts.log_z_chart(measured))

@@ -26,6 +26,21 @@ Runs = RunData | Sequence[RunData]  # one run (its own view) or several (compare
 INSTABILITY_PROBES = ("attn_logit_max", "logz_stats", "massive_act")  # dyt_saturation: NaN unless DyT
 
 
+def measured(data: RunData, probe: str) -> bool:
+    """Whether the run holds a finite value of `probe` (False before its first probe step too). A run recorded
+    before the probe, or imported from a file without it, holds NaN (or, overflowed, inf) at every step: its
+    chart says the run did not measure it, not an empty chart titled as if it had (hostile round 4 L9)."""
+    return bool(data.probe_steps) and bool(np.isfinite(data.probe(probe)).any())
+
+
+def _note_unmeasured(fig: go.Figure, datas: Sequence[RunData], probe: str, lang: str, lecture: bool) -> bool:
+    """The "not measured" note where every run has probe steps but none a value of `probe`; whether it was put."""
+    if datas and all(d.probe_steps for d in datas) and not any(measured(d, probe) for d in datas):
+        _empty_note(fig, lang, lecture, "chart.not_measured")
+        return True
+    return False
+
+
 def has_instability_probes(data: RunData) -> bool:
     """Whether the run measured the instability probes (False for a run recorded before them, or one
     without a probe step yet)."""
@@ -63,6 +78,7 @@ def attn_logit_chart(
     _ratio_lines(fig, data, lang, lecture, height, "attn_logit_max", ("chart.attn_logit", "%{y:.3g}"))
     _head_hover(fig, data, info.layers, lang)
     yaxis = {"title": {"text": t("chart.attn_logit_axis", lang)}, **_log_axis(info.rng)}
+    _note_unmeasured(fig, [data], "attn_logit_max", lang, lecture)
     return _over_steps(
         fig, data, ("chart.attn_logit_title", "logit-"), lang, lecture, False, height=height, yaxis=yaxis
     )
@@ -133,6 +149,7 @@ def log_z_chart(
     fig.add_hline(y=0, line={"color": GREY, "width": 1.5, "dash": "dot"})
     # under the x axis: above the plot the legend ran into the title's second line
     yaxis = {"title": {"text": t("chart.logz_axis", lang)}, "zeroline": False, "rangemode": "tozero"}
+    _note_unmeasured(fig, [data], "logz_stats", lang, lecture)
     return _over_steps(fig, data, ("chart.logz_title", "logz-"), lang, lecture, True, height=height, yaxis=yaxis)
 
 
@@ -217,6 +234,7 @@ def _compared(info: _ComparedInfo, which: str, lang: str, lecture: bool, height:
     """The lines of `info`, a legend under the chart (the runs' names, as on the compared losses)."""
     title_key, axis_key, value, key = _COMPARED[which]
     fig, xaxis = _compared_traces(info.lines, info.runs, value, lang, lecture)
+    _note_unmeasured(fig, info.runs, "attn_logit_max" if which == "attn" else "logz_stats", lang, lecture)
     if which == "logz":
         fig.add_hline(y=0, line={"color": GREY, "width": 1.5, "dash": "dot"})
         yaxis = {"zeroline": False, "rangemode": "tozero"}
@@ -277,6 +295,8 @@ def massive_act_chart(
     )
     if info.step is None:
         _empty_note(fig, lang, lecture)
+    else:
+        _note_unmeasured(fig, [data], "massive_act", lang, lecture)
     yaxis = {"title": {"text": t("chart.massive_axis", lang)}, **_log_axis(rng)}
     names = ("chart.massive_title", "massive-")
     return _layer_bars_layout(fig, data, info, names, lang, lecture, showlegend=False, height=height, yaxis=yaxis)
