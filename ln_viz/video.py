@@ -51,10 +51,13 @@ from ln_viz.video_frames import (
     DEFAULT_SECONDS,
     MAX_FRAMES,
     STEP_RATE,
+    TILES_PREFIX,
     frame_count,
     frame_steps,
     os_reason,
+    owned,
     render_frames,
+    sweep_stale,
     video_steps,
 )
 
@@ -147,14 +150,16 @@ def _part_file(path: Path, fmt: str) -> Iterator[Path]:
     """A hidden file beside `path` to write to (made now: an unwritable folder is said before drawing),
     renamed to `path` when the block ends well, removed when it does not."""
     try:
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=f".part.{fmt}")
+        fd, name = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.stem}-ln-viz-{os.getpid()}-", suffix=f".part.{fmt}"
+        )
     except OSError as e:
         raise LocalizedError("err.write_failed", path=str(path), reason=os_reason(e)) from e
-    os.close(fd)
     part = Path(name)
     try:
-        yield part
-        os.replace(part, path)
+        with owned(name, fd):  # locked while it is written: a later export sweeps it only once this one is gone
+            yield part
+            os.replace(part, path)
     except OSError as e:
         part.unlink(missing_ok=True)
         raise LocalizedError("err.write_failed", path=str(path), reason=os_reason(e)) from e
@@ -238,6 +243,8 @@ def export_video(
     runs = [datas] if not isinstance(datas, Sequence) else list(datas)
     size = size or DEFAULT_SIZE[fmt]
     path = target_path(out, fmt)
+    sweep_stale(path.parent, f".*-ln-viz-*.part.{fmt}")  # what killed exports left (hostile round 4 L5)
+    sweep_stale(tempfile.gettempdir(), f"{TILES_PREFIX}*")
     n = len(video_steps(runs, seconds))
     if not n:
         raise LocalizedError("err.video_no_probes")

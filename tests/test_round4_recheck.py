@@ -319,3 +319,41 @@ def test_a_chart_of_a_probe_the_run_never_measured_says_so(tmp_path, lang: str) 
     assert note in texts(charts.massive_act_chart(data, lang=lang))
     measured = train_tiny()  # a run that measured them: no such note
     assert note not in texts(charts.attn_logit_chart(measured, lang=lang)) + texts(charts.log_z_chart(measured))
+
+
+def test_the_next_video_export_sweeps_what_a_killed_one_left(tmp_path, monkeypatch) -> None:
+    """Hostile L5: a SIGKILLed export left its `ln-viz-video-*` tile folder in the temporary folder and its hidden
+    part file `.k-….part.mp4` beside the target (SIGKILL cannot be caught). The next export removes them: only our
+    own names, only those whose process is gone, never a link, never another name."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from ln_viz.i18n import LocalizedError
+    from ln_viz.snapshot import RunData
+    from ln_viz.video import export_video
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        left = [tmp_path / "tmp" / f"ln-viz-video-{dead.pid}-ab12", out / f".k-ln-viz-{dead.pid}-x1.part.mp4"]
+        kept = [tmp_path / "tmp" / f"ln-viz-video-{alive.pid}-cd34", out / f".k-ln-viz-{alive.pid}-x2.part.mp4",
+                tmp_path / "tmp" / "tmpkaleido", out / ".k-x3.part.mp4", out / "k.mp4"]  # fmt: skip
+        for path in left + kept:
+            path.mkdir() if "." not in path.name else path.write_bytes(b"x")
+        (left[0] / "tile-0.png").write_bytes(b"png")
+        link = tmp_path / "tmp" / f"ln-viz-video-{dead.pid}-link"
+        os.symlink(kept[2], link)
+        with pytest.raises(LocalizedError):  # a run with no probe step: refused after the sweep
+            export_video(RunData(train_tiny().info), out / "k.mp4")
+        assert not any(p.exists() for p in left), [p for p in left if p.exists()]
+        assert all(p.exists() for p in kept) and link.is_symlink() and kept[2].exists()
+    finally:
+        alive.kill()
+        alive.wait()
