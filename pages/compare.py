@@ -87,8 +87,12 @@ if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are
         config_form.config_form(lang, prefix=prefix, container=st.sidebar.container(), compact=True)
     configs = [config_form.read_config(prefix) for prefix in compare_view.SIDES]
     choices = (list(COMPARE_PRESETS), scenario, "lecture.scenario.", compare_view.pick_scenario)
-    seeds = lambda row: compare_seeds.lecture_seeds(lang, row)  # noqa: E731 (in the header's row: issue 32)
-    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running, seeds)
+    side_cfgs = [compare_seeds.seed_configs(cfg, n_seeds) for cfg in configs]
+    ended = run_view.RunnerRuns(compare_seeds.shown_handles(runs, runner, side_cfgs), configs, lambda: False,
+                                runner.max_concurrent, scenario, side_cfgs)  # fmt: skip
+    exports = run_view.lecture_exports(ended, lang)  # the pack and the video, once the pair has ended (UX M9)
+    extra = lambda row: (compare_seeds.lecture_seeds(lang, row), exports(row))  # noqa: E731 (the header's row)
+    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running, extra)
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))

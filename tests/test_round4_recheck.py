@@ -357,3 +357,24 @@ def test_the_next_video_export_sweeps_what_a_killed_one_left(tmp_path, monkeypat
     finally:
         alive.kill()
         alive.wait()
+
+
+@pytest.mark.slow  # 5.7 s at load ~10: the app's first start and a replayed pair
+def test_the_lecture_view_offers_the_pack_and_the_video_once_the_pair_has_ended(replay_runner, start_app, lang="ko"):
+    """UX M9: the Compare lecture view had no pack or video button (the page view has them under its charts):
+    leave the view, scroll, make it, come back. Now a "Pack and video" popover in its header row, once ended."""
+    at = start_app(60)
+    at.query_params["present"] = "1"
+    at.session_state["lang"] = lang
+    at.switch_page("pages/compare.py").run()
+    labels = lambda: [b.proto.label for b in [*at.get("download_button"), *at.button]]  # noqa: E731
+    assert t("pack.download", lang) not in labels() and not at.get("popover")  # nothing to pack before Start
+    at.button(key="compare_start").click().run()
+    from tests.test_runner import wait_for
+
+    wait_for(lambda: len(replay_runner.handles()) == 2 and all(h.done for h in replay_runner.handles()), timeout=30)
+    at.run()
+    assert not at.exception
+    assert [p.proto.popover.label for p in at.get("popover")] == [t("lecture.exports", lang)]
+    assert t("pack.download", lang) in labels()
+    assert {t("video.make_mp4", lang), t("video.make_gif", lang)} <= set(labels())

@@ -122,8 +122,14 @@ def draw(
     fig = charts.layer_profile(datas, lang, step, labels=labels)
     layout.chart(fig, "compare_profile", layout.MID)
     st.caption(t("compare.profile_caption", lang))
-    if done:  # the pair as one offline HTML file, for a talk (ln_viz/pack.py)
-        run_downloads.pack_button(datas, lang, "compare_dl_pack", "ln-viz-pack-compare", labels)
-        token = tuple((d.info.config, len(d.probe_steps)) for d in datas)  # which pair, as far as it went
-        video_export.video_buttons(datas, lang, "compare_video", "ln-viz-compare", token, labels)
+    if done:
+        exports(datas, labels, lang)
     compared_probes(datas, labels, lang)
+
+
+def exports(datas: Sequence[RunData], labels: Sequence[str], lang: str) -> None:
+    """The ended pair as one offline HTML file, for a talk (ln_viz/pack.py), and as a video: under the page view's
+    charts, and in the lecture view's "Pack and video" popover (ln_viz.ui.run_view.lecture_exports)."""
+    run_downloads.pack_button(datas, lang, "compare_dl_pack", "ln-viz-pack-compare", labels)
+    token = tuple((d.info.config, len(d.probe_steps)) for d in datas)  # which pair, as far as it went
+    video_export.video_buttons(datas, lang, "compare_video", "ln-viz-compare", token, labels)

@@ -10,7 +10,7 @@ of run is a new source; the view does not change."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import streamlit as st
 
@@ -223,6 +223,23 @@ class RunnerRuns:
         lesson = lessons.lesson_chart(self.lesson, [d.info.config for d in datas])
         return RunFrame(datas, lines, lecture_lines, done, self.running(), labels=labels,
                         seeds=(groups, loss_labels), lesson=lesson, notes=notes)  # fmt: skip
+
+
+def lecture_exports(source: RunnerRuns, lang: str) -> Callable[[Any], None]:
+    """`draw(row)`: once the pair has ended, a "Pack and video" popover in the lecture view's header row with what
+    the page view offers under its charts: the offline lecture pack and the video buttons (UX round 4 M9);
+    before, nothing (there is nothing to pack yet)."""
+    if not source.handles or not all(h.done for side in source.handles for h in side):
+        return lambda row: None
+    frame = source.frame(lang, False)  # the page view's names (the lecture view's are the short median ones)
+    if frame is None or not frame.done:
+        return lambda row: None
+
+    def draw(row: Any) -> None:
+        with row.popover(t("lecture.exports", lang), icon=":material/download:", key="lecture_exports"):
+            compare_view.exports(frame.datas, frame.labels, lang)
+
+    return draw
 
 
 class StoredRuns:
