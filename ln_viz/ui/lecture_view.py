@@ -59,6 +59,14 @@ SCREEN_CSS = f"""
 .st-key-lecture_choice button {{padding-left: 0.3rem; padding-right: 0.3rem;}}
 .st-key-lecture_buttons [class*="st-key-start"] p, .st-key-lecture_buttons [class*="st-key-stop"] p,
 .st-key-lecture_buttons [class*="st-key-compare_st"] p, .st-key-lecture_steps .stButton p {{font-size: 24px;}}
+/* a phone (UX round 4 L8): the scenario buttons wrap onto more rows (their group scrolled sideways, cut at
+   "DeepNorm"), and the status takes the whole width and its own height (cut after one line of its box) */
+@media (max-width: 640px) {{
+  .st-key-lecture_choice, .st-key-lecture_choice [data-testid="stButtonGroup"] {{max-width: 100%;}}
+  .st-key-lecture_choice [data-testid="stButtonGroup"] > div:last-child {{flex-wrap: wrap; overflow: visible;}}
+  .st-key-lecture_steps > div:has(.st-key-lecture_status) {{flex: 1 1 100% !important;}}
+  .st-key-lecture_status {{height: auto !important; flex: 0 0 auto !important; overflow: visible;}}
+}}
 """
 
 # The scenarios and presets the app had before the instability lab (issue 19): one click each, as

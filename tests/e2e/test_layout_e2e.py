@@ -73,18 +73,18 @@ SEED_WORDS = {"en": ("3 seeds", "95 % CI", "nats"), "ko": ("시드 3개", "95 % 
 STEP = """() => { const line = [...document.querySelectorAll('strong')].map(e => e.innerText)
     .find(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
   return line ? +line.match(/(\\d+)\\/\\d+/)[1] : 0; }"""
-# Every run's status line (`Step 300/300 | ... | ETA - | completed`, on Compare after the run's name)
-# has its ETA as "-" once the run has ended. The lecture view instead replaces its status lines with one
-# bold verdict line per run once they have all ended (`Post-LN: stalled, final loss 2.96 ...`, issue 21
-# N4): no status line left and a verdict in its status box is the end there. With `seeds` above 1 the
-# status lines count seeds instead; the end is the sentence with the interval (its box, or in bold in the
-# lecture view's status box: "95 %" in both languages).
+# Every run's status line (`Step 300/300 | completed after 12.3 s of training (...)`, on Compare after the
+# run's name) has no ETA once the run has ended (`... | ETA 15 s | running` before; UX round 4 L9). The
+# lecture view instead replaces its status lines with one bold verdict line per run once they have all ended
+# (`Post-LN: stalled, final loss 2.96 ...`, issue 21 N4): no status line left and a verdict in its status box
+# is the end there. With `seeds` above 1 the status lines count seeds instead; the end is the sentence with the
+# interval (its box, or in bold in the lecture view's status box: "95 %" in both languages).
 ALL_DONE = """() => { const seeds = new URL(location.href).searchParams.get('seeds');
   if (seeds && seeds !== '1') return !!document.querySelector('.st-key-seed_takeaway') ||
     [...document.querySelectorAll('.st-key-lecture_status strong')].some(e => e.innerText.includes('95 %'));
   const lines = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
     .map(e => e.innerText).filter(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
-  if (lines.length > 0) return lines.every(t => / - \\|/.test(t));
+  if (lines.length > 0) return lines.every(t => !/ETA|남은 시간/.test(t));
   const box = document.querySelector('.st-key-lecture_status');
   const verdicts = box ? [...box.querySelectorAll('strong')].map(e => e.innerText) : [];
   return verdicts.length > 0 && verdicts.every(t => !t.includes('|')); }"""
@@ -404,6 +404,22 @@ def slider_problems(pg) -> list[str]:
     ]
 
 
+# The phone's lecture view of Compare (UX round 4 L8): the scenario buttons and the status line are cut where their
+# box is narrower (or lower) than what they hold; they must wrap instead.
+PHONE_CUTS = """() => { const rect = e => e.getBoundingClientRect();
+  const clipped = (box, inner) => getComputedStyle(box).overflow !== 'visible' &&
+    [...inner].some(e => rect(e).right > rect(box).right + 1 || rect(e).bottom > rect(box).bottom + 1);
+  const group = document.querySelector('.st-key-lecture_choice [data-testid="stButtonGroup"] > div:last-child');
+  const status = document.querySelector('.st-key-lecture_status');
+  const text = status ? [...status.querySelectorAll('p')] : [];
+  const below = document.querySelector('.st-key-lecture_steps .stButton');  /* Play, under the status on a phone */
+  const covered = below && rect(below).top >= rect(status).top + 1 &&
+    text.some(p => rect(p).bottom > rect(below).top + 1);
+  return [...(group && (clipped(group, group.querySelectorAll('button')) || rect(group).right > innerWidth + 1)
+              ? ['scenario buttons'] : []),
+          ...(status && (clipped(status, text) || covered) ? ['status line'] : [])]; }"""
+
+
 @pytest.mark.parametrize(("page", "viewport"), _case_params(), ids=lambda v: str(v))
 def test_layout(server, case_page, page, viewport):
     lecture = (VIEWPORTS | SEEDS_ONLY)[viewport][1]
@@ -428,6 +444,11 @@ def test_layout(server, case_page, page, viewport):
     except Exception:
         full_screenshot(case_page, LAYOUT / f"{case}-error.png")  # what the page showed when it gave up
         raise
+    if case == "compare-390x844":  # the phone's lecture view before Start (UX round 4 L8), both languages
+        for lang in ("en", "ko"):
+            case_page.goto(f"{server.url}/compare?present=1&lang={lang}")
+            wait_idle(case_page, timeout=60_000)
+            found += [f"[compare lecture view, {lang}] the {cut} is cut" for cut in case_page.evaluate(PHONE_CUTS)]
     found += [f"page error: {e}" for e in case_page.errors]
     with open(LAYOUT / "figures.jsonl", "a") as f:
         f.write(json.dumps(figures | {"problems": len(found)}) + "\n")
