@@ -76,7 +76,7 @@ if started or stop:
     if stop:
         svc.stop(me)
     st.rerun()
-if svc.error is not None:
+if svc.error is not None and svc.owned_by(me):  # another visitor's failed sweep is not this page's (hostile L14)
     st.error(error_text(svc.error, lang))
 
 corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)

@@ -378,3 +378,22 @@ def test_the_lecture_view_offers_the_pack_and_the_video_once_the_pair_has_ended(
     assert [p.proto.popover.label for p in at.get("popover")] == [t("lecture.exports", lang)]
     assert t("pack.download", lang) in labels()
     assert {t("video.make_mp4", lang), t("video.make_gif", lang)} <= set(labels())
+
+
+@pytest.mark.slow  # 4.7 s at load ~15: the map page's first draw
+def test_another_visitor_s_failed_sweep_is_not_shown_as_this_page_s_error(start_app) -> None:
+    """Hostile L14: visitor A's sweep failed (no Ray cluster answers); visitor B, opening the map, was shown A's
+    error as the page's own. Now only the session that started the sweep sees why it failed."""
+    from ln_viz.i18n import LocalizedError
+    from ln_viz.ui import keys
+    from ln_viz.ui.stability_view import service
+
+    at = start_app(120, "pages/stability_map.py")
+    failure = LocalizedError("sweep.err.ray_unreachable", address="127.0.0.1:26591", reason="Connection refused")
+    svc = service()
+    svc.error, svc.owner = failure, "visitor-a"
+    at.run()
+    assert not at.exception and not [e for e in at.error if "127.0.0.1:26591" in e.value]
+    svc.owner = at.session_state[keys.SM_SESSION]  # this session's own sweep: it is told why
+    at.run()
+    assert [e for e in at.error if "127.0.0.1:26591" in e.value]
