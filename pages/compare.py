@@ -91,8 +91,8 @@ if lecture:  # the forms stay drawn (in the hidden sidebar), so the settings are
     ended = run_view.RunnerRuns(compare_seeds.shown_handles(runs, runner, side_cfgs), configs, lambda: False,
                                 runner.max_concurrent, scenario, side_cfgs)  # fmt: skip
     exports = run_view.lecture_exports(ended, lang)  # the pack and the video, once the pair has ended (UX M9)
-    extra = lambda row: (compare_seeds.lecture_seeds(lang, row), exports(row))  # noqa: E731 (the header's row)
-    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running, extra)
+    seeds = lambda row: compare_seeds.lecture_seeds(lang, row)  # noqa: E731 (in the header's row: issue 32)
+    start, stop = lecture_view.header(configs, lang, choices, buttons, nav.LIVE, running, seeds, exports)
 else:
     layout.css(layout.PAGE_CSS)
     st.title(t("compare.title", lang))

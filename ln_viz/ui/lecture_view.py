@@ -112,12 +112,14 @@ def header(
     other_page: nav.Page,
     running: bool = True,
     extra: Callable[[Any], None] | None = None,
+    after: Callable[[Any], None] | None = None,
 ) -> tuple[bool, bool]:
     """The header strip and the button row; returns (Start clicked, Stop clicked). `choices`: the
     scenario names, the current one (None: the user's own settings), the catalog prefix of their
     names and what a pick does; `buttons`: (key, label) of Start and of Stop; `other_page`: the other
     page with a lecture view (ln_viz.ui.nav); `running`: a run of the page trains (Stop
-    is enabled only then); `extra(row)` draws more into the top row (the run's watch link)."""
+    is enabled only then); `extra(row)` draws more into the top row (the run's watch link), `after(row)` into the
+    button row after Stop (Compare's pack and video, where the row has room and the title keeps its line)."""
     layout.css(SCREEN_CSS)
     _top_row(describe(cfgs, lang), lang, other_page, extra)
     names, current, prefix, apply = choices
@@ -127,6 +129,8 @@ def header(
     (start_key, start_label), (stop_key, stop_label) = buttons
     start = row.button(start_label, key=start_key, type="primary")
     stop = row.button(stop_label, key=stop_key, disabled=not running)
+    if after is not None:
+        after(row)
     return start, stop
 
 

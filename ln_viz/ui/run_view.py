@@ -226,7 +226,7 @@ class RunnerRuns:
 
 
 def lecture_exports(source: RunnerRuns, lang: str) -> Callable[[Any], None]:
-    """`draw(row)`: once the pair has ended, a "Pack and video" popover in the lecture view's header row with what
+    """`draw(row)`: once the pair has ended, a "Pack and video" popover in the lecture view's button row with what
     the page view offers under its charts: the offline lecture pack and the video buttons (UX round 4 M9);
     before, nothing (there is nothing to pack yet)."""
     if not source.handles or not all(h.done for side in source.handles for h in side):
