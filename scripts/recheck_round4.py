@@ -193,11 +193,15 @@ def ux_init_lab(page, url: str) -> None:
 
 
 def ux_phone(page, url: str) -> None:
-    """L8: Compare's lecture view on a 390x844 phone."""
+    """L8: Compare's lecture view on a 390x844 phone: what is cut (the layout test's PHONE_CUTS), en and ko."""
+    from tests.e2e.test_layout_e2e import PHONE_CUTS
+
     page.set_viewport_size({"width": 390, "height": 844})
-    page.goto(url + "/compare?present=1")
-    idle(page)
-    report("UX-L8", status=status(page), shot=shot(page, "l8_phone_compare_present"))
+    for lang in ("en", "ko"):
+        page.goto(url + f"/compare?present=1&lang={lang}")
+        idle(page)
+        report("UX-L8", lang=lang, status=status(page), cut=page.evaluate(PHONE_CUTS),
+               shot=shot(page, f"l8_phone_compare_present_{lang}"))  # fmt: skip
 
 
 def hostile_pages(page, url: str) -> None:
