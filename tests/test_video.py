@@ -151,6 +151,10 @@ def test_the_runs_page_makes_the_gif_under_a_progress_bar_then_offers_it(
     assert t("video.make_gif", "en") in labels and t("video.make_mp4", "en") in labels
     at.button(key="runs_video_make_gif").click().run()
     assert not at.exception, at.exception
+    job = at.session_state["_video_job_runs_video"]  # drawn in a thread of its own: the page stays usable (M9)
+    assert job.thread.is_alive() and [p.proto.text for p in at.get("progress")]  # a progress bar, no greyed page
+    job.thread.join(180)
+    at.run()
     assert t("video.download_gif", "en") in [b.proto.label for b in at.get("download_button")]
     gif = Image.open(io.BytesIO(at.session_state["_video_runs_video"][1]))
     assert gif.format == "GIF" and gif.n_frames == len(data.probe_steps)

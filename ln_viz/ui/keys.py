@@ -43,6 +43,7 @@ RUNS_PROBE_STEP = "runs_probe_step"  # the opened run's step control (live.draw_
 COMPARE_RUNS = "compare_runs"  # the two stored run ids the Runs page hands to Compare (pages/compare.py)
 RUNS_CHARTS = "_runs_charts"  # the opened run's chart files, once made (ln_viz.ui.run_downloads)
 VIDEO = "_video_"  # + a page's video key: the video or GIF made last (ln_viz.ui.video_export)
+VIDEO_JOB = "_video_job_"  # + a page's video key: the video being drawn in its own thread (ln_viz.ui.video_export)
 
 # --- the Init lab page (pages/init_lab.py): its widgets, set in code and kept across pages -----------
 INIT_POSITIONS = "init_positions"

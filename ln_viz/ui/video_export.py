@@ -1,9 +1,12 @@
-"""A run's (or a Compare pair's) animation as MP4 or GIF, made on the page (ln_viz/video.py) with a progress
-bar, then offered for download: the Runs page and Compare."""
+"""A run's (or a Compare pair's) animation as MP4 or GIF (ln_viz/video.py), drawn in a thread of its own while the
+page stays usable, its progress bar redrawn each second by a fragment, then offered for download: the Runs page
+and Compare (its page view and its lecture view). Drawn in the page's own script run, it greyed the page for
+minutes (UX round 4 M9)."""
 
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,15 +31,26 @@ def video_buttons(
     labels: Sequence[str] | None = None,
     row: Any = None,
 ) -> None:
-    """One button per format: "Make the video (MP4)" draws the frames under a progress bar that says how many
-    and about how long (the server's time, so only on a click), then its download button
-    replaces it. One made video per `key` is kept in the session, for `token` (what it is of: the run and
-    its last change), its format and language. Nothing for runs with no probe step in common."""
+    """One button per format: "Make the video (MP4)" starts drawing the frames in a thread (`_Render`); a
+    progress bar that says how many and about how long takes the buttons' place until it is made, then its
+    download button replaces the button. One made video per `key` is kept in the session, for `token` (what it
+    is of: the run and its last change), its format and language. Nothing for runs with no probe step in common."""
     from ln_viz import video
 
     if not video.frame_steps(datas):
         return
     row = row if row is not None else st.container(horizontal=True)
+    job = st.session_state.get(keys.VIDEO_JOB + key)
+    if job is not None and job.thread.is_alive():  # one being drawn: its progress, redrawn every second
+        with row:
+            _follow(key)
+        return
+    if job is not None:  # drawn: kept for its download button, or why it could not be made, said once
+        del st.session_state[keys.VIDEO_JOB + key]
+        if job.blob is not None:
+            st.session_state[keys.VIDEO + key] = ((job.token, job.fmt, job.lang), job.blob)  # one at a time: MBs
+        else:
+            st.error(md(job.error or ""))
     made = st.session_state.get(keys.VIDEO + key)
     for fmt in MIMES:
         if made is not None and made[0] == (token, fmt, lang):
@@ -51,10 +65,8 @@ def video_buttons(
                 type="primary",
             )
         elif row.button(t(f"video.make_{fmt}", lang), key=f"{key}_make_{fmt}", icon=":material/movie:"):
-            blob = _make(datas, fmt, lang, labels)
-            if blob is not None:
-                st.session_state[keys.VIDEO + key] = ((token, fmt, lang), blob)  # one at a time: videos are MBs
-                st.rerun()
+            st.session_state[keys.VIDEO_JOB + key] = _Render(datas, fmt, lang, labels, token)
+            st.rerun()
 
 
 def _duration(seconds: float, lang: str) -> str:
@@ -64,37 +76,58 @@ def _duration(seconds: float, lang: str) -> str:
     return t("video.seconds", lang, n=max(5, int(round(seconds / 5) * 5)))
 
 
-def _make(datas: Sequence[RunData], fmt: str, lang: str, labels: Sequence[str] | None) -> bytes | None:
-    """The video's bytes, drawn under a progress bar that says how many frames and about how long (from the
-    measured time a frame, then from this video's own frames); None (and the reason shown) when it cannot
-    be made."""
-    from ln_viz import video
+class _Render:
+    """A video drawn in a thread of its own: how far it is (`share`), then its bytes or the sentence that says why
+    it could not be made (in its language). The thread touches no session state: the fragment reads this."""
 
-    frames = video.frame_count(len(video.frame_steps(datas)))
-    bar = st.progress(
-        0.0, text=t("video.drawing", lang, frames=frames, time=_duration(video.estimate_seconds(datas, fmt), lang))
-    )
-    start = time.monotonic()
+    def __init__(self, datas: Sequence[RunData], fmt: str, lang: str, labels: Sequence[str] | None, token: Any):
+        from ln_viz import video
 
-    def progress(share: float) -> None:
-        done = min(frames, round(share / 0.97 * frames))
-        if 0 < done < frames:
-            left = (time.monotonic() - start) / done * (frames - done)
-            text = t("video.progress", lang, done=done, frames=frames, time=_duration(left, lang))
-            bar.progress(min(1.0, max(0.0, share)), text=text)
+        self.fmt, self.lang, self.token = fmt, lang, token
+        self.frames = video.frame_count(len(video.frame_steps(datas)))
+        self.estimate = video.estimate_seconds(datas, fmt)
+        self.share, self.start = 0.0, time.monotonic()
+        self.blob: bytes | None = None
+        self.error: str | None = None
+        args = (list(datas), list(labels) if labels is not None else None)
+        self.thread = threading.Thread(target=self._draw, args=args, name="ln-viz-video", daemon=True)
+        self.thread.start()
 
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = video.export_video(list(datas), Path(tmp) / f"video.{fmt}", fmt, lang=lang, labels=labels,
-                                      progress=progress)  # fmt: skip
-            return path.read_bytes()
-    except LocalizedError as e:
-        bar.empty()
-        st.error(md(e.message(lang)))
-        return None
-    except OSError as e:  # the page's own temporary folder (full, removed): one sentence, no server paths
-        bar.empty()
-        st.error(
-            md(LocalizedError("err.video_temp", path=tempfile.gettempdir(), reason=video.os_reason(e)).message(lang))
-        )
-        return None
+    def _draw(self, datas: list[RunData], labels: list[str] | None) -> None:
+        from ln_viz import video
+
+        def progress(share: float) -> None:
+            self.share = min(1.0, max(0.0, share))
+
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = video.export_video(datas, Path(tmp) / f"video.{self.fmt}", self.fmt, lang=self.lang,
+                                          labels=labels, progress=progress)  # fmt: skip
+                self.blob = path.read_bytes()
+        except LocalizedError as e:
+            self.error = e.message(self.lang)
+        except OSError as e:  # the server's own temporary folder (full, removed): one sentence, no server paths
+            self.error = LocalizedError(
+                "err.video_temp", path=tempfile.gettempdir(), reason=video.os_reason(e)
+            ).message(self.lang)
+
+    def text(self) -> str:
+        """'Drawing 60 frames, about 40 s' at first, then how many are drawn and about how long is left."""
+        done = min(self.frames, round(self.share / 0.97 * self.frames))
+        if 0 < done < self.frames:
+            left = (time.monotonic() - self.start) / done * (self.frames - done)
+            return t("video.progress", self.lang, done=done, frames=self.frames, time=_duration(left, self.lang))
+        return t("video.drawing", self.lang, frames=self.frames, time=_duration(self.estimate, self.lang))
+
+
+@st.fragment(run_every=1.0)
+def _follow(key: str) -> None:
+    """The video being drawn for `key`: its progress bar each second; once drawn, the page is drawn again (its
+    download button, or the sentence that says why it could not be made: `video_buttons`)."""
+    job = st.session_state.get(keys.VIDEO_JOB + key)
+    if job is None:
+        return
+    if job.thread.is_alive():
+        st.progress(job.share, text=job.text())
+        return
+    st.rerun(scope="app")
