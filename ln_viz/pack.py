@@ -168,6 +168,7 @@ def _chart_specs(datas: Sequence[RunData], labels: Sequence[str] | None, lang: s
 def _run_line(d: RunData, label: str | None, lang: str) -> str:
     """One run in words: its name, its settings, how it ended and its final loss."""
     words = setting_words(d.info.config, lang)
+    words = words[1:] if label and words[0] == label else words  # "Post-LN: 24 layers …", not "Post-LN: Post-LN · …"
     final = d.final_loss()
     ended = t(f"status.{d.status}", lang) + (
         " · " + t("pack.final_loss", lang, loss=f"{final:.2f}") if final is not None else ""

@@ -397,3 +397,14 @@ def test_another_visitor_s_failed_sweep_is_not_shown_as_this_page_s_error(start_
     svc.owner = at.session_state[keys.SM_SESSION]  # this session's own sweep: it is told why
     at.run()
     assert [e for e in at.error if "127.0.0.1:26591" in e.value]
+
+
+@pytest.mark.slow  # 4.4 s at load ~15: two tiny runs and a pack
+def test_the_pack_s_run_lines_do_not_say_the_run_s_name_twice() -> None:
+    """UX L15 (its second half): the pack's run lines read "Post-LN: Post-LN · 24 layers · …"."""
+    from ln_viz.pack import pack_html
+
+    data = train_tiny()
+    page = pack_html([data, train_tiny("post")], "en")
+    assert "<b>Pre-LN</b>: Pre-LN" not in page and "<b>Post-LN</b>: Post-LN" not in page
+    assert "<b>Pre-LN</b>: 2 layers" in page
