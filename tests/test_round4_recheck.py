@@ -184,6 +184,7 @@ def test_an_ended_run_s_status_says_its_whole_time_and_mean_rate_not_an_eta(lang
     assert status_line(_view(data, "stopped"), lang, 2).endswith(t("status.stopped", lang))
 
 
+@pytest.mark.usefixtures("start_app")  # a store of the test's own, and the cached resources released after
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_the_seeds_count_lines_name_the_sides_as_the_charts_do(lang: str) -> None:
     """UX L10: with seeds, the status lines said "Run A: 2 seeds, 2 done" / "Run B: ..." where the charts, the
@@ -222,6 +223,7 @@ def _queued_tab(lecture: bool) -> None:
     run_view.draw(source, "en", lecture, "probe_step", None)
 
 
+@pytest.mark.usefixtures("start_app")  # a store of the test's own, and the cached resources released after
 @pytest.mark.parametrize("lecture", [False, True])
 def test_a_queued_tab_draws_the_empty_charts_and_says_it_waits_for_a_worker(lecture: bool) -> None:
     """UX L11: a queued tab drew only its place in the line, and the charts arrived when the run started: the page
@@ -359,7 +361,6 @@ def test_the_next_video_export_sweeps_what_a_killed_one_left(tmp_path, monkeypat
         alive.wait()
 
 
-@pytest.mark.slow  # 5.7 s at load ~10: the app's first start and a replayed pair
 def test_the_lecture_view_offers_the_pack_and_the_video_once_the_pair_has_ended(replay_runner, start_app, lang="ko"):
     """UX M9: the Compare lecture view had no pack or video button (the page view has them under its charts):
     leave the view, scroll, make it, come back. Now a "Pack and video" popover in its header row, once ended."""
@@ -380,7 +381,6 @@ def test_the_lecture_view_offers_the_pack_and_the_video_once_the_pair_has_ended(
     assert {t("video.make_mp4", lang), t("video.make_gif", lang)} <= set(labels())
 
 
-@pytest.mark.slow  # 4.7 s at load ~15: the map page's first draw
 def test_another_visitor_s_failed_sweep_is_not_shown_as_this_page_s_error(start_app) -> None:
     """Hostile L14: visitor A's sweep failed (no Ray cluster answers); visitor B, opening the map, was shown A's
     error as the page's own. Now only the session that started the sweep sees why it failed."""
@@ -399,7 +399,6 @@ def test_another_visitor_s_failed_sweep_is_not_shown_as_this_page_s_error(start_
     assert [e for e in at.error if "127.0.0.1:26591" in e.value]
 
 
-@pytest.mark.slow  # 4.4 s at load ~15: two tiny runs and a pack
 def test_the_pack_s_run_lines_do_not_say_the_run_s_name_twice() -> None:
     """UX L15 (its second half): the pack's run lines read "Post-LN: Post-LN · 24 layers · …"."""
     from ln_viz.pack import pack_html
