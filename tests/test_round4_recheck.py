@@ -407,3 +407,27 @@ def test_the_pack_s_run_lines_do_not_say_the_run_s_name_twice() -> None:
     page = pack_html([data, train_tiny("post")], "en")
     assert "<b>Pre-LN</b>: Pre-LN" not in page and "<b>Post-LN</b>: Post-LN" not in page
     assert "<b>Pre-LN</b>: 2 layers" in page
+
+
+def _lecture_pair(lang: str) -> None:
+    from ln_viz.ui import lecture_view
+    from tests.runs import train_tiny
+
+    datas = [train_tiny("post"), train_tiny()]
+    lecture_view.draw_compare(datas, ["Post-LN", "Pre-LN"], lang, None)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_lecture_view_s_heatmaps_say_layer_in_one_line(lang: str) -> None:
+    """UX L5: at half width the lecture view's heatmaps' y title wrapped as "layer (1 = input / side)"; the view's
+    other charts say "layer" there (the profile under the heatmaps says which end is the input)."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_function(_lecture_pair, args=(lang,), default_timeout=60)
+    app.run()
+    assert not app.exception
+    heat = [json.loads(c.proto.spec) for c in app.get("plotly_chart") if "heatmap" in c.proto.id or "heatmap" in c.key]
+    assert len(heat) == 2
+    assert all(f["layout"]["yaxis"]["title"]["text"] == t("chart.layer_axis_lecture", lang) for f in heat)

@@ -258,6 +258,9 @@ def _heatmaps(datas: Sequence[RunData], labels: Sequence[str], lang: str, mark: 
         # at its box's height: its colour bar keeps as many labels as fit (at 24 px, two touched)
         fig = charts.grad_heatmap(data, lang, zrange=zrange, lecture=True, height=layout.NOMINAL_PX[UPPER])
         fig.update_layout(title={"text": labels[i]})  # which run is which, where the eye looks
+        # "layer", as the lecture view's other charts: "layer (1 = input side)" wrapped in two at half width (UX
+        # round 4 L5); the profile under them says which end is the input
+        fig.update_yaxes(title={"text": t("chart.layer_axis_lecture", lang)})
         if i < len(datas) - 1:
             fig.update_traces(showscale=False)  # one scale for both: one colour bar, on the right
         with col:
