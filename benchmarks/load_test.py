@@ -289,6 +289,8 @@ def run_cost(args: argparse.Namespace) -> int:
         f"server CPU: {server_cpu:.2f} s in the server process + {driver_cpu:.2f} s in its Ray driver process "
         f"= {total:.2f} s, {total / wall:.3f} s per second of training ({15 * total / wall:.1f} s per 15 s)"
     )
+    if str(steps).isdigit():  # per step too: a niced local worker and a Ray actor train at other rates under load
+        print(f"server CPU per training step: {1000 * total / int(steps):.2f} ms ({steps} steps)")
     print(f"load average (1 min) at its start and end: {load[0]:.2f}, {load[1]:.2f} on {os.cpu_count()} CPUs")
     return 0
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from ln_viz.config import RunConfig
 from ln_viz.runner.messages import End, Failed, Info, Snap, WorkerMessage
 
 _POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answering "none yet"
+# an answer gathers the messages of this long at least (issue 32: one Ray call per step cost the server's
+# Ray driver ~1 ms a step; a Live page draws once a second, so a quarter second's batch is never seen)
+_POLL_EVERY_S = 0.25
 
 
 class RunActor:
@@ -20,6 +24,7 @@ class RunActor:
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._threads: int | None = None
+        self._answered = 0.0  # time.monotonic() of the last poll's answer
 
     def pid(self) -> int:
         return os.getpid()
@@ -35,11 +40,18 @@ class RunActor:
         self._threads = threads
 
     def poll(self) -> list[WorkerMessage]:
-        """The messages since the last poll; waits up to _POLL_WAIT_S for one."""
+        """The messages since the last poll, at most one answer per _POLL_EVERY_S; waits up to _POLL_WAIT_S
+        for a first one. The batch is gathered with the lock released: the training thread never waits."""
         with self._cond:
             if not self._msgs:
                 self._cond.wait(_POLL_WAIT_S)
+            ended = bool(self._msgs) and isinstance(self._msgs[-1], End | Failed)
+        rest = self._answered + _POLL_EVERY_S - time.monotonic()
+        if rest > 0 and not ended:
+            time.sleep(rest)
+        with self._cond:
             out, self._msgs = self._msgs, []
+        self._answered = time.monotonic()
         return out
 
     def _put(self, msg: WorkerMessage) -> None:
