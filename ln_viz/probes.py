@@ -141,13 +141,19 @@ def slot_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return coarse, mixed.astype(np.uint32), fine
 
 
+@functools.lru_cache(maxsize=1)
+def _slot_tensors() -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+    coarse, mixed, fine = slot_tables()
+    return torch.from_numpy(coarse), mixed, fine
+
+
 def table_bins(x: torch.Tensor) -> torch.Tensor:
     """`asinh_bins(x)` for a contiguous finite float32 CPU tensor, by table lookup: the same bytes
     (tests/test_byom.py checks on edges, their neighbours and random values), in ~2 passes instead of ~10."""
-    coarse, mixed, fine = slot_tables()
+    coarse, mixed, fine = _slot_tensors()
     bits = x.numpy().view(np.uint32)
-    key = bits >> _COARSE
-    out = np.take(coarse, key)
+    key = torch.from_numpy((bits >> _COARSE).view(np.int32))  # < 2^20: an int32 index (numpy's take casts to int64)
+    out = coarse.index_select(0, key).numpy()
     where = np.flatnonzero(out == MIXED_SLOT)
     if where.size:
         b = bits[where]
