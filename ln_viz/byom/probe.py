@@ -222,7 +222,7 @@ class Probe(ForwardProbes):
     @torch.no_grad()
     def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if is_probe_step(self.step + 1, self.every, self.steps):
-            params = [p.detach() for ps in self.block_params for p in ps]
+            params = [p for ps in self.block_params for p in ps]  # read under no_grad: no detached views needed
             if self._copies is None:
                 self._copies = torch._foreach_mul(params, 1.0)
             else:  # into the copies kept from the last probe step: no allocation
