@@ -70,19 +70,18 @@ def tensor_summary(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     x = x.detach().float().reshape(-1)
     n = x.numel()
     lo, hi = torch.aminmax(x)
-    low, high = float(lo), float(hi)
+    low, high = lo.item(), hi.item()
     if not (math.isfinite(low) and math.isfinite(high)):
         return _summary_nonfinite(x)
-    total = x.sum()
-    mean = total / n
-    centred = x - mean
-    var = torch.dot(centred, centred) / n
-    ms = torch.dot(x, x) / n
-    fractions = _bin_fractions(x, n, max(-low, high)).numpy()
-    # in schema.Stat order: MEAN, STD, RMS, MAX_ABS, then FRAC_BELOW, FRAC_ABOVE (assembled in numpy: a
-    # torch op costs microseconds on a 0-d tensor, 14 tensors a probe step)
-    stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).numpy()
-    out = np.array([*stats, fractions[0], fractions[HIST_BINS + 1]], np.float32)
+    # the moments as numpy float32 scalars, not 0-d tensors (a torch op costs microseconds on one, a dozen
+    # of them a summary): float32 division rounds alike in both; the square roots stay torch's (its
+    # vectorised sqrt may differ from numpy's by an ulp), two in one call
+    mean = np.float32(x.sum().item()) / np.float32(n)
+    centred = x - float(mean)
+    roots = torch.stack([torch.dot(centred, centred), torch.dot(x, x)]).div_(n).sqrt_().cpu().numpy()
+    fractions = _bin_fractions(x, n, max(-low, high))
+    # in schema.Stat order: MEAN, STD, RMS, MAX_ABS, then FRAC_BELOW, FRAC_ABOVE
+    out = np.array([mean, *roots, max(-low, high), fractions[0], fractions[HIST_BINS + 1]], np.float32)
     return fractions[1:-1].astype(np.float32), out
 
 
@@ -97,7 +96,7 @@ def _asinh(x: torch.Tensor, largest: float = math.inf) -> torch.Tensor:
     return ax.addcdiv_(sq, sq.add(1).sqrt_().add_(1)).log1p_().copysign_(x)  # ax + sq / (...): one pass
 
 
-def _bin_fractions(x: torch.Tensor, n: int, largest: float = math.inf) -> torch.Tensor:
+def _bin_fractions(x: torch.Tensor, n: int, largest: float = math.inf) -> np.ndarray:
     """Fractions of n in [below the first edge, the HIST_BINS bins, at or above the last edge] of the
     values of x (no NaN in it; infinities land in the outer two): one bincount over bin indices. The
     index comes from asinh(x) in float32, so a value within a rounding error of an edge (one in ~10^5 of
@@ -105,8 +104,8 @@ def _bin_fractions(x: torch.Tensor, n: int, largest: float = math.inf) -> torch.
     `largest` (max |x|, when known) well inside the edges skips the clamp, which then changes nothing;
     the indices (0..HIST_BINS + 1) go to bincount as bytes, 8x less to write and read than int64."""
     if math.isfinite(largest) and x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous():
-        return torch.bincount(table_bins(x), minlength=HIST_BINS + 2).to(torch.float64) / n
-    return torch.bincount(asinh_bins(x, largest), minlength=HIST_BINS + 2).to(torch.float64) / n
+        return torch.bincount(table_bins(x), minlength=HIST_BINS + 2).numpy() / n
+    return torch.bincount(asinh_bins(x, largest), minlength=HIST_BINS + 2).cpu().numpy() / n
 
 
 def asinh_bins(x: torch.Tensor, largest: float = math.inf) -> torch.Tensor:
@@ -142,13 +141,19 @@ def slot_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return coarse, mixed.astype(np.uint32), fine
 
 
+@functools.lru_cache(maxsize=1)
+def _slot_tensors() -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+    coarse, mixed, fine = slot_tables()
+    return torch.from_numpy(coarse), mixed, fine
+
+
 def table_bins(x: torch.Tensor) -> torch.Tensor:
     """`asinh_bins(x)` for a contiguous finite float32 CPU tensor, by table lookup: the same bytes
     (tests/test_byom.py checks on edges, their neighbours and random values), in ~2 passes instead of ~10."""
-    coarse, mixed, fine = slot_tables()
+    coarse, mixed, fine = _slot_tensors()
     bits = x.numpy().view(np.uint32)
-    key = bits >> _COARSE
-    out = np.take(coarse, key)
+    key = torch.from_numpy((bits >> _COARSE).view(np.int32))  # < 2^20: an int32 index (numpy's take casts to int64)
+    out = coarse.index_select(0, key).numpy()
     where = np.flatnonzero(out == MIXED_SLOT)
     if where.size:
         b = bits[where]
@@ -160,7 +165,7 @@ def _summary_nonfinite(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """tensor_summary of a tensor holding NaN or +-inf (a diverging step): infinities count as outside
     the edges, NaNs nowhere; the moments are NaN/inf as they are."""
     n = x.numel()
-    fractions = _bin_fractions(x[~torch.isnan(x)], n).numpy()
+    fractions = _bin_fractions(x[~torch.isnan(x)], n)
     stats = [  # in schema.Stat order
         float(x.mean()),
         float(x.std(correction=0)),

@@ -278,6 +278,29 @@ def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_app
     again.close()  # idempotent
 
 
+def test_the_steps_between_probe_steps_run_without_the_activation_hooks(tmp_path: Path) -> None:
+    """The blocks' and norms' hooks are there for a probe step's forward only (armed at the post-hook of the
+    step before, removed at the post-hook before a step that does not probe), so the forwards in between pay
+    for no hook; the probe steps still record their activations."""
+    model = build("llama")
+    model(input_ids=ids())  # HF's own hooks, installed at the first forward
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    bare = sum(hook_sizes(model))
+    added = []  # hooks on the model before each step's forward
+    with attach(model, opt, store=tmp_path / "runs.sqlite", every=3) as probe:
+        for s in range(1, 8):
+            added.append(sum(hook_sizes(model)) - bare)
+            x = ids(seed=s)
+            model(input_ids=x, labels=x).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    armed = max(added)
+    assert [n == armed for n in added] == [True, False, True, False, False, True, False]  # steps 1, 3, 6
+    assert armed - min(added) >= 1 + 2 * len(model.model.layers) and len(set(added)) == 2
+    for step in (1, 3, 6):
+        assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", probe.run_id, "norm_in_stats", step)).all()
+
+
 def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import ln_viz.byom.forward as attach_module  # where the forward hooks summarise
 

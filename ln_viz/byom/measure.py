@@ -8,10 +8,18 @@ import numpy as np
 import torch
 
 
+def _floats(norms: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> list[float]:
+    """0-d norms as Python floats, in one transfer (float32 ones stacked as they are: a call per norm to make
+    each float32 costs more than the norms themselves on a small model)."""
+    if all(n.dtype == torch.float32 for n in norms):
+        return torch.stack(norms).cpu().tolist()
+    return torch.stack([n.float() for n in norms]).cpu().tolist()
+
+
 def _foreach_norm(tensors: list[torch.Tensor]) -> list[float]:
     if not tensors:
         return []
-    return torch.stack([n.float() for n in torch._foreach_norm(tensors)]).double().cpu().tolist()
+    return _floats(torch._foreach_norm(tensors))
 
 
 def grad_norms(
@@ -40,8 +48,8 @@ def update_ratio(before: list[torch.Tensor], block_params: list[list[torch.Tenso
     (which this overwrites with the difference: it is not needed after)."""
     with torch.no_grad():
         base = torch._foreach_norm(before)
-        torch._foreach_sub_(before, [p.detach() for ps in block_params for p in ps])
-        norms = torch.stack([n.float() for n in (*base, *torch._foreach_norm(before))]).double().tolist()
+        torch._foreach_sub_(before, [p for ps in block_params for p in ps])
+        norms = _floats((*base, *torch._foreach_norm(before)))
     base, delta = norms[: len(before)], norms[len(before) :]
     out = np.zeros(len(block_params), np.float32)
     start = 0

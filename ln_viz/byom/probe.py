@@ -90,6 +90,8 @@ class Probe(ForwardProbes):
         self._t0 = time.monotonic()
         self._disabled: set[str] = set()
         self._handles: list[Any] = []
+        self._step_handles: list[Any] = []  # the activation hooks, there for probe steps only (`_arm`)
+        self._listeners: dict[int, Callable[..., None]] = {}  # the attention tap's, in _LISTENERS when armed
         self._attn_index: dict[int, int] = {}  # id(attention module) -> block
         self._restore_impl: str | None = None  # the HF attention implementation to put back
         self._tap: str | None = None  # the HF attention implementation that taps (None: the sdpa mode)
@@ -97,14 +99,16 @@ class Probe(ForwardProbes):
         self._keep_attention = False  # tests: keep each layer's probabilities in `attention_probs`
         self.attention_probs: dict[int, torch.Tensor] = {}
         self.grad_norm_kind = GRAD_NORM_APPLIED
-        self._writer = RunWriter(store)
+        # committed once a second (the writer's default is twice): its thread's time is the user's too, and the
+        # app's live view follows a run at that pace
+        self._writer = RunWriter(store, flush_every=1.0)
         self.run_id = self._writer.begin(self._info(label), label=label, model_card=self.card.to_dict())
         try:
             self._attach_hooks()
         except BaseException:  # the hooks added so far come off; the run's row says it failed
             self.close("failed")
             raise
-        self._armed = is_probe_step(1, self.every, self.steps)
+        self._arm(is_probe_step(1, self.every, self.steps))
         atexit.register(self.close)
 
     def _init_params(self) -> None:
@@ -159,7 +163,7 @@ class Probe(ForwardProbes):
         self._tap = hf_tap_name(self.model) if self._attn_index else None
         if self._tap is not None:
             for key, i in self._attn_index.items():
-                _LISTENERS[key] = self._guard("attention", self._on_hf_attention(i))
+                self._listeners[key] = self._guard("attention", self._on_hf_attention(i))
             self.attention_tap = "AttentionInterface"
         else:
             self._sdpa = SdpaTap(self._guard("attention", self._on_sdpa))
@@ -175,7 +179,22 @@ class Probe(ForwardProbes):
         self._handles.append(m.register_forward_pre_hook(self._guard("forward", self._on_model_in), with_kwargs=True))
         self._handles.append(m.register_forward_hook(self._guard("forward", self._on_model_out)))
         self._restore_impl = self._set_tap()
-        self._add_activation_hooks(self._handles)
+
+    def _arm(self, armed: bool) -> None:
+        """Whether the next step probes: its activation hooks and attention listeners are on from now until
+        the step's post-hook, and off otherwise, so the forwards between probe steps run without them (a
+        compiled model's are added per shadow forward)."""
+        self._armed = armed
+        if armed and not self._closed:
+            _LISTENERS.update(self._listeners)
+            if self.compiled is None and not self._step_handles:
+                self._add_activation_hooks(self._step_handles)
+            return
+        for key in self._listeners:
+            _LISTENERS.pop(key, None)
+        for h in self._step_handles:
+            h.remove()
+        self._step_handles.clear()
 
     def _guard(self, probe: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` that never raises into the user's run: a failure disables `probe` with one warning."""
@@ -203,7 +222,7 @@ class Probe(ForwardProbes):
     @torch.no_grad()
     def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if is_probe_step(self.step + 1, self.every, self.steps):
-            params = [p.detach() for ps in self.block_params for p in ps]
+            params = [p for ps in self.block_params for p in ps]  # read under no_grad: no detached views needed
             if self._copies is None:
                 self._copies = torch._foreach_mul(params, 1.0)
             else:  # into the copies kept from the last probe step: no allocation
@@ -232,7 +251,7 @@ class Probe(ForwardProbes):
             grad_norm, self._preclip = self._preclip, None
         self._pending = Snapshot(self.step, math.nan, lr, grad_norm, 0.0, 0.0, probes=probes)
         self._stop_capture()
-        self._armed = is_probe_step(self.step + 1, self.every, self.steps)
+        self._arm(is_probe_step(self.step + 1, self.every, self.steps))
 
     def _measure_step(self) -> tuple[dict[str, np.ndarray], float]:
         dims = self._dims()
@@ -305,8 +324,7 @@ class Probe(ForwardProbes):
         for h in self._handles:
             h.remove()
         self._handles.clear()
-        for key in self._attn_index:
-            _LISTENERS.pop(key, None)
+        self._arm(False)
         if self._restore_impl is not None:
             self.model.set_attn_implementation(self._restore_impl)
         self._closed = False  # the last step's snapshot goes through the guarded path once more
