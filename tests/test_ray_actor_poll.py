@@ -24,9 +24,9 @@ def test_polls_answer_a_quarter_second_batch_and_lose_no_step_and_end_at_once() 
     assert isinstance(got[0], Info)
     snaps = [m.snapshot.step for m in got if isinstance(m, Snap)]
     assert snaps == list(range(1, steps + 1)), "every step, once, in order"
-    # answers that carried messages come at least _POLL_EVERY_S apart (the last, the End, at once)
+    # answers that carried messages come at least POLL_EVERY_S apart (the last, the End, at once)
     busy = [t for t, n in answers[:-1] if n]
     gaps = [b - a for a, b in zip(busy, busy[1:], strict=False)]
-    assert all(g >= ray_actor._POLL_EVERY_S - 0.02 for g in gaps), gaps
-    assert len(answers) <= (ended_at - t0) / ray_actor._POLL_EVERY_S + 3
+    assert all(g >= ray_actor.POLL_EVERY_S - 0.02 for g in gaps), gaps
+    assert len(answers) <= (ended_at - t0) / ray_actor.POLL_EVERY_S + 3
     assert max(n for _, n in answers) > 1, "a batch holds several steps"

@@ -13,7 +13,7 @@ from ln_viz.runner.messages import End, Failed, Info, Snap, WorkerMessage
 _POLL_WAIT_S = 0.2  # an actor's poll waits this long for a message before answering "none yet"
 # an answer gathers the messages of this long at least (issue 32: one Ray call per step cost the server's
 # Ray driver ~1 ms a step; a Live page draws once a second, so a quarter second's batch is never seen)
-_POLL_EVERY_S = 0.25
+POLL_EVERY_S = 0.25
 
 
 class RunActor:
@@ -40,13 +40,13 @@ class RunActor:
         self._threads = threads
 
     def poll(self) -> list[WorkerMessage]:
-        """The messages since the last poll, at most one answer per _POLL_EVERY_S; waits up to _POLL_WAIT_S
+        """The messages since the last poll, at most one answer per POLL_EVERY_S; waits up to _POLL_WAIT_S
         for a first one. The batch is gathered with the lock released: the training thread never waits."""
         with self._cond:
             if not self._msgs:
                 self._cond.wait(_POLL_WAIT_S)
             ended = bool(self._msgs) and isinstance(self._msgs[-1], End | Failed)
-        rest = self._answered + _POLL_EVERY_S - time.monotonic()
+        rest = self._answered + POLL_EVERY_S - time.monotonic()
         if rest > 0 and not ended:
             time.sleep(rest)
         with self._cond:
