@@ -1,8 +1,9 @@
 """Browser tests: the real app (`streamlit run app.py`) in headless Chromium (Debian's package).
 
 Fixtures: `server` starts the app on a free loopback port with its own store and checks its log for
-tracebacks at the end; `page` opens a fresh browser context (1280x720, the projector size) that fails
-the test on any page error. Screenshots go to test-artifacts/ (git-ignored).
+tracebacks at the end (one server for the whole session in the modules that set `SHARE_SERVER = True`);
+`page` opens a fresh browser context (1280x720, the projector size) that fails the test on any page error.
+Screenshots go to test-artifacts/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -135,8 +136,22 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory) -> Iterator[Server]:
+    """One server for every browser file whose tests count nothing on it (no worker processes, no stored
+    runs, no run numbers) and leave it running: each server start with its warm workers took 13-18 s on CI.
+    The lane is serial, so its tests still have the server to themselves; its log is checked at the end."""
+    s = Server(tmp_path_factory.mktemp("shared_app"))
+    yield s
+    stop_and_check(s)
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[Server]:
+def server(request, tmp_path_factory) -> Iterator[Server]:
+    """The app's server for a test module: its own, or the shared one where the module sets `SHARE_SERVER`."""
+    if getattr(request.module, "SHARE_SERVER", False):
+        yield request.getfixturevalue("shared_server")
+        return
     s = Server(tmp_path_factory.mktemp("app"))
     yield s
     stop_and_check(s)

@@ -14,6 +14,7 @@ from PIL import Image
 from tests.e2e.conftest import wait_idle
 
 pytestmark = pytest.mark.e2e
+SHARE_SERVER = True  # its tests count nothing on the server (conftest.shared_server)
 
 CHART = "[data-stale='false'] .js-plotly-plot"
 

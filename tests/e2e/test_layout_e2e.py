@@ -1,13 +1,14 @@
 """The layout as a room, a laptop and a phone see it, measured in headless Chromium.
 
 For each viewport (the lecture view: 1920x1080 with `?present=1`; a 1280x720 laptop; a 390x844 phone)
-and each page (Live with post-ln-no-warmup while it trains and once it has ended, Compare after "Start
-both" once both have ended: on the room's screen the reordered-high-lr scenario, whose lecture view puts
-the attention-logit chart in the heatmaps' place, on the laptop's gi-adam, on the phone the default scenario;
-Init lab at its defaults, with its real architectures; its lecture view: BERT vs GPT-2, one screen), one
-test opens the page in English, switches to Korean and back with the page's own language control (the
-run carries on: one training per case, not one per language), and asserts in each state and language,
-from the SVG Plotly.js rendered:
+and each page (Live with post-ln-no-warmup while it trains and once it has ended; Compare after "Start
+both" once both have ended: on the phone the default scenario, on the room's screen and the laptop's each of
+issue 33's scenarios (`test_scenario_layout`: one training per scenario, read in the room's lecture view, then
+out of it at the laptop's size; the lecture view also names the scenario, says its sentence and draws its
+lesson chart, e.g. the attention logits for Muon, the angular update for warm-up); Init lab at its defaults,
+with its real architectures; its lecture view: BERT vs GPT-2, one screen), one test opens the page in
+English, switches to Korean and back with the page's own language control (the run carries on: one training
+per case, not one per language), and asserts in each state and language, from the SVG Plotly.js rendered:
   (a) no two text boxes of one chart overlap (titles, axis titles, legend items, colourbar labels,
       annotations, tick labels, the Play/Pause buttons, the animation slider, a visible modebar);
   (b) no text sticks out of its chart's drawing area (where it is cut);
@@ -27,24 +28,26 @@ import time
 
 import pytest
 
+from ln_viz.i18n import t
+from ln_viz.lessons import LESSON_CHARTS
 from ln_viz.ui.language import LANG_NAMES  # the sidebar radio's options, in order
 from tests.e2e import geometry
 from tests.e2e.conftest import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.e2e
+SHARE_SERVER = True  # its tests count nothing on the server (conftest.shared_server)
 
 LAYOUT = ARTIFACTS / "layout"
 ALL_SHOTS = os.environ.get("LN_VIZ_LAYOUT_SHOTS") == "1"  # a shot of every state, not only of those with problems
 LIVE_PRESET = "post-ln-no-warmup"
-# Compare's scenario per viewport (the default elsewhere), at no extra cost to the lane (their runs are as long as
-# the default's): the room's lecture view an instability lesson (the attention-logit chart in the heatmaps' place),
-# issue 33's reordered norm at lr 3e-2 (it was issue 19's qk-norm-logits, whose chart is the same); the laptop
-# issue 33's GI-Adam pair (its caption names Adam and GI-Adam)
-COMPARE_SCENARIO = {"1920x1080-present": "reordered-high-lr", "1280x720": "gi-adam"}
-# Other scenarios by hand, e.g. LN_VIZ_LAYOUT_SCENARIOS="1920x1080-present=muon-vs-adam,1280x720=warmup-angular"
-COMPARE_SCENARIO |= dict(
-    kv.split("=", 1) for kv in os.environ.get("LN_VIZ_LAYOUT_SCENARIOS", "").split(",") if "=" in kv
-)
+# Issue 33's scenarios, each trained once and read where a lecturer shows it: the room's lecture view
+# (1920x1080 ?present=1) in English and Korean, then, leaving the lecture view, the laptop's page (1280x720) in
+# Korean and English (test_scenario_layout); the phone's Compare (a `test_layout` case) trains the default.
+# LN_VIZ_LAYOUT_SCENARIOS="qk-norm-logits,z-loss-logz" reads others by hand.
+SCENARIOS = (
+    os.environ.get("LN_VIZ_LAYOUT_SCENARIOS") or "reordered-high-lr,gi-adam,muon-vs-adam,muon-qk-clip,warmup-angular"
+).split(",")
+ROOM, LAPTOP = "1920x1080-present", "1280x720"
 VIEWPORTS = {  # name: (browser context options, lecture view on)
     "1920x1080-present": ({"viewport": {"width": 1920, "height": 1080}}, True),
     "1280x720": ({"viewport": {"width": 1280, "height": 720}}, False),
@@ -56,8 +59,9 @@ LOSS_CHART = {"live": "loss_chart", "compare": "compare_loss", "compare-seeds": 
 START = {"live": "start", "compare": "compare_start", "compare-seeds": "compare_start"}
 # Compare with 3 seeds per side (issue 20), in the lecture view at the room's and the laptop's size (its
 # one-screen rule with bands), on a small config (2 layers, 40 steps: six short runs); each state also checks
-# the seeds' words: a band per side on the loss chart, "3 seeds" in its legend, the interval in the status box
-SEEDS_VIEWPORTS = ("1920x1080-present", "1280x720-present")
+# the seeds' words: a band per side on the loss chart, "3 seeds" in its legend, the interval in the status box.
+# One case: the room's size, then the same runs in a window resized to the laptop's (six trainings, not twelve).
+SEEDS_VIEWPORTS = ("1920x1080-present",)
 SEEDS_QUERY = "seeds=3&" + "&".join(
     f"{side}.{k}={v}"
     for side in "ab"
@@ -74,29 +78,29 @@ STEP = """() => { const line = [...document.querySelectorAll('strong')].map(e =>
     .find(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
   return line ? +line.match(/(\\d+)\\/\\d+/)[1] : 0; }"""
 # Every run's status line (`Step 300/300 | completed after 12.3 s of training (...)`, on Compare after the
-# run's name) has no ETA once the run has ended (`... | ETA 15 s | running` before; UX round 4 L9). The
-# lecture view instead replaces its status lines with one bold verdict line per run once they have all ended
-# (`Post-LN: stalled, final loss 2.96 ...`, issue 21 N4): no status line left and a verdict in its status box
-# is the end there. With `seeds` above 1 the status lines count seeds instead; the end is the sentence with the
-# interval (its box, or in bold in the lecture view's status box: "95 %" in both languages).
+# run's name) has no ETA once the run has ended (`... | ETA 15 s | running` before; UX round 4 L9); each line
+# on its own (the lecture view puts both runs' lines in one box, where the first run's end once passed for
+# both while Muon's slower run trained on). The lecture view instead replaces its status lines with one bold
+# verdict line per run once they have all ended (`Post-LN: stalled, final loss 2.96 ...`, issue 21 N4): no
+# status line left and a verdict in its status box is the end there. With `seeds` above 1 the status lines
+# count seeds instead; the end is the sentence with the interval (its box, or in bold in the lecture view's
+# status box: "95 %" in both languages).
 ALL_DONE = """() => { const seeds = new URL(location.href).searchParams.get('seeds');
   if (seeds && seeds !== '1') return !!document.querySelector('.st-key-seed_takeaway') ||
     [...document.querySelectorAll('.st-key-lecture_status strong')].some(e => e.innerText.includes('95 %'));
   const lines = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
-    .map(e => e.innerText).filter(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
+    .flatMap(e => e.innerText.split('\\n')).filter(t => t.includes('|') && /\\d+\\/\\d+/.test(t));
   if (lines.length > 0) return lines.every(t => !/ETA|남은 시간/.test(t));
   const box = document.querySelector('.st-key-lecture_status');
   const verdicts = box ? [...box.querySelectorAll('strong')].map(e => e.innerText) : [];
   return verdicts.length > 0 && verdicts.every(t => !t.includes('|')); }"""
 
 
-def url(server, page: str, lang: str, lecture: bool, viewport: str = "") -> str:
+def url(server, page: str, lang: str, lecture: bool) -> str:
     if page == "compare-seeds":
         return f"{server.url}/compare?lang={lang}&{SEEDS_QUERY}" + ("&present=1" if lecture else "")
     path = {"compare": "/compare", "init-lab": "/init-lab", "stability-map": "/stability-map"}.get(page, "/")
     query = {"lang": lang} | ({"preset": LIVE_PRESET} if page == "live" else {})
-    if page == "compare" and viewport in COMPARE_SCENARIO:
-        query["cpreset"] = COMPARE_SCENARIO[viewport]
     query |= {"present": "1"} if lecture else {}
     return server.url + path + "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
@@ -174,11 +178,11 @@ def open_map(pg, lecture: bool):
         yield "stability-map-clicked", "ko"
 
 
-def open_case(pg, server, page: str, lecture: bool, figures: dict, viewport: str = ""):
+def open_case(pg, server, page: str, lecture: bool, figures: dict):
     """Bring the page to each state the case measures, yielding (state, language) there: Live while it
     trains in English then Korean, and once it has ended in Korean then English; Compare once both runs
     have ended, and Init lab, in English then Korean. The figures read on the way go into `figures`."""
-    pg.goto(url(server, page, "en", lecture, viewport))
+    pg.goto(url(server, page, "en", lecture))
     wait_idle(pg, timeout=60_000)
     if page == "stability-map":
         yield from open_map(pg, lecture)
@@ -211,6 +215,12 @@ def open_case(pg, server, page: str, lecture: bool, figures: dict, viewport: str
         yield state, "en"
         switch_lang(pg, "ko", lecture)
         yield state, "ko"
+    if page == "compare-seeds" and pg.viewport_size["width"] > 1280:  # the laptop's lecture view, the same runs
+        pg.set_viewport_size(SEEDS_ONLY["1280x720-present"][0]["viewport"])
+        wait_idle(pg, timeout=60_000)
+        yield state, "ko"
+        switch_lang(pg, "en", lecture)
+        yield state, "en"
     pg.wait_for_selector(f".st-key-{START[page]} button", state="attached", timeout=60_000)
     figures["start_y_after"] = start_y(pg, START[page])  # no layout jump when a run ends
 
@@ -375,6 +385,14 @@ def case_page(browser, request):
 # messages, so the suite shows them; every other case must pass. Remove a case here once it is fixed (an
 # xpass is reported, not hidden).
 KNOWN_FAILURES: dict[str, str] = {}
+# Problems of issue 33's scenarios still open on main, by scenario: a case whose problems are all of these is
+# reported as xfail (every other check of the case still fails it), and one that no longer shows them fails
+# until its entry here is removed. Their captions take three lines or more at 1280x720, which puts the loss
+# chart's legend ~10 px below the first screen (issue 21 N16; warmup-angular's was cut to two lines for this).
+KNOWN_SCENARIO_PROBLEMS: dict[str, tuple[str, ...]] = {
+    name: ("(compare_loss) [x", "is not inside the 1280x720 viewport")  # both parts in one problem's text
+    for name in ("reordered-high-lr", "muon-vs-adam", "muon-qk-clip")
+}
 
 
 def _case_params() -> list:
@@ -384,6 +402,7 @@ def _case_params() -> list:
         else pytest.param(page, viewport)
         for page in PAGES
         for viewport in VIEWPORTS
+        if not (page == "compare" and viewport in (ROOM, LAPTOP))  # test_scenario_layout's
     ] + [pytest.param("compare-seeds", viewport) for viewport in SEEDS_VIEWPORTS]
 
 
@@ -420,6 +439,39 @@ PHONE_CUTS = """() => { const rect = e => e.getBoundingClientRect();
           ...(status && (clipped(status, text) || covered) ? ['status line'] : [])]; }"""
 
 
+def viewport_name(pg, lecture: bool) -> str:
+    """The name of the viewport the page has now (VIEWPORTS, SEEDS_ONLY)."""
+    return next(name for name, (options, on) in (VIEWPORTS | SEEDS_ONLY).items()
+                if options["viewport"] == pg.viewport_size and on == lecture)  # fmt: skip
+
+
+def state_problems(pg, page: str, viewport: str, state: str, lang: str, figures: dict) -> list[str]:
+    """Every layout problem of the state the page shows (a shot of it when there is one), its figures put
+    into `figures`."""
+    lecture = (VIEWPORTS | SEEDS_ONLY)[viewport][1]
+    reading = read_layout(pg)
+    found, loss_h = problems(reading, page, lecture=lecture)
+    found += seed_problems(pg, lang) if page == "compare-seeds" else []
+    found += slider_problems(pg) if page == "init-lab" else []
+    if lecture and page in LOSS_CHART and reading["innerHeight"] >= 1080:
+        found += back_row_problems(pg, reading, page)
+    if lecture and page == "init-lab":  # the Init lab's one chart read from the back row too
+        found += chart_text_problems(pg)
+    if found or ALL_SHOTS:
+        full_screenshot(pg, LAYOUT / f"{state}-{viewport}-{lang}.png")
+    figures |= {
+        f"{state}_{viewport}_{lang}_loss_plot_px": loss_h,
+        f"{state}_{viewport}_{lang}_charts": len(reading["charts"]),
+    }
+    return [f"[{state}, {lang}] {p}" for p in found]
+
+
+def _write_figures(figures: dict, found: list[str]) -> None:
+    with open(LAYOUT / "figures.jsonl", "a") as f:
+        f.write(json.dumps(figures | {"problems": len(found)}) + "\n")
+    print(figures)
+
+
 @pytest.mark.parametrize(("page", "viewport"), _case_params(), ids=lambda v: str(v))
 def test_layout(server, case_page, page, viewport):
     lecture = (VIEWPORTS | SEEDS_ONLY)[viewport][1]
@@ -428,19 +480,9 @@ def test_layout(server, case_page, page, viewport):
     found: list[str] = []
     LAYOUT.mkdir(parents=True, exist_ok=True)
     try:
-        for state, lang in open_case(case_page, server, page, lecture, figures, viewport):
-            reading = read_layout(case_page)
-            state_found, loss_h = problems(reading, page, lecture=lecture)
-            state_found += seed_problems(case_page, lang) if page == "compare-seeds" else []
-            state_found += slider_problems(case_page) if page == "init-lab" else []
-            if lecture and page in LOSS_CHART and reading["innerHeight"] >= 1080:
-                state_found += back_row_problems(case_page, reading, page)
-            if lecture and page == "init-lab":  # the Init lab's one chart read from the back row too
-                state_found += chart_text_problems(case_page)
-            if state_found or ALL_SHOTS:
-                full_screenshot(case_page, LAYOUT / f"{state}-{viewport}-{lang}.png")
-            found += [f"[{state}, {lang}] {p}" for p in state_found]
-            figures |= {f"{state}_{lang}_loss_plot_px": loss_h, f"{state}_{lang}_charts": len(reading["charts"])}
+        for state, lang in open_case(case_page, server, page, lecture, figures):
+            shown = viewport_name(case_page, lecture)  # compare-seeds is resized on the way
+            found += state_problems(case_page, page, shown, state, lang, figures)
     except Exception:
         full_screenshot(case_page, LAYOUT / f"{case}-error.png")  # what the page showed when it gave up
         raise
@@ -450,7 +492,87 @@ def test_layout(server, case_page, page, viewport):
             wait_idle(case_page, timeout=60_000)
             found += [f"[compare lecture view, {lang}] the {cut} is cut" for cut in case_page.evaluate(PHONE_CUTS)]
     found += [f"page error: {e}" for e in case_page.errors]
-    with open(LAYOUT / "figures.jsonl", "a") as f:
-        f.write(json.dumps(figures | {"problems": len(found)}) + "\n")
-    print(figures)
+    _write_figures(figures, found)
     assert not found, f"{page} at {viewport}: {len(found)} layout problem(s)\n" + "\n".join(found)
+
+
+# The lecture view's scenario, as the room sees it once the runs have ended: the name in the box of the later
+# scenarios, the sentence at the bottom, and which chart is drawn above the ffn.w2 profile.
+SCENARIO_SHOWN = """() => { const box = document.querySelector('.st-key-lecture_more input');
+  const takeaway = document.querySelector('.st-key-lecture_takeaway');
+  const drawn = [...document.querySelectorAll('[class*="st-key-compare_"] .js-plotly-plot')]
+    .filter(gd => gd.offsetWidth > 0).map(gd => [...gd.closest('[class*="st-key-"]').classList]
+    .find(c => c.startsWith('st-key-')).slice(7));
+  return {box: box ? box.value : null, takeaway: takeaway ? takeaway.innerText.trim() : null, drawn}; }"""
+
+
+def scenario_problems(pg, scenario: str, lang: str) -> list[str]:
+    """The lecture view tells `scenario`'s story (a doubt of issue 33's last session: in Korean at 1920, after the
+    runs, the scenario box was once empty and the heatmaps showed where the logit chart belongs)."""
+    got = pg.evaluate(SCENARIO_SHOWN)
+    name, sentence = t(f"lecture.scenario.{scenario}", lang), t(f"lecture.takeaway.{scenario}", lang)
+    found = [] if got["box"] == name else [f"the scenario box shows {got['box']!r}, not {name!r}"]
+    if not got["takeaway"] or got["takeaway"][:30] != sentence.replace("*", "")[:30]:
+        found.append(f"the takeaway is {got['takeaway']!r}, not {sentence!r}")
+    lesson = LESSON_CHARTS.get(scenario)
+    want = {f"compare_{lesson}"} if lesson else {"compare_heatmap_0", "compare_heatmap_1"}
+    if not want <= set(got["drawn"]) or (lesson and any(k.startswith("compare_heatmap") for k in got["drawn"])):
+        found.append(f"the charts drawn are {got['drawn']}, not the lesson's {sorted(want)}")
+    return found
+
+
+def open_scenario(pg, server, scenario: str, figures: dict):
+    """Train `scenario` once from the room's lecture view and yield (viewport, language) in each state read: the
+    lecture view once both runs have ended, in English then Korean; then out of the lecture view (its own button)
+    at the laptop's size, the same runs in Korean then English."""
+    pg.goto(f"{server.url}/compare?lang=en&cpreset={scenario}&present=1")
+    wait_idle(pg, timeout=60_000)
+    pg.wait_for_selector(".st-key-compare_start button", state="attached", timeout=60_000)
+    figures["start_y"] = start_y(pg, "compare_start")
+    press(pg, "compare_start")
+    pg.wait_for_function(ALL_DONE, timeout=240_000, polling=500)
+    wait_idle(pg, timeout=60_000)
+    yield ROOM, "en"
+    switch_lang(pg, "ko", lecture=True)
+    yield ROOM, "ko"
+    figures["start_y_after"] = start_y(pg, "compare_start")  # no layout jump when a run ends
+    pg.locator(".st-key-lecture_exit button").click()
+    pg.wait_for_function("() => !new URL(location.href).searchParams.has('present')", timeout=30_000)
+    pg.set_viewport_size(VIEWPORTS[LAPTOP][0]["viewport"])
+    wait_idle(pg, timeout=60_000)
+    pg.wait_for_function(ALL_DONE, timeout=60_000, polling=500)
+    yield LAPTOP, "ko"
+    switch_lang(pg, "en", lecture=False)
+    yield LAPTOP, "en"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario_layout(server, browser, scenario):
+    """Issue 33's Compare scenarios at the room's lecture view and the laptop's page, en and ko: the checks of
+    `test_layout`'s Compare cases, and in the lecture view the scenario's name, sentence and lesson chart."""
+    context = browser.new_context(locale="en-US", **VIEWPORTS[ROOM][0])
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    figures: dict = {"case": f"scenario-{scenario}"}
+    found: list[str] = []
+    LAYOUT.mkdir(parents=True, exist_ok=True)
+    try:
+        for viewport, lang in open_scenario(pg, server, scenario, figures):
+            state = f"compare-{scenario}"
+            found += state_problems(pg, "compare", viewport, state, lang, figures)
+            if viewport == ROOM:
+                found += [f"[{state}, {lang}] {p}" for p in scenario_problems(pg, scenario, lang)]
+    except Exception:
+        full_screenshot(pg, LAYOUT / f"scenario-{scenario}-error.png")
+        raise
+    finally:
+        context.close()
+    found += [f"page error: {e}" for e in errors]
+    _write_figures(figures, found)
+    known = KNOWN_SCENARIO_PROBLEMS.get(scenario)
+    unknown = [p for p in found if known is None or not all(part in p for part in known)]
+    assert not unknown, f"{scenario}: {len(unknown)} layout problem(s)\n" + "\n".join(unknown)
+    assert known is None or found, f"{scenario} no longer shows {known!r}: remove it from KNOWN_SCENARIO_PROBLEMS"
+    if found:
+        pytest.xfail(f"{scenario}: known, still open on main\n" + "\n".join(found))

@@ -12,6 +12,7 @@ from tests.e2e.conftest import ARTIFACTS, STEP_OF, chart, chart_value, settled_s
 from tests.e2e.test_layout_e2e import ALL_DONE
 
 pytestmark = pytest.mark.e2e
+SHARE_SERVER = True  # its tests count nothing on the server (conftest.shared_server)
 
 # Every chart's drawn box, the main section's scroll, and the loss plot area's height (its drag box).
 FIT = """() => {

@@ -8,6 +8,7 @@ from tests.e2e.conftest import chart_value, settled_screenshot, wait_idle
 from tests.e2e.test_live_e2e import wait_points
 
 pytestmark = pytest.mark.e2e
+SHARE_SERVER = True  # its tests count nothing on the server (conftest.shared_server)
 
 
 def test_compare_trains_both_and_draws_them_on_shared_charts(server, page):

@@ -12,6 +12,7 @@ import pytest
 from tests.e2e.conftest import settled_screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
+SHARE_SERVER = True  # its tests count nothing on the server (conftest.shared_server)
 
 QUERY = "() => Object.fromEntries(new URL(location.href).searchParams)"
 NAV = {"en": ("Live training", "Compare", "Theory"), "ko": ("실시간 학습", "비교", "이론")}
