@@ -137,3 +137,21 @@ def start_app(tmp_path, monkeypatch):
 
     yield start
     st.cache_resource.clear()
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """train(preset, **changes): the shipped preset's run with those changes, trained once per module (the
+    scenario tests share their baselines: tests/test_scenarios.py, tests/test_scenarios_deep.py)."""
+    from ln_viz.config import PRESETS
+    from ln_viz.train import run
+
+    cache: dict[tuple, object] = {}
+
+    def train(name: str, **changes):
+        key = (name, tuple(sorted(changes.items())))
+        if key not in cache:
+            cache[key] = run(PRESETS[name].config.replace(**changes).validate())
+        return cache[key]
+
+    return train
