@@ -139,6 +139,26 @@ def start_app(tmp_path, monkeypatch):
     st.cache_resource.clear()
 
 
+@pytest.fixture(scope="session")
+def ray_head():
+    """One Ray head node on 127.0.0.1 (tests/ray_cluster.py: `ray start --head --block` in its own process group,
+    2 CPUs) for every Ray test of this test process that leaves the head alive (its runs and sweeps, a killed
+    worker); started on first use and ended after the last test, by its group and the ids of what it started.
+    A head start and stop took 8-15 s per module on CI. A test that kills its head or needs another kind of head
+    (token authentication) starts its own."""
+    pytest.importorskip("ray")
+    from ln_viz.sweep.ray_exec import disconnect
+    from tests.ray_cluster import HeadNode
+
+    head = HeadNode(cpus=2).start()
+    try:
+        yield head
+    finally:
+        disconnect()
+        head.stop()
+        assert not head.left, f"Ray processes left: {head.left}"
+
+
 @pytest.fixture(scope="module")
 def trained():
     """train(preset, **changes): the shipped preset's run with those changes, trained once per module (the
