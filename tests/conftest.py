@@ -29,6 +29,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in NEEDS_CHROMIUM or item.path.is_relative_to(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the order xdist hands out the files in (below)
+        first = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: each file's own order kept
+
+
+# CI's lane 1 (`-n 2 --dist loadfile`) gives each file to one worker, in collection order (pyproject.toml turns
+# off xdist's own reordering, which handed out the files with the most tests first and so the long ones with few
+# tests last: the one-test head-loss file ended the lane while the other core sat idle). The files whose tests
+# take longest, longest first, go out before the rest (the largest-first rule: the short files fill in behind);
+# by their tests' --durations on CI's last clean-clone run (each 50-130 s; most other files take a few seconds).
+LONGEST_FIRST = (
+    "test_sweep_ray.py",
+    "test_scenarios.py",
+    "test_compare_cli.py",
+    "test_scenarios_deep.py",
+    "test_sweep_ray_head_loss.py",
+    "test_sweep.py",
+    "test_store_faults.py",
+    "test_muon.py",
+    "test_app.py",
+    "test_sweep_page.py",
+    "test_import_gate.py",
+    "test_init_lab.py",
+    "test_pages.py",
+    "test_paper_claims.py",
+)
 
 
 _SCANNER = "streamlit.components.v2.manifest_scanner"
