@@ -29,6 +29,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in NEEDS_CHROMIUM or item.path.is_relative_to(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the order xdist hands out the files in (below)
+        first = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: each file's own order kept
+
+
+# CI's lane 1 (`-n 2 --dist loadfile`) gives each file to one worker, in collection order (pyproject.toml turns
+# off xdist's own reordering, which handed out the files with the most tests first and so the long ones with few
+# tests last: the one-test head-loss file ended the lane while the other core sat idle). The files whose tests
+# take longest, longest first, go out before the rest (the largest-first rule: the short files fill in behind);
+# by their tests' --durations on CI's last clean-clone run (each 50-130 s; most other files take a few seconds).
+LONGEST_FIRST = (
+    "test_sweep_ray.py",
+    "test_scenarios.py",
+    "test_compare_cli.py",
+    "test_scenarios_deep.py",
+    "test_sweep_ray_head_loss.py",
+    "test_sweep.py",
+    "test_store_faults.py",
+    "test_muon.py",
+    "test_app.py",
+    "test_sweep_page.py",
+    "test_import_gate.py",
+    "test_init_lab.py",
+    "test_pages.py",
+    "test_paper_claims.py",
+)
 
 
 _SCANNER = "streamlit.components.v2.manifest_scanner"
@@ -137,3 +163,41 @@ def start_app(tmp_path, monkeypatch):
 
     yield start
     st.cache_resource.clear()
+
+
+@pytest.fixture(scope="session")
+def ray_head():
+    """One Ray head node on 127.0.0.1 (tests/ray_cluster.py: `ray start --head --block` in its own process group,
+    2 CPUs) for every Ray test of this test process that leaves the head alive (its runs and sweeps, a killed
+    worker); started on first use and ended after the last test, by its group and the ids of what it started.
+    A head start and stop took 8-15 s per module on CI. A test that kills its head or needs another kind of head
+    (token authentication) starts its own."""
+    pytest.importorskip("ray")
+    from ln_viz.sweep.ray_exec import disconnect
+    from tests.ray_cluster import HeadNode
+
+    head = HeadNode(cpus=2).start()
+    try:
+        yield head
+    finally:
+        disconnect()
+        head.stop()
+        assert not head.left, f"Ray processes left: {head.left}"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """train(preset, **changes): the shipped preset's run with those changes, trained once per module (the
+    scenario tests share their baselines: tests/test_scenarios.py, tests/test_scenarios_deep.py)."""
+    from ln_viz.config import PRESETS
+    from ln_viz.train import run
+
+    cache: dict[tuple, object] = {}
+
+    def train(name: str, **changes):
+        key = (name, tuple(sorted(changes.items())))
+        if key not in cache:
+            cache[key] = run(PRESETS[name].config.replace(**changes).validate())
+        return cache[key]
+
+    return train

@@ -73,19 +73,13 @@ CLAIM_SHORT = [*CLAIM[:-1], "120"]
 
 
 @pytest.mark.slow
-def test_the_same_claim_on_ray():
-    pytest.importorskip("ray")
+def test_the_same_claim_on_ray(ray_head):
     from ln_viz.sweep.ray_exec import disconnect
 
-    from .ray_cluster import HeadNode
-
-    head = HeadNode(cpus=2).start()
     try:
-        report = compare_json(*CLAIM_SHORT, *CLAIM_SIDES, "--executor", "ray", "--address", head.address)
+        report = compare_json(*CLAIM_SHORT, *CLAIM_SIDES, "--executor", "ray", "--address", ray_head.address)
     finally:
         disconnect()
-        head.stop()
-    assert not head.left, f"Ray processes left: {head.left}"
     _check_the_claim(report)
     assert report["executor"] == "ray"
 

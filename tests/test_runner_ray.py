@@ -1,5 +1,5 @@
 """Live runs on a Ray cluster (issue 23): a Runner whose runs train as actors (`ln-viz run <id>`) on a
-head this test starts on 127.0.0.1 (tests/ray_cluster.py), one head for the module. The same snapshots
+head the tests start on 127.0.0.1 (conftest.py's `ray_head`, shared by the test process's Ray tests). The same snapshots
 as a local worker, Stop within 2 s, and a killed actor's process fails its run with one sentence."""
 
 from __future__ import annotations
@@ -21,26 +21,23 @@ from ln_viz.server.runs import where_line  # noqa: E402
 from ln_viz.sweep.ray_address import probe  # noqa: E402
 from ln_viz.sweep.ray_exec import connect_here, disconnect  # noqa: E402
 
-from .ray_cluster import HeadNode, alive, descendants  # noqa: E402
+from .ray_cluster import alive, descendants  # noqa: E402
 
 pytestmark = pytest.mark.slow
 TINY = RunConfig(depth=2, d_model=32, heads=2, seq_len=16, batch_size=4, steps=20, probe_every=5)
 
 
 @pytest.fixture(scope="module")
-def ray_runner():
-    """A Runner on a 2-CPU loopback head; yields (runner, backend, head)."""
-    head = HeadNode(cpus=2).start()
+def ray_runner(ray_head):
+    """A Runner on the session's 2-CPU loopback head (conftest.py's `ray_head`); yields (runner, backend, head)."""
     try:
-        backend = RayBackend(head.address, connect_here, probe)
+        backend = RayBackend(ray_head.address, connect_here, probe)
         runner = Runner(max_concurrent=2, warm_workers=0, new_worker=backend)
-        yield runner, backend, head
+        yield runner, backend, ray_head
         runner.shutdown()
         backend.shutdown()
     finally:
         disconnect()
-        head.stop()
-        assert not head.left, f"Ray processes left: {head.left}"
 
 
 def _losses(handle) -> list[float]:

@@ -1,7 +1,8 @@
 """What each Compare scenario's text says (ln_viz/locales/*.toml: compare.*, preset.*, lecture.takeaway.*), measured:
 the slow tests train the scenario's two presets, or shorter runs of them where the effect already holds (each test
-says which), and assert the stated outcome with a margin. The figures the texts cite come from
-`scripts/measure_scenarios.py` (one thread, seed 0); the margins here leave room for another thread count.
+says which), and assert the stated outcome with a margin (depth and warm-up: tests/test_scenarios_deep.py, the other
+core's half under `--dist loadfile`). The figures the texts cite come from `scripts/measure_scenarios.py` (one thread,
+seed 0); the margins here leave room for another thread count.
 The fast tests check that each scenario's two presets differ in exactly what its text is about, and that every
 preset and scenario has all its texts in both languages."""
 
@@ -15,7 +16,6 @@ import pytest
 from ln_viz.config import COMPARE_PRESETS, PRESETS, RunConfig
 from ln_viz.i18n import EN, KO, t
 from ln_viz.snapshot import RunData
-from ln_viz.train import run
 
 # The fields in which each scenario's B differs from its A, and a word its text uses for them in both languages.
 SCENARIO_FIELDS: dict[str, dict[str, str]] = {
@@ -81,20 +81,6 @@ def test_compares_caption_and_header_name_gi_adam_and_the_reordered_norm_in_word
 
 
 # --- the measured outcomes (slow) ----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def trained():
-    """train(preset, **changes): the run, trained once for the whole module (the baselines are shared)."""
-    cache: dict[tuple, RunData] = {}
-
-    def train(name: str, **changes) -> RunData:
-        key = (name, tuple(sorted(changes.items())))
-        if key not in cache:
-            cache[key] = run(PRESETS[name].config.replace(**changes).validate())
-        return cache[key]
-
-    return train
-
-
 def held_out(data: RunData) -> float:
     """The last held-out loss of a run."""
     return [e for e in data.scalars["eval_loss"] if math.isfinite(e)][-1]
@@ -158,24 +144,6 @@ def test_dyt_learns_without_normalising_a_little_behind_layernorm(trained):
     assert np.isnan(ln.probe("dyt_saturation")).all()  # LayerNorm has no tanh
 
 
-@pytest.mark.slow
-def test_mix_ln_learns_without_warm_up_where_post_ln_stalls(trained):
-    """150 of the presets' 300 steps: Post-LN has stalled since step 60. Measured at 300 steps: held-out 2.086
-    (Mix-LN) vs 2.990 (Post-LN, stalled) and 2.028 (Pre-LN)."""
-    post, mix = trained("post-ln-no-warmup", steps=150), trained("mix-ln-no-warmup", steps=150)
-    assert post.status == "stalled" and mix.status == "completed"
-    assert mix.final_loss() < post.final_loss() - 0.5, (mix.final_loss(), post.final_loss())
-
-
-@pytest.mark.slow
-def test_layernorm_scaling_ends_lower_at_depth_24(trained):
-    """24 layers as the presets, 100 steps of batch 8 instead of 200 of 16. Measured on the presets: held-out
-    2.174 with LayerNorm Scaling vs 2.317 without, final loss 2.146 vs 2.263."""
-    plain, lns = (trained(name, steps=100, batch_size=8) for name in ("deep-pre-ln", "deep-pre-ln-lns"))
-    assert plain.status == lns.status == "completed"
-    assert lns.final_loss() < plain.final_loss() - 0.05, (lns.final_loss(), plain.final_loss())
-
-
 # --- issue 33: each over 3 seeds ------------------------------------------------------------------------------
 SEEDS = (0, 1, 2)
 
@@ -183,17 +151,6 @@ SEEDS = (0, 1, 2)
 def over_seeds(trained, name: str, **changes) -> list[RunData]:
     """The preset trained at seeds 0, 1 and 2 (seed 0 without a `seed` change: the run the tests above share)."""
     return [trained(name, **changes, **({"seed": s} if s else {})) for s in SEEDS]
-
-
-@pytest.mark.slow
-def test_gi_adam_learns_without_warm_up_where_adam_stalls_on_every_seed(trained):
-    """150 of the presets' 300 steps, 3 seeds: Adam has stalled since step ~60 (seed 0's run is the Mix-LN test's
-    baseline). Measured with `compare --preset gi-adam` on the presets (300 steps): Adam 2.964, 2.944, 2.953, every
-    seed stalled; GI-Adam 2.135, 2.070, 2.069; Adam with 100 warm-up steps 2.096 (mean of 3)."""
-    adam, gi = over_seeds(trained, "post-ln-no-warmup", steps=150), over_seeds(trained, "post-ln-gi-adam", steps=150)
-    assert [r.status for r in adam] == ["stalled"] * 3 and [r.status for r in gi] == ["completed"] * 3
-    gaps = [a.final_loss() - g.final_loss() for a, g in zip(adam, gi)]
-    assert min(gaps) > 0.5, gaps
 
 
 def final_losses(runs: list[RunData]) -> list[float]:
@@ -210,15 +167,3 @@ def test_the_reordered_norm_ends_lower_than_pre_ln_at_lr_3e_2(trained):
     gaps = [p - r for p, r in zip(final_losses(pre), final_losses(reordered))]
     assert min(gaps) > 0 and sum(gaps) / 3 > 0.08, gaps
     assert attn_logit(reordered[0]) > 3 * attn_logit(pre[0]), (attn_logit(reordered[0]), attn_logit(pre[0]))
-
-
-@pytest.mark.slow
-def test_the_reordered_norm_ends_behind_pre_ln_at_24_layers(trained):
-    """24 layers as the presets, 100 steps of batch 8 instead of 200 of 16 (seed 0's Pre-LN run is the LayerNorm
-    Scaling test's), 3 seeds. Measured with `compare --preset reordered-deep` on the presets: Pre-LN 2.25,
-    reordered 2.45 (means), 95 % CI of the gap 0.12-0.26."""
-    small = {"steps": 100, "batch_size": 8}
-    pre, reordered = over_seeds(trained, "deep-pre-ln", **small), over_seeds(trained, "deep-reordered", **small)
-    assert all(r.status == "completed" for r in pre + reordered)
-    gaps = [r - p for p, r in zip(final_losses(pre), final_losses(reordered))]
-    assert min(gaps) > 0 and sum(gaps) / 3 > 0.05, gaps

@@ -1,6 +1,7 @@
-"""The `ray` executor on a Ray cluster this test starts itself (`ray start --head` on 127.0.0.1, in its
-own process group) and ends by that group: same final losses as `local`, Stop within ~2 s, a killed
-worker fails its cell only, and no Ray process is left behind. Needs requirements-ray.txt."""
+"""The `ray` executor on a Ray cluster the tests start themselves (`ray start --head` on 127.0.0.1, in its
+own process group: conftest.py's `ray_head`, shared by the test process's Ray tests) and end by that group:
+same final losses as `local`, Stop within ~2 s, a killed worker fails its cell only, and no Ray process is
+left behind. Needs requirements-ray.txt."""
 
 from __future__ import annotations
 
@@ -46,16 +47,13 @@ TINY = RunConfig(depth=1, d_model=16, heads=2, seq_len=16, batch_size=4)
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """A head node on 127.0.0.1 (tests/ray_cluster.py: `ray start --head --block` in its own process
-    group, 2 CPUs); yields its address; then ends its group and every process it started, by id."""
-    head = HeadNode(cpus=2).start()
+def cluster(ray_head):
+    """The session's head node (conftest.py's `ray_head`, 2 CPUs): its address; this module's Ray connection
+    ended after it (the head lives on for the next module of this process)."""
     try:
-        yield head.address
+        yield ray_head.address
     finally:
         disconnect()
-        head.stop()
-        assert not head.left, f"Ray processes left: {head.left}"
 
 
 def _spec(steps: int = 8) -> SweepConfig:
