@@ -431,3 +431,21 @@ def test_the_lecture_view_s_heatmaps_say_layer_in_one_line(lang: str) -> None:
     heat = [json.loads(c.proto.spec) for c in app.get("plotly_chart") if "heatmap" in c.proto.id or "heatmap" in c.key]
     assert len(heat) == 2
     assert all(f["layout"]["yaxis"]["title"]["text"] == t("chart.layer_axis_lecture", lang) for f in heat)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_fault_in_the_video_thread_is_said_in_one_sentence_not_an_empty_box(monkeypatch, lang: str) -> None:
+    """UX M9's render thread: an exception that is neither a LocalizedError nor an OSError (a bug) ended the thread
+    with no blob and no sentence, and the page showed an empty error box. The fault is injected: no real bug
+    can be called up on demand."""
+    from ln_viz import video
+    from ln_viz.ui.video_export import VideoRender
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a fault")
+
+    monkeypatch.setattr(video, "export_video", broken)
+    job = VideoRender([train_tiny()], "gif", lang, None, token=1)
+    job.thread.join(30)
+    assert not job.thread.is_alive() and job.blob is None
+    assert job.error == t("err.video_failed", lang, reason="RuntimeError")

@@ -5,6 +5,7 @@ minutes (UX round 4 M9)."""
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import time
@@ -19,6 +20,8 @@ from ln_viz.snapshot import RunData
 from ln_viz.ui import keys
 from ln_viz.ui.safe import md
 
+log = logging.getLogger(__name__)
+
 MIMES = {"mp4": "video/mp4", "gif": "image/gif"}
 
 
@@ -31,7 +34,7 @@ def video_buttons(
     labels: Sequence[str] | None = None,
     row: Any = None,
 ) -> None:
-    """One button per format: "Make the video (MP4)" starts drawing the frames in a thread (`_Render`); a
+    """One button per format: "Make the video (MP4)" starts drawing the frames in a thread (`VideoRender`); a
     progress bar that says how many and about how long takes the buttons' place until it is made, then its
     download button replaces the button. One made video per `key` is kept in the session, for `token` (what it
     is of: the run and its last change), its format and language. Nothing for runs with no probe step in common."""
@@ -65,7 +68,7 @@ def video_buttons(
                 type="primary",
             )
         elif row.button(t(f"video.make_{fmt}", lang), key=f"{key}_make_{fmt}", icon=":material/movie:"):
-            st.session_state[keys.VIDEO_JOB + key] = _Render(datas, fmt, lang, labels, token)
+            st.session_state[keys.VIDEO_JOB + key] = VideoRender(datas, fmt, lang, labels, token)
             st.rerun()
 
 
@@ -76,7 +79,7 @@ def _duration(seconds: float, lang: str) -> str:
     return t("video.seconds", lang, n=max(5, int(round(seconds / 5) * 5)))
 
 
-class _Render:
+class VideoRender:
     """A video drawn in a thread of its own: how far it is (`share`), then its bytes or the sentence that says why
     it could not be made (in its language). The thread touches no session state: the fragment reads this."""
 
@@ -110,6 +113,9 @@ class _Render:
             self.error = LocalizedError(
                 "err.video_temp", path=tempfile.gettempdir(), reason=video.os_reason(e)
             ).message(self.lang)
+        except Exception as e:  # noqa: BLE001 -- a bug: in this thread it would vanish, the page waiting on nothing
+            log.exception("the video thread failed")
+            self.error = LocalizedError("err.video_failed", reason=type(e).__name__).message(self.lang)
 
     def text(self) -> str:
         """'Drawing 60 frames, about 40 s' at first, then how many are drawn and about how long is left."""
