@@ -196,21 +196,20 @@ def test_the_form_refuses_qk_clip_with_qk_norm_in_one_sentence(start_app):
 
 
 # --- the scenarios' sentences, measured (slow) ----------------------------------------------------------
-SCENARIO_STEPS = 150  # of the presets' 300: the gap is there by step 150 (scripts' figures in the docstrings)
 SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope="module")
 def seeds_of():
-    """seeds_of(preset): the preset's run at SCENARIO_STEPS for each of SEEDS, trained once for the module."""
+    """seeds_of(preset): the preset's run, as the scenario trains it (300 steps), for each of SEEDS, trained once for
+    the module. At 150 steps the figures were half of these, and the sentences under the 300-step charts said them."""
     from ln_viz.config import PRESETS
 
     cache: dict[str, list] = {}
 
     def train(name: str) -> list:
         if name not in cache:
-            cfg = PRESETS[name].config.replace(steps=SCENARIO_STEPS)
-            cache[name] = [run(cfg.replace(seed=s).validate()) for s in SEEDS]
+            cache[name] = [run(PRESETS[name].config.replace(seed=s).validate()) for s in SEEDS]
         return cache[name]
 
     return train
@@ -226,22 +225,22 @@ def held_out(data) -> float:
 
 
 @pytest.mark.slow
-def test_muon_holds_the_logits_in_the_tens_and_learns_faster_at_lr_3e_2(seeds_of):
-    """compare.muon-vs-adam, 3 seeds at 150 steps. Measured (one thread): largest logit 852 / 1,321 / 1,313 with
-    Adam, 65 / 61 / 63 with Muon; held-out 2.60 / 2.60 / 2.60 against 2.03 / 2.03 / 2.03."""
+def test_muon_holds_the_logits_under_250_where_adams_pass_1500_and_learns_faster_at_lr_3e_2(seeds_of):
+    """compare.muon-vs-adam, 3 seeds at the presets' 300 steps. Measured (one thread): largest logit 2,352 / 3,847 /
+    2,374 with Adam, 190 / 142 / 120 with Muon; held-out 2.48 / 2.52 / 2.50 against 1.91 / 1.89 / 1.87."""
     adam, muon = seeds_of("high-lr"), seeds_of("muon-high-lr")
     for a, m in zip(adam, muon, strict=True):
         assert a.status == m.status == "completed"
-        assert largest_logit(a) > 500 and largest_logit(m) < 100, (largest_logit(a), largest_logit(m))
+        assert largest_logit(a) > 1500 and largest_logit(m) < 250, (largest_logit(a), largest_logit(m))
         assert held_out(m) < held_out(a) - 0.3, (held_out(m), held_out(a))
 
 
 @pytest.mark.slow
 def test_qk_clip_holds_muons_logits_near_tau_at_no_cost_in_loss(seeds_of):
-    """compare.muon-qk-clip, 3 seeds at 150 steps. Measured (one thread): largest logit 65 / 61 / 63 without, 34.6 /
-    35.2 / 36.8 with QK-Clip at 30 (tau plus one step's growth); held-out 2.030 / 2.029 / 2.026 against 2.020 /
-    2.033 / 2.015."""
+    """compare.muon-qk-clip, 3 seeds at the presets' 300 steps. Measured (one thread): largest logit 190 / 142 / 120
+    without, 36.1 / 35.9 / 36.8 with QK-Clip at 30 (tau plus one step's growth); held-out 1.906 / 1.893 / 1.874
+    without against 1.875 / 1.861 / 1.862 with: no worse."""
     muon, clipped = seeds_of("muon-high-lr"), seeds_of("muon-high-lr-qk-clip")
     for m, c in zip(muon, clipped, strict=True):
-        assert 50 < largest_logit(m) and largest_logit(c) < 40, (largest_logit(m), largest_logit(c))
-        assert abs(held_out(c) - held_out(m)) < 0.05, (held_out(c), held_out(m))
+        assert 100 < largest_logit(m) and largest_logit(c) < 40, (largest_logit(m), largest_logit(c))
+        assert held_out(c) < held_out(m) + 0.02, (held_out(c), held_out(m))
