@@ -387,12 +387,11 @@ def case_page(browser, request):
 KNOWN_FAILURES: dict[str, str] = {}
 # Problems of issue 33's scenarios still open on main, by scenario: a case whose problems are all of these is
 # reported as xfail (every other check of the case still fails it), and one that no longer shows them fails
-# until its entry here is removed. Their captions take three lines or more at 1280x720, which puts the loss
-# chart's legend ~10 px below the first screen (issue 21 N16; warmup-angular's was cut to two lines for this).
-KNOWN_SCENARIO_PROBLEMS: dict[str, tuple[str, ...]] = {
-    name: ("(compare_loss) [x", "is not inside the 1280x720 viewport")  # both parts in one problem's text
-    for name in ("reordered-high-lr", "muon-vs-adam", "muon-qk-clip")
-}
+# until its entry here is removed. None now: reordered-high-lr's and the Muon scenarios' captions took three
+# lines at 1280x720, which put the loss chart's legend ~10 px below the first screen (issue 21 N16), and were
+# cut to two, as warmup-angular's was. An entry: name -> parts of one problem's text, e.g.
+# ("(compare_loss) [x", "is not inside the 1280x720 viewport").
+KNOWN_SCENARIO_PROBLEMS: dict[str, tuple[str, ...]] = {}
 
 
 def _case_params() -> list:
