@@ -118,8 +118,10 @@ def test_compare_lecture_view_verdict_takeaway_and_a_new_scenario_after_the_runs
         page.locator(".st-key-compare_start button").click()
         page.wait_for_selector(".st-key-compare_stop button:enabled", timeout=60_000)  # while they train
         page.wait_for_function(
-            "() => document.querySelector('.st-key-lecture_status').innerText.includes('Pre-LN: ')", timeout=400_000
-        )  # both runs ended: one verdict line each
+            "() => { const t = document.querySelector('.st-key-lecture_status').innerText;"
+            " return t.includes('Pre-LN: ') && !t.includes('|'); }",
+            timeout=400_000,
+        )  # both runs ended: one verdict line each (a running status line, "Pre-LN: Step 3/300 | …", has a bar)
         wait_idle(page, 60_000)
         verdict = page.evaluate(VERDICT)
         assert "Post-LN" in verdict["text"] and "stalled" in verdict["text"], verdict
