@@ -522,3 +522,36 @@ def test_compares_caption_names_every_field_the_runs_differ_in_issue_19s_too():
             assert text != t("compare.same", lang), (name, lang, text)
         qk = differences(PRESETS["high-lr"].config, PRESETS["high-lr-qk-norm"].config, lang)
         assert t("ui.qk_norm", lang) in qk and "LayerNorm" in qk, qk
+
+
+def _idle_stepper_app() -> None:
+    import streamlit as st
+
+    from ln_viz.ui import stepper
+
+    steps = st.session_state.setdefault("steps", list(range(0, 50, 5)))
+    stepper.step_control(steps, "s", "en", done=False, ticking=False)
+    if st.session_state.pop("again", False):
+        st.rerun()  # a run without the browser's widget states, as a fragment's timer makes
+
+
+def test_a_running_run_s_idle_step_slider_follows_a_new_run_without_streamlit_s_double_value_warning(monkeypatch):
+    """CI's server log (stop 36): 'The widget with key "probe_step_idle" was created with a default value but also
+    had its value set via the Session State API'. A new run shrank the idle slider's options under its old value,
+    Streamlit reset it through the Session State API, and a rerun without widget states met `value=`."""
+    from streamlit.elements.lib import policies
+
+    warned = []
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *args, **kw: warned.append(msg % args))
+    at = AppTest.from_function(_idle_stepper_app, default_timeout=30).run()
+    assert at.select_slider(key="s_idle").value == 45 and at.select_slider(key="s_idle").disabled
+    at.session_state["steps"] = [0, 5]  # a new run: two probe steps so far
+    at.session_state["again"] = True
+    at.run()
+    assert not warned
+    assert at.select_slider(key="s_idle").value == 5  # the thumb at the new run's latest step
+    at.session_state["steps"] = [0, 5, 10]
+    at.run()
+    assert at.select_slider(key="s_idle").value == 10  # and it follows the run as it trains
+    assert not warned
