@@ -93,9 +93,13 @@ def qr_png(url: str, scale: int = 8) -> bytes:
 # --watchers on the 2-core machine, refreshing every second: 40 watchers got 32 refreshes/s and a health check
 # at 1.0 s; 60 got 8/s (each page moved every 7 s) and the health check took 3.5 s. So the watchers of the
 # server share a budget of refreshes: up to WATCH_BUDGET_PER_S watchers refresh every second, more every
-# ceil(n / budget) seconds (60: 3 s), never slower than WATCH_MAX_PERIOD_S.
+# ceil(n / budget) seconds (60: 3 s), never slower than WATCH_MAX_PERIOD_S. With that at 5 s nothing held the budget
+# past 100 watchers: 240 made ~48 refreshes a second, the health check took up to 13 s and another visitor's
+# first step came 30 s after Start (hostile round 4, M7). So the period grows to 15 s, and a tab past
+# WATCH_MAX_WATCHERS (the budget's worth at that period) is told so instead of being served.
 WATCH_BUDGET_PER_S = 20
-WATCH_MAX_PERIOD_S = 5
+WATCH_MAX_PERIOD_S = 15
+WATCH_MAX_WATCHERS = WATCH_BUDGET_PER_S * WATCH_MAX_PERIOD_S
 WATCHER_TTL_S = 15.0  # a watcher not seen for this long has closed its tab
 
 
@@ -115,6 +119,13 @@ class Watchers:
             for s in [s for s, t in self._seen.items() if now - t > WATCHER_TTL_S]:
                 del self._seen[s]
             return len(self._seen)
+
+    def full(self, session: str, now: float) -> bool:
+        """Whether `session`, not watching yet, would be one too many (WATCH_MAX_WATCHERS watch already)."""
+        with self._lock:
+            if session in self._seen:
+                return False
+            return sum(1 for t in self._seen.values() if now - t <= WATCHER_TTL_S) >= WATCH_MAX_WATCHERS
 
     def leave(self, session: str) -> None:
         with self._lock:

@@ -211,6 +211,33 @@ def test_a_watcher_follows_a_run_in_progress_and_nothing_is_trained_for_it(repla
     assert len(replay_runner.started) == 1  # the lecturer's Start; the watcher trained nothing
 
 
+@pytest.mark.slow  # a replayed run held in progress
+def test_a_tab_past_the_watchers_budget_is_told_so_in_one_sentence_and_draws_nothing(replay_runner, start_app) -> None:
+    from ln_viz.ui import watch
+    from ln_viz.watchlink import WATCH_MAX_WATCHERS
+
+    replay_runner.hold_at = 20
+    lecturer = start_app(60)
+    lecturer.button(key="start").click().run()
+    handle = training.get_runner().get(lecturer.session_state["live_run_id"])
+    wait_for(lambda: handle.view().steps_done == 20)
+    (run_id,) = _store_ids()
+    assert CHARTS <= chart_keys(watcher(str(run_id)))  # a tab under the cap: served
+    watch.watchers.clear()  # AppTest's sessions share one id: the tab above would count as watching
+    tabs = watch.watchers()
+    for i in range(WATCH_MAX_WATCHERS):
+        tabs.seen(f"other{i}", time.monotonic())
+    n = WATCH_MAX_WATCHERS
+    for lang, words in (("en", f"already keeps {n} watching tabs"), ("ko", f"{n}개의 탭")):
+        app = watcher(str(run_id), lang)
+        (warning,) = app.warning
+        assert words in warning.value and not chart_keys(app)
+    replay_runner.release()
+    wait_for(lambda: handle.done)
+    time.sleep(0.6)  # the watchers' shared view is taken at most every half second
+    assert CHARTS <= chart_keys(watcher(str(run_id)))  # an ended run refreshes no more: served to anyone
+
+
 def _shares(app: AppTest) -> list:
     """The "Watch link" popovers on the page."""
     labels = (t("watch.share", "en"), t("watch.share", "ko"))
@@ -263,13 +290,14 @@ def test_many_watchers_share_the_server_s_refreshes():
     (load_test.py --watchers 60 on 2 cores): past the budget the period grows, and a closed tab stops counting."""
     from ln_viz.watchlink import WATCH_BUDGET_PER_S, WATCHER_TTL_S, Watchers, watch_period
 
-    assert [watch_period(n) for n in (1, WATCH_BUDGET_PER_S, WATCH_BUDGET_PER_S + 1, 60, 100, 10_000)] == [
+    assert [watch_period(n) for n in (1, WATCH_BUDGET_PER_S, WATCH_BUDGET_PER_S + 1, 60, 100, 240, 10_000)] == [
         1,
         1,
         2,
         3,
         5,
-        5,
+        12,  # hostile round 4 M7: 240 tabs at 5 s made 48 refreshes a second; now the budget's 20
+        15,
     ]
     tabs = Watchers()
     counts = [tabs.seen(f"tab{i}", now=100.0 + i * 0.01) for i in range(60)]
@@ -278,6 +306,23 @@ def test_many_watchers_share_the_server_s_refreshes():
     tabs.leave("tab1")
     assert tabs.seen("tab0", now=101.0) == 59
     assert tabs.seen("tab0", now=101.0 + WATCHER_TTL_S + 1) == 1  # the others closed their tabs long ago
+
+
+def test_a_tab_past_the_watchers_the_budget_serves_is_refused_and_a_watching_one_is_not():
+    """Hostile round 4 M7: nothing capped the watchers; 240 slowed every tab and another visitor's Start (30 s)."""
+    from ln_viz.watchlink import WATCH_BUDGET_PER_S, WATCH_MAX_PERIOD_S, WATCH_MAX_WATCHERS, WATCHER_TTL_S, Watchers
+
+    assert WATCH_MAX_WATCHERS == WATCH_BUDGET_PER_S * WATCH_MAX_PERIOD_S  # the budget a second, at the longest period
+    tabs = Watchers()
+    for i in range(WATCH_MAX_WATCHERS):
+        assert not tabs.full(f"tab{i}", now=100.0)
+        tabs.seen(f"tab{i}", now=100.0)
+    assert tabs.full("late", now=100.5)  # one too many
+    assert not tabs.full("tab7", now=100.5)  # a tab that watches keeps watching
+    tabs.leave("tab7")
+    assert not tabs.full("late", now=100.5)  # a tab closed: room for one
+    tabs.seen("tab7", now=100.5)
+    assert not tabs.full("late", now=100.0 + WATCHER_TTL_S + 0.1)  # the others' tabs closed long ago
 
 
 def test_a_watcher_s_lecture_view_shows_the_preset_s_lesson_chart():

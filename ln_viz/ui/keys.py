@@ -100,6 +100,7 @@ KEPT_ARRIVED = "_kept_arrived"  # ln_viz.ui.page_state._ARRIVED: this run draws 
 STEP_PLAYING = "__playing"  # ln_viz.ui.stepper: a step control's key + this: Play is on
 STEP_CHOSEN = "__step"  # ln_viz.ui.stepper: a step control's key + this: the step chosen
 STEP_AT_END = "__at_end"  # ln_viz.ui.stepper: a step control's key + this: at its last step
+STEP_IDLE = "_idle"  # suffix: the disabled step slider drawn while the run trains (its thumb set each run)
 
 # --- a newcomer's way to the lesson (ln_viz.ui.first_visit) ------------------------------------------------------
 START_COMPARE = "_start_compare"  # Live's lead button asked Compare to start both runs as it draws

@@ -79,9 +79,9 @@ def step_control(steps: Sequence[int], key: str, lang: str, done: bool, ticking:
         # change under it (a new run), Streamlit resets the old value itself through that API, and the next
         # run started without the browser's widget states (a fragment's timer, `st.rerun`) then met a
         # widget created with a default value whose key was also set that way, and logged a warning.
-        st.session_state[key + "_idle"] = options[-1] if len(steps) >= 2 else options[0]  # no run yet: 0
+        st.session_state[key + keys.STEP_IDLE] = options[-1] if len(steps) >= 2 else options[0]  # no run yet: 0
         row.select_slider(
-            t("ui.step_select", lang), options=options, key=key + "_idle", disabled=True, label_visibility=shown
+            t("ui.step_select", lang), options=options, key=key + keys.STEP_IDLE, disabled=True, label_visibility=shown
         )
         st.session_state[_playing_key(key)] = False
         st.session_state.pop(_chosen_key(key), None)  # a new run opens at its last step

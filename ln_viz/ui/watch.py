@@ -27,7 +27,14 @@ from ln_viz.ui.safe import md
 from ln_viz.ui.storage import get_recorder, get_store, stored_run
 from ln_viz.views import run_frames as frames
 from ln_viz.views.run_frames import RunFrame, Watched
-from ln_viz.watchlink import WATCH_PARAM, Watchers, WatchLinkError, parse_watch_id, watch_period
+from ln_viz.watchlink import (
+    WATCH_MAX_WATCHERS,
+    WATCH_PARAM,
+    Watchers,
+    WatchLinkError,
+    parse_watch_id,
+    watch_period,
+)
 
 VIEW_TTL_S = 0.5  # a running run's view, shared by its watchers: at most two new ones a second per run
 STEP_KEY = "probe_step"  # Live's: the lecture view's CSS sizes it; a watcher's tab draws no Live
@@ -64,17 +71,21 @@ def _shared_views() -> _SharedViews:
 
 
 @st.cache_resource(show_spinner=False)
-def _watchers() -> Watchers:
+def watchers() -> Watchers:
+    """The server's watching tabs (one object per server)."""
     return Watchers()
+
+
+def _session() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "-"
 
 
 def _period() -> int:
     """This tab's refresh period (s), from how many tabs watch on this server now (watchlink.watch_period)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    watching = _watchers().seen(ctx.session_id if ctx is not None else "-", time.monotonic())
-    return watch_period(watching)
+    return watch_period(watchers().seen(_session(), time.monotonic()))
 
 
 def resolve(raw: str | list[str] | None, lang: str) -> Watched:
@@ -235,6 +246,9 @@ def summary(watched: Watched, lang: str) -> str:
 
 
 def _charts(raw: Any, first: Watched, lang: str, lecture: bool) -> None:
+    if not first.done and watchers().full(_session(), time.monotonic()):  # hostile round 4 M7
+        st.warning(t("watch.full", lang, n=WATCH_MAX_WATCHERS), icon=":material/group:")
+        return
     period = 1 if first.done else _period_now()  # 1 s, or longer when many tabs refresh (a finished run: none)
     st.session_state.setdefault(_REFRESH, {"open": False, "slow": 1})["open"] = False  # a full run: none open
 
