@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 50:
         parser.error("--sessions must be between 1 and 50")
-    if not 0 <= args.watchers <= 100:
-        parser.error("--watchers must be between 0 and 100")
+    if not 0 <= args.watchers <= 400:  # past watchlink.WATCH_MAX_WATCHERS (300) the tabs are refused: M7's check
+        parser.error("--watchers must be between 0 and 400")
     if args.cost:
         return run_cost(args)
     if args.seed_session:
