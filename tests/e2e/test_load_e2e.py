@@ -4,7 +4,8 @@ trained at a time, that the others showed their place in the queue and started i
 run ended, that no page showed an exception and the health check never failed, and that no worker
 was left once the sessions closed. Its times are printed here; the full runs (10 and 30 sessions)
 judge them and their figures are in docs/speed.md and docs/classroom.md. Then two sessions watch one
-run through its watch link (`--watchers 2 --json`): one run trained, both see it move, the JSON has the figures."""
+run through its watch link (`--watchers 2 --json`): its run and another visitor's trained, both see it move, the
+visitor's first step comes, the JSON has the figures."""
 
 import re
 
@@ -35,5 +36,6 @@ def test_two_watchers_follow_one_run_and_the_json_has_the_figures(capsys):
     print(captured.err)
     assert code == 0, captured.err
     result = json.loads(captured.out)  # one JSON object on stdout, the report on stderr
-    assert result["runs_trained"] == 1 and result["watchers_moved"] == 2 and result["exceptions"] == 0
+    assert result["runs_trained"] == 2 and result["watchers_moved"] == 2 and result["exceptions"] == 0  # + a visitor's
+    assert result["visitor_first_step_s"] is not None and result["watchers_refused"] == 0
     assert result["refresh_p95_s"] > 0 and result["health_max_s"] > 0 and result["watcher_bytes_per_s"] > 0
