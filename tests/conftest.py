@@ -185,19 +185,55 @@ def ray_head():
         assert not head.left, f"Ray processes left: {head.left}"
 
 
-@pytest.fixture(scope="module")
-def trained():
-    """train(preset, **changes): the shipped preset's run with those changes, trained once per module (the
-    scenario tests share their baselines: tests/test_scenarios.py, tests/test_scenarios_deep.py)."""
-    from ln_viz.config import PRESETS
+@pytest.fixture(scope="session")
+def run_once(tmp_path_factory: pytest.TempPathFactory):
+    """run_once(cfg): `ln_viz.train.run(cfg)`, trained once per session on both of CI's cores: under xdist the
+    first worker to ask trains it (the others wait on its lock) and leaves it pickled in the session's shared
+    temp folder, keyed by the whole config; each caller gets its own copy. tests/test_muon.py trains the Adam
+    baseline at lr 3e-2 on seeds 0-2 that tests/test_scenarios.py trains too (3 runs of 300 steps, ~27 s on CI).
+    The runs are the same bit for bit wherever they are trained: one torch thread in every worker."""
+    import fcntl
+    import hashlib
+    import pickle
+
     from ln_viz.train import run
+
+    # xdist's workers each have a basetemp <session folder>/popen-gwN: the session folder is theirs alone
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+    kept: dict[str, bytes] = {}
+
+    def train(cfg):
+        key = hashlib.sha256(repr(cfg).encode()).hexdigest()[:24]
+        if key not in kept:
+            if shared is None:
+                kept[key] = pickle.dumps(run(cfg))
+            else:
+                path = shared / f"run-{key}.pickle"
+                with open(shared / f"run-{key}.lock", "w") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process ends
+                    if not path.exists():
+                        part = path.with_suffix(".part")
+                        part.write_bytes(pickle.dumps(run(cfg)))
+                        part.replace(path)
+                kept[key] = path.read_bytes()
+        return pickle.loads(kept[key])
+
+    return train
+
+
+@pytest.fixture(scope="module")
+def trained(run_once):
+    """train(preset, **changes): the shipped preset's run with those changes, trained once per session (`run_once`;
+    the scenario tests share their baselines: tests/test_scenarios.py, tests/test_scenarios_deep.py), the same
+    object for every test of a module."""
+    from ln_viz.config import PRESETS
 
     cache: dict[tuple, object] = {}
 
     def train(name: str, **changes):
         key = (name, tuple(sorted(changes.items())))
         if key not in cache:
-            cache[key] = run(PRESETS[name].config.replace(**changes).validate())
+            cache[key] = run_once(PRESETS[name].config.replace(**changes).validate())
         return cache[key]
 
     return train

@@ -14,27 +14,28 @@ from ln_viz.init_lab import BUNDLED_DEFAULT, DEFAULT_SCENARIO, bundled_default, 
 from ln_viz.runner import WORKER_NICE
 
 
+@pytest.fixture(scope="module")
+def pool():
+    """The page's pool of 2 worker processes, started once for the module's slow tests (each worker imports torch,
+    pandas and the corpus: seconds of CPU per pool on CI)."""
+    pool = make_executor(2)
+    yield pool
+    pool.shutdown()
+
+
 @pytest.mark.slow
-def test_pool_workers_run_below_the_server():
-    pool = make_executor(1)
-    try:
-        child = pool.submit(os.getpriority, os.PRIO_PROCESS, 0).result(timeout=90)
-    finally:
-        pool.shutdown()
+def test_pool_workers_run_below_the_server(pool):
+    child = pool.submit(os.getpriority, os.PRIO_PROCESS, 0).result(timeout=90)
     assert child == min(19, os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICE)
 
 
 @pytest.mark.slow
-def test_the_shipped_default_is_what_measuring_it_gives_now():
+def test_the_shipped_default_is_what_measuring_it_gives_now(pool):
     """The page shows ln_viz/data/init_lab_default.json for its default scenario: it must be the same
     numbers this code measures (run scripts/make_init_lab_default.py when this fails)."""
     shipped = bundled_default()
     assert shipped is not None, "the shipped Init lab default is missing or for another scenario"
-    pool = make_executor(2)
-    try:
-        fresh = measure_default(pool)
-    finally:
-        pool.shutdown()
+    fresh = measure_default(pool)
     for pos in DEFAULT_SCENARIO["positions"]:
         for got, want in ((shipped.grads[pos], fresh.grads[pos]), (shipped.resid[pos], fresh.resid[pos])):
             pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-4)
@@ -127,7 +128,7 @@ def test_the_shipped_real_architectures_are_every_arch_at_both_inits_with_descri
 
 
 @pytest.mark.slow
-def test_the_shipped_real_architectures_are_what_measuring_them_gives_now():
+def test_the_shipped_real_architectures_are_what_measuring_them_gives_now(pool):
     """The page shows ln_viz/data/init_lab_hf_default.json: it must be what this code and the installed
     transformers measure (run scripts/make_init_lab_default.py when this fails). Seed 0 of every architecture
     and init (a seed's model and tokens depend on it alone): a fifth of the measurement's time."""
@@ -135,11 +136,7 @@ def test_the_shipped_real_architectures_are_what_measuring_them_gives_now():
     from ln_viz.hf_init_lab import Setup, bundled_default, hf_lab
 
     shipped, _ = bundled_default()
-    pool = make_executor(2)
-    try:
-        fresh = hf_lab(Setup(seeds=1), executor=pool)
-    finally:
-        pool.shutdown()
+    fresh = hf_lab(Setup(seeds=1), executor=pool)
     for key, m in fresh.measured.items():
         assert m.placement == shipped.measured[key].placement
         want = shipped.measured[key].grads

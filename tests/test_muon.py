@@ -200,16 +200,17 @@ SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope="module")
-def seeds_of():
+def seeds_of(run_once):
     """seeds_of(preset): the preset's run, as the scenario trains it (300 steps), for each of SEEDS, trained once for
-    the module. At 150 steps the figures were half of these, and the sentences under the 300-step charts said them."""
+    the session (tests/conftest.py's `run_once`: high-lr's are tests/test_scenarios.py's too). At 150 steps the
+    figures were half of these, and the sentences under the 300-step charts said them."""
     from ln_viz.config import PRESETS
 
     cache: dict[str, list] = {}
 
     def train(name: str) -> list:
         if name not in cache:
-            cache[name] = [run(PRESETS[name].config.replace(seed=s).validate()) for s in SEEDS]
+            cache[name] = [run_once(PRESETS[name].config.replace(seed=s).validate()) for s in SEEDS]
         return cache[name]
 
     return train
