@@ -3,6 +3,9 @@ fixed in a few lines: each test failed before its fix."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from ln_viz.i18n import t
@@ -449,3 +452,11 @@ def test_a_fault_in_the_video_thread_is_said_in_one_sentence_not_an_empty_box(mo
     job.thread.join(30)
     assert not job.thread.is_alive() and job.blob is None
     assert job.error == t("err.video_failed", lang, reason="RuntimeError")
+
+
+def test_a_training_worker_s_imports_leave_pandas_out() -> None:
+    """Issue 32's aha time: each training worker (two warm before the first Start, one more per run) imported
+    pandas and pyarrow through ln_viz.snapshot, 0.3-0.5 s of CPU it never used, competing with the first page."""
+    code = "import sys, ln_viz.runner.worker, ln_viz.corpus; print(sorted({'pandas', 'pyarrow'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.strip() == "[]"
