@@ -510,3 +510,23 @@ def test_the_map_s_lecture_view_shows_the_takeaway_s_cell_before_a_click(start_a
     cell = [x for x in titles if "warm-up 0" in x]
     assert len(cell) == 1 and "Post-LN, lr 1e-2" in cell[0] and "stalled" in cell[0], titles
     assert t("sweep.ui.click_hint", "en") in [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_lecture_view_s_y_axis_titles_are_never_under_24_px(start_app, lang: str) -> None:
+    """UX round 4 L4, L5 (and issue 33's logit chart): the lecture view's loss title was fitted as if its chart were
+    Plotly's 450 px, not its 848-px box, and shrunk to 21-22 px; the Korean logit title to 16-20 px (~10 px
+    seen). Live's lecture view on the high-lr preset draws both."""
+    at = start_app(120)
+    at.session_state["lang"] = lang
+    at.query_params.update({"present": "1", "preset": "high-lr"})
+    at.run()
+    assert not at.exception, at.exception
+    sizes = {}
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        for name, axis in layout.items():
+            if name.startswith("yaxis") and axis.get("title", {}).get("text"):
+                sizes[axis["title"]["text"]] = axis["title"].get("font", {}).get("size", 24)
+    assert t("chart.loss_axis", lang) in sizes and len(sizes) >= 4, sizes
+    assert min(sizes.values()) >= 24, sizes

@@ -10,7 +10,17 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ln_viz.charts.style import _plot_height, _scale, _text_px, _wrap, scaled_px
+from ln_viz.charts.style import (
+    _FITTED,
+    _MARGIN,
+    _fit_y_titles,
+    _legend_px,
+    _plot_height,
+    _scale,
+    _text_px,
+    _wrap,
+    scaled_px,
+)
 
 _NICE = (1.0, 2.0, 5.0)
 _FINE = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)  # ticks within one decade (a loss spans 1-5 nats)
@@ -176,3 +186,24 @@ def _log_colorbar(title: str, lo: float, hi: float, lecture: bool, height: int |
     axis = _log_axis((lo, hi))
     ticks = [math.log10(v) for v in axis["tickvals"]]
     return _colorbar(title, ticks, axis["ticktext"], lecture, math.log10(hi), height)
+
+
+def fit_to_height(fig: go.Figure, height: int, lecture: bool) -> None:
+    """Give a figure built without a height (fitted to Plotly's 450 px) the `height` its box has, its y titles
+    fitted again to the plot that height leaves: the lecture view's 848-px loss chart had its title shrunk to
+    21-22 px as if it were 450 px tall (UX round 4 L4)."""
+    fig.layout.height = height
+    meta = fig.layout.meta
+    given = meta.get(_FITTED) if isinstance(meta, dict) else None
+    if not given:
+        return
+    layout = {name: fig.layout[name].to_plotly_json() for name in given}
+    for name, (text, size) in given.items():
+        font = {k: v for k, v in layout[name]["title"].get("font", {}).items() if k != "size"}
+        layout[name]["title"] = {**layout[name]["title"], "text": text, "font": font | ({"size": size} if size else {})}
+    margin = fig.layout.margin
+    below = fig.layout.legend.yref == "container"
+    bottom = (margin.b if margin.b is not None else _MARGIN["b"]) + (_legend_px(fig, lecture) if below else 0)
+    _fit_y_titles(layout, _plot_height(height, margin.t or 0, bottom + 40), lecture)
+    layout.pop("meta", None)
+    fig.update_layout(layout)
