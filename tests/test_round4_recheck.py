@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -530,3 +531,15 @@ def test_the_lecture_view_s_y_axis_titles_are_never_under_24_px(start_app, lang:
                 sizes[axis["title"]["text"]] = axis["title"].get("font", {}).get("size", 24)
     assert t("chart.loss_axis", lang) in sizes and len(sizes) >= 4, sizes
     assert min(sizes.values()) >= 24, sizes
+
+
+def test_a_pair_s_pack_shows_the_gradient_profile_alone_as_the_lecture_view_does(tiny_run) -> None:
+    """UX round 4 L15: a pair's pack drew the profile's two panels (gradient norm over residual std) in a
+    half-height box, squashed to ~70 and ~40 px; the lecture view and the video show the gradient panel alone."""
+    from ln_viz.pack import pack_html
+
+    page = pack_html([tiny_run, tiny_run], "en", labels=["A", "B"])
+    charts = json.loads(re.search(r"const PACK = (.*?);\n", page).group(1))["charts"]
+    (profile,) = [c for c in charts if c["id"] == "profile"]
+    layout = profile["fig"]["layout"]
+    assert "yaxis2" not in layout and layout["yaxis"]["type"] == "log"
