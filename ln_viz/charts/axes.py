@@ -3,6 +3,7 @@ log axes and colorbars labelled in real units at one readable size, and layer-ax
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -191,19 +192,31 @@ def _log_colorbar(title: str, lo: float, hi: float, lecture: bool, height: int |
 def fit_to_height(fig: go.Figure, height: int, lecture: bool) -> None:
     """Give a figure built without a height (fitted to Plotly's 450 px) the `height` its box has, its y titles
     fitted again to the plot that height leaves: the lecture view's 848-px loss chart had its title shrunk to
-    21-22 px as if it were 450 px tall (UX round 4 L4)."""
+    21-22 px as if it were 450 px tall (UX round 4 L4). Each redraw of a live chart comes here: the fit is
+    cached and only a changed title is set (about 1 ms a chart, 6 ms with update_layout)."""
     fig.layout.height = height
     meta = fig.layout.meta
     given = meta.get(_FITTED) if isinstance(meta, dict) else None
     if not given:
         return
-    layout = {name: fig.layout[name].to_plotly_json() for name in given}
-    for name, (text, size) in given.items():
-        font = {k: v for k, v in layout[name]["title"].get("font", {}).items() if k != "size"}
-        layout[name]["title"] = {**layout[name]["title"], "text": text, "font": font | ({"size": size} if size else {})}
     margin = fig.layout.margin
     below = fig.layout.legend.yref == "container"
     bottom = (margin.b if margin.b is not None else _MARGIN["b"]) + (_legend_px(fig, lecture) if below else 0)
-    _fit_y_titles(layout, _plot_height(height, margin.t or 0, bottom + 40), lecture)
-    layout.pop("meta", None)
-    fig.update_layout(layout)
+    plot_px = _plot_height(height, margin.t or 0, bottom + 40)
+    for name, (text, size) in given.items():
+        title = fig.layout[name].title
+        lo, hi = fig.layout[name].domain or (0.0, 1.0)
+        text, size = _refitted(text, size, round(plot_px * (hi - lo)), lecture)
+        if title.text != text:
+            title.text = text
+        if size is not None and title.font.size != size:
+            title.font.size = size
+
+
+@functools.lru_cache(maxsize=256)
+def _refitted(text: str | None, size: int | None, span_px: int, lecture: bool) -> tuple[str | None, int | None]:
+    """A y title as given (`text`, its font `size` or None), fitted to an axis `span_px` long."""
+    layout = {"yaxis": {"title": {"text": text, **({"font": {"size": size}} if size else {})}}}
+    _fit_y_titles(layout, span_px, lecture)
+    title = layout["yaxis"]["title"]
+    return title["text"], title.get("font", {}).get("size")
