@@ -310,8 +310,9 @@ def _colour_bar(zrange: tuple[float, float], lang: str, lecture: bool) -> dict[s
     return {
         # the unit only, above the bar: the map's title says "final loss", and a rotated "final loss (nats/char)"
         # stood beside the curves' identical y title in the lecture view (UX round 4 L6)
-        # (an empty line under it: the top tick's label, centred on the bar's end, ran into it in Korean)
-        "title": {"text": t("sweep.axis.colour_unit", lang) + "<br>&nbsp;", "side": "top"},
+        "title": {"text": t("sweep.axis.colour_unit", lang), "side": "top"},
+        # each label just under its tick: the top one, centred on the bar's end, ran into the title above
+        "ticklabelposition": "outside bottom",
         "thickness": scaled_px(14, lecture),
         "tickvals": [*ticks, hi],
         "ticktext": labels,
