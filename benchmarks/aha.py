@@ -77,6 +77,26 @@ def wait_health(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
     raise RuntimeError("no health in time")
 
 
+def cpu_seconds(proc: subprocess.Popen) -> dict:
+    """CPU seconds (user + system) spent so far by the server's process and by its live child processes (the
+    training workers, the Init lab's pool): what a loaded machine has to find for the lesson."""
+    import psutil
+
+    try:
+        server = psutil.Process(proc.pid)
+        children = 0.0
+        for child in server.children(recursive=True):
+            try:
+                times = child.cpu_times()
+                children += times.user + times.system
+            except psutil.Error:
+                pass
+        times = server.cpu_times()
+        return {"server": round(times.user + times.system, 2), "workers": round(children, 2)}
+    except psutil.Error:
+        return {}
+
+
 def one_server(browser, path: str, gap: float, timeout: float) -> dict:
     """One fresh server: the stages' times from its launch (seconds), and its log's workers line."""
     tmp = Path(tempfile.mkdtemp(prefix="ln-viz-aha-"))
@@ -100,15 +120,18 @@ def one_server(browser, path: str, gap: float, timeout: float) -> dict:
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout * 1000)
         page.wait_for_selector(button + ":not([disabled])", timeout=timeout * 1000)
         row["drawn"] = time.monotonic() - t0
+        row["cpu_drawn"] = cpu_seconds(proc)
         page.click(button)
         deadline = t0 + timeout
         while time.monotonic() < deadline:
             now = page.evaluate(GAP_JS, [LOSS_CHART, 20])
             if now and now["points"] and "points" not in row:
                 row["points"] = time.monotonic() - t0
+                row["cpu_points"] = cpu_seconds(proc)
             if now and now["gap"] is not None and now["gap"] >= gap:
                 row["gap"] = time.monotonic() - t0
                 row["gap_nats"] = round(now["gap"], 3)
+                row["cpu_gap"] = cpu_seconds(proc)
                 break
             time.sleep(0.1)
     finally:
@@ -150,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                 stages = "  ".join(f"{s} {row[s]:5.1f} s" if s in row else f"{s}   -  " for s in STAGES)
                 print(f"server {i + 1}: {stages}  workers {row.get('workers_ready')}  load {row['load_1min']}",
                       flush=True)  # fmt: skip
+                cpu = "  ".join(f"{s} {row['cpu_' + s]}" for s in STAGES if row.get("cpu_" + s))
+                print(f"  CPU seconds (server, workers) at {cpu}", flush=True)
             browser.close()
     finally:
         if busy is not None:

@@ -160,7 +160,10 @@ def _chart_specs(datas: Sequence[RunData], labels: Sequence[str] | None, lang: s
             if i < len(datas) - 1:
                 fig.update_traces(showscale=False)  # one colour bar for both, as Compare draws them
             specs.append(_marked(fig, f"heatmap{i}", last))
-    specs.append(_framed(lambda s: charts.layer_profile(list(datas), lang, s, True, labels), "profile", steps))
+    # the gradient panel alone, as the lecture view and the video show a pair: with the residual std under it, the
+    # half-height box left the two panels ~70 and ~40 px (UX round 4 L15)
+    profile = lambda s: charts.layer_profile(list(datas), lang, s, True, labels, std=False)  # noqa: E731
+    specs.append(_framed(profile, "profile", steps))
     return specs
 
 

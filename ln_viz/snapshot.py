@@ -13,10 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ln_viz.config import RunConfig
 from ln_viz.schema import (
@@ -32,6 +31,9 @@ from ln_viz.schema import (
     norm_names,
     probe_dims,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: a worker process never makes one (0.5 s of CPU each)
+    import pandas as pd
 
 FINAL_LOSS_WINDOW = 10  # steps: a run's final loss is the mean of its last this-many finite losses
 
@@ -297,6 +299,8 @@ class RunData:
         return self.scalars["step"][-1] if self.scalars["step"] else 0
 
     def scalars_df(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame({c: np.asarray(v, dtype=np.float64) for c, v in self.scalars.items()}).astype(
             {"step": np.int64}
         )

@@ -106,7 +106,8 @@ def show_map() -> None:
     zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), default_init, corpus.unigram_entropy)
     # the lecture view: map and curves side by side, one screen; else the map full width, curves and a cell below
     top = st.columns([1.25, 1]) if lecture else [st.container()]
-    cell = st.session_state.get(keys.SM_CELL)  # set by a click's callback, before this rerun
+    picked = st.session_state.get(keys.SM_CELL)  # set by a click's callback, before this rerun
+    cell = picked or (view.example_cell(results) if lecture else None)  # the lecture view's left column full
     with top[0]:
         pairs = (("lr", spec.lr), ("depth", spec.depth))
         axes = [x for x, axis in pairs if len(axis) > 1 or (x == "lr" and len(spec.depth) == 1)]
@@ -127,14 +128,14 @@ def show_map() -> None:
             fig = curve_charts.sensitivity_chart(lines, corpus.unigram_entropy, lang, lecture, height=height)
             view.chart_box(fig, "sm_sens", view.SENS_BOX, lecture)
     with below[1] if not lecture else top[0]:
-        _cell_detail(results)
+        _cell_detail(results, cell, hint=not picked)
     if not lecture:
         st.caption(t("sweep.ui.how_to_read", lang))
 
 
-def _cell_detail(results) -> None:
+def _cell_detail(results, cell: str | None, hint: bool) -> None:
     by_fp = {r.fingerprint: r for r in results}
-    r = by_fp.get(st.session_state.get(keys.SM_CELL, ""))
+    r = by_fp.get(cell or "")
     if r is None:
         if results:
             st.caption(t("sweep.ui.click_hint", lang))
@@ -145,6 +146,8 @@ def _cell_detail(results) -> None:
     row = st.container(horizontal=True)
     link = live_link_html(live_link(r, lang, lecture), t("sweep.ui.open_live", lang))
     row.markdown(link, unsafe_allow_html=True)  # our own URL and label, escaped
+    if hint:  # the lecture view's example cell: the hint beside its link, in the height a clicked cell takes
+        row.caption(t("sweep.ui.click_hint", lang))
     if not lecture:
         csv = results_frame(results).to_csv(index=False, float_format="%.6g")
         row.download_button(t("sweep.ui.download", lang), csv, "stability_map.csv", "text/csv", key="sm_download")

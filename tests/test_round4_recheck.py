@@ -3,6 +3,12 @@ fixed in a few lines: each test failed before its fix."""
 
 from __future__ import annotations
 
+import json
+import math
+import re
+import subprocess
+import sys
+
 import pytest
 
 from ln_viz.i18n import t
@@ -449,3 +455,91 @@ def test_a_fault_in_the_video_thread_is_said_in_one_sentence_not_an_empty_box(mo
     job.thread.join(30)
     assert not job.thread.is_alive() and job.blob is None
     assert job.error == t("err.video_failed", lang, reason="RuntimeError")
+
+
+def test_a_training_worker_s_imports_leave_pandas_out() -> None:
+    """Issue 32's aha time: each training worker (two warm before the first Start, one more per run) imported
+    pandas and pyarrow through ln_viz.snapshot, 0.3-0.5 s of CPU it never used, competing with the first page."""
+    code = "import sys, ln_viz.runner.worker, ln_viz.corpus; print(sorted({'pandas', 'pyarrow'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.strip() == "[]"
+
+
+def _shipped_map_figures(lang: str):
+    from ln_viz.corpus import load_corpus
+    from ln_viz.server.sweeps import read_shipped_default
+    from ln_viz.sweep import charts as sweep_charts
+    from ln_viz.sweep import curve_charts
+    from ln_viz.sweep.results import curves
+    from ln_viz.sweep.spec import SweepConfig
+
+    shipped = read_shipped_default()
+    spec, results = SweepConfig.from_dict(shipped["spec"]), shipped["results"]
+    corpus = load_corpus(spec.base.corpus, None, spec.base.seq_len)
+    init = math.log(corpus.vocab_size)
+    zrange = sweep_charts.colour_range(results, corpus.floor(spec.base.seq_len), init, corpus.unigram_entropy)
+    heat = sweep_charts.stability_heatmap(spec, results, zrange, lang, True, "lr")
+    sens = curve_charts.sensitivity_chart(curves(results, init), corpus.unigram_entropy, lang, True, height=606)
+    return heat, sens, results
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_map_s_lecture_view_says_final_loss_once_and_tells_its_curves_apart_by_more_than_dash(lang: str) -> None:
+    """UX round 4 L6: the colour bar's and the curves' "final loss (nats/char)" titles stood side by side; the
+    "unigram loss" note sat on the "3" tick (above its line, at the axis); 8 curves in 2 colours differed only by
+    dash."""
+    heat, sens, _ = _shipped_map_figures(lang)
+    bar = next(tr.colorbar for tr in heat.data if tr.type == "heatmap" and tr.showscale is not False)
+    assert bar.title.side == "top"
+    assert t("sweep.axis.final_loss", lang) not in bar.title.text
+    (note,) = [a for a in sens.layout.annotations if a.text == t("sweep.chart.unigram", lang)]
+    assert note.yanchor == "top" and note.xshift >= 10  # under its line, clear of the tick labels
+    lines = [tr for tr in sens.data if tr.mode == "lines+markers"]
+    assert len(lines) == 8
+    looks = {(tr.line.color, tuple(tr.marker.symbol)) for tr in lines}
+    assert len(looks) == len(lines), "two curves differ only by their dash"
+
+
+def test_the_map_s_lecture_view_shows_the_takeaway_s_cell_before_a_click(start_app) -> None:
+    """UX round 4 L6: the left column's lower third stayed empty until a cell was clicked; it now shows the cell
+    the takeaway speaks of (Post-LN, no warm-up, the largest lr: stalled), the click hint beside its link."""
+    at = start_app(120)
+    at.query_params["present"] = "1"
+    at.switch_page("pages/stability_map.py").run()
+    assert not at.exception, at.exception
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    cell = [x for x in titles if "warm-up 0" in x]
+    assert len(cell) == 1 and "Post-LN, lr 1e-2" in cell[0] and "stalled" in cell[0], titles
+    assert t("sweep.ui.click_hint", "en") in [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_lecture_view_s_y_axis_titles_are_never_under_24_px(start_app, lang: str) -> None:
+    """UX round 4 L4, L5 (and issue 33's logit chart): the lecture view's loss title was fitted as if its chart were
+    Plotly's 450 px, not its 848-px box, and shrunk to 21-22 px; the Korean logit title to 16-20 px (~10 px
+    seen). Live's lecture view on the high-lr preset draws both."""
+    at = start_app(120)
+    at.session_state["lang"] = lang
+    at.query_params.update({"present": "1", "preset": "high-lr"})
+    at.run()
+    assert not at.exception, at.exception
+    sizes = {}
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        for name, axis in layout.items():
+            if name.startswith("yaxis") and axis.get("title", {}).get("text"):
+                sizes[axis["title"]["text"]] = axis["title"].get("font", {}).get("size", 24)
+    assert t("chart.loss_axis", lang) in sizes and len(sizes) >= 4, sizes
+    assert min(sizes.values()) >= 24, sizes
+
+
+def test_a_pair_s_pack_shows_the_gradient_profile_alone_as_the_lecture_view_does(tiny_run) -> None:
+    """UX round 4 L15: a pair's pack drew the profile's two panels (gradient norm over residual std) in a
+    half-height box, squashed to ~70 and ~40 px; the lecture view and the video show the gradient panel alone."""
+    from ln_viz.pack import pack_html
+
+    page = pack_html([tiny_run, tiny_run], "en", labels=["A", "B"])
+    charts = json.loads(re.search(r"const PACK = (.*?);\n", page).group(1))["charts"]
+    (profile,) = [c for c in charts if c["id"] == "profile"]
+    layout = profile["fig"]["layout"]
+    assert "yaxis2" not in layout and layout["yaxis"]["type"] == "log"

@@ -184,19 +184,21 @@ def _em(text: str) -> float:
     return sum(1.0 if ord(c) >= 0x2E80 else 0.56 for c in text)
 
 
-def _fit_axis_title(axis: dict[str, Any], span_px: float, font_px: int) -> None:
+def _fit_axis_title(axis: dict[str, Any], span_px: float, font_px: int, least_px: int = 10) -> None:
     """Fit a y axis title to its axis (a title longer than its axis runs past the plot's top into the
     chart title): first a smaller font, down to 0.8x (0.6x for Hangul: Plotly sets the lines of a
     rotated Hangul title so close they touch, so one line is preferred), on one line; then lines broken
-    at spaces; past three lines the font shrinks further."""
+    at spaces; past three lines the font shrinks further, never under `least_px` (the lecture view's
+    LECTURE_MIN_TEXT: shrunk to 0.8x, the loss title was 21-22 px there and a Korean one 10-16 px, UX round 4
+    L4, L5: such a title takes more lines instead)."""
     title = axis.get("title")
     text = title.get("text") if isinstance(title, dict) else None
     if not text or "<br>" in text or _em(text) * font_px <= span_px:
         return
     least = 0.6 if any("\uac00" <= c <= "\ud7a3" for c in text) else 0.8  # Hangul: lines would overlap
-    size = max(round(least * font_px), math.floor(span_px / _em(text)))
+    size = max(round(least * font_px), math.floor(span_px / _em(text)), least_px)
     lines = _wrap_em(text, max(span_px / size, 4.0))
-    while len(lines) > 3 and size > 10:
+    while len(lines) > 3 and size > least_px:
         size -= 1
         lines = _wrap_em(text, max(span_px / size, 4.0))
     title["text"] = "<br>".join(lines)
@@ -226,13 +228,23 @@ def _wrap(text: str, width: int = 12) -> str:
     return "<br>".join(_wrap_em(text, width * 0.56))
 
 
+_FITTED = "ln_viz_y_titles"  # layout.meta's record of the y titles as given, for fit_to_height
+
+
 def _fit_y_titles(layout: dict[str, Any], plot_px: float, lecture: bool) -> None:
-    """`_fit_axis_title` for every y axis of a merged layout, each over its share of the plot height."""
+    """`_fit_axis_title` for every y axis of a merged layout, each over its share of the plot height; the titles
+    as given are kept in the layout's meta (fit_to_height fits them again)."""
+    given = {}
     for name, axis in layout.items():
-        if name.startswith("yaxis") and isinstance(axis, dict):
+        if name.startswith("yaxis") and isinstance(axis, dict) and isinstance(axis.get("title"), dict):
+            title = axis["title"]
+            given[name] = [title.get("text"), title.get("font", {}).get("size")]
             lo, hi = axis.get("domain", (0.0, 1.0))
             # Plotly draws axis titles at 1.2x the layout font (the default when none is set)
-            _fit_axis_title(axis, plot_px * (hi - lo), round(scaled_px(BASE_FONT, lecture) * 1.2))
+            least = LECTURE_MIN_TEXT if lecture else 10
+            _fit_axis_title(axis, plot_px * (hi - lo), round(scaled_px(BASE_FONT, lecture) * 1.2), least)
+    if given and isinstance(layout.get("meta", {}), dict):
+        layout["meta"] = {**layout.get("meta", {}), _FITTED: given}
 
 
 def _legend_px(fig: go.Figure, lecture: bool) -> float:

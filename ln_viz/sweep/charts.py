@@ -308,7 +308,11 @@ def _colour_bar(zrange: tuple[float, float], lang: str, lecture: bool) -> dict[s
     ticks = [k / 2 for k in range(math.ceil(lo * 2), math.floor(hi * 2) + 1) if k / 2 < hi - 0.15]
     labels = [f"{v:.1f}" for v in ticks] + [t("sweep.chart.scale_top", lang, value=f"{hi:.1f}")]
     return {
-        "title": {"text": t("sweep.axis.final_loss", lang), "side": "right"},
+        # the unit only, above the bar: the map's title says "final loss", and a rotated "final loss (nats/char)"
+        # stood beside the curves' identical y title in the lecture view (UX round 4 L6)
+        "title": {"text": t("sweep.axis.colour_unit", lang), "side": "top"},
+        # each label just under its tick: the top one, centred on the bar's end, ran into the title above
+        "ticklabelposition": "outside bottom",
         "thickness": scaled_px(14, lecture),
         "tickvals": [*ticks, hi],
         "ticktext": labels,

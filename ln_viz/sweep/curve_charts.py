@@ -22,6 +22,8 @@ from ln_viz.sweep.results import Curve
 from ln_viz.sweep.spec import VARIANT_AXES
 
 _WARMUP_DASH = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
+# and a marker: 8 curves in two colours told apart by dash alone were hard to tell apart (UX round 4 L6)
+_WARMUP_SYMBOL = ("circle", "square", "diamond", "triangle-up", "pentagon", "hexagon")
 
 
 def sensitivity_chart(
@@ -47,16 +49,11 @@ def sensitivity_chart(
     fig.add_traces(bands)  # under the lines
     lines = []
     for c in curves:
-        dash = _WARMUP_DASH[styles.index((c.warmup_steps, c.variant)) % len(_WARMUP_DASH)]
-        lines.append(_curve_trace(c, lang, lecture, with_depth, dash, varied))
+        k = styles.index((c.warmup_steps, c.variant))
+        style = (_WARMUP_DASH[k % len(_WARMUP_DASH)], _WARMUP_SYMBOL[k % len(_WARMUP_SYMBOL)])
+        lines.append(_curve_trace(c, lang, lecture, with_depth, style, varied))
     fig.add_traces(lines)
-    unigram_note = {"text": t("sweep.chart.unigram", lang), "font": {"size": scaled_px(13, lecture)}}
-    fig.add_hline(
-        y=unigram,
-        line={"color": GREY, "dash": "dot", "width": 2},
-        annotation=unigram_note,
-        annotation_position="top left",
-    )
+    _unigram_line(fig, unigram, lang, lecture)
     columns = 2 if lecture else 1  # the legend below the axis; two columns on a wide projector screen
     diverged = any(s == "diverged" for c in curves for s in c.statuses)
     # the finite points, up to the map's colour top (unigram + 1 nat): a no-norm run that ended at 30 nats
@@ -85,6 +82,15 @@ def sensitivity_chart(
     return fig
 
 
+def _unigram_line(fig: go.Figure, unigram: float, lang: str, lecture: bool) -> None:
+    """The unigram loss, dotted, its note under the line and clear of the axis: above it, at the left, the note
+    read as the "3" tick's label (UX round 4 L6)."""
+    note = {"text": t("sweep.chart.unigram", lang), "font": {"size": scaled_px(13, lecture)}}
+    line = {"color": GREY, "dash": "dot", "width": 2}
+    annotation = {**note, "xshift": scaled_px(10, lecture)}
+    fig.add_hline(y=unigram, line=line, annotation=annotation, annotation_position="bottom left")
+
+
 def _legend(lecture: bool, columns: int, plot_px: float) -> dict[str, Any]:
     """The legend under the axis, in `columns` columns (`plot_px`: the plot area's height)."""
     return {
@@ -98,10 +104,14 @@ def _legend(lecture: bool, columns: int, plot_px: float) -> dict[str, Any]:
     }
 
 
-def _curve_trace(c: Curve, lang: str, lecture: bool, with_depth: bool, dash: str, varied: list) -> go.Scatter:
-    """One setting's final loss against lr: a gap at a diverged lr (_diverged_marks marks it); stalled, open."""
+def _curve_trace(
+    c: Curve, lang: str, lecture: bool, with_depth: bool, style: tuple[str, str], varied: list
+) -> go.Scatter:
+    """One setting's final loss against lr: a gap at a diverged lr (_diverged_marks marks it); stalled, open.
+    `style`: its dash and marker."""
+    dash, symbol = style
     ys = [None if v is None or s == "diverged" else v for v, s in zip(c.final_losses, c.statuses)]
-    symbols = ["circle-open" if s == "stalled" else "circle" for s in c.statuses]
+    symbols = [symbol + "-open" if s == "stalled" else symbol for s in c.statuses]
     name = _curve_name(c, lang, with_depth) + variant_text(c.variant, varied, lang)
     finite = [y for y in ys if y is not None]
     best = f"{min(finite):.2f}" if finite else "-"

@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from ln_viz.charts.axes import fit_to_height
 from ln_viz.ui import keys
 
 # Box size classes: the start of a container's key, hence of its `st-key-...` CSS class.
@@ -114,7 +115,7 @@ def chart(fig: Any, key: str, box: str, lecture: bool = False) -> None:
     """Draw a Plotly figure filling a box of size class `box` (TALL, MID, SHORT, LOSS, FULL, HALF, UPPER, LOWER)."""
     config = {"displayModeBar": False} if lecture else {"displaylogo": False}
     if fig.layout.height is None:
-        fig.layout.height = NOMINAL_PX[box]
+        fit_to_height(fig, NOMINAL_PX[box], lecture)
     with st.container(key=box + key):
         st.plotly_chart(fig, key=key, width="stretch", height="stretch", theme=None, config=config)
 

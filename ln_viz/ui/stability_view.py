@@ -17,6 +17,17 @@ from ln_viz.sweep.spec import QUERY_VARIANTS, SweepConfig, spec_from_query, spec
 from ln_viz.ui import keys, layout
 
 
+def example_cell(results: list[CellResult]) -> str | None:
+    """The cell the lecture view shows before any click (its fingerprint): the first that did not learn, at the
+    least warm-up and the largest lr, the takeaway's case (UX round 4 L6: the left column's lower third was
+    empty until a click); else the highest final loss. None without a cell that has a curve."""
+    drawn = [r for r in results if len(r.curve) > 1]
+    if not drawn:
+        return None
+    worst = min(drawn, key=lambda r: (r.status == "learned", r.warmup_steps, -r.lr, -(r.final_loss or 0.0)))
+    return worst.fingerprint
+
+
 def session_key() -> str:
     """This browser session's own key (a sweep's owner)."""
     return st.session_state.setdefault(keys.SM_SESSION, uuid.uuid4().hex)

@@ -173,7 +173,8 @@ def open_map(pg, lecture: bool):
     if lecture:
         cell = pg.evaluate(MAP_CELL)
         pg.mouse.click(cell["x"], cell["y"])
-        pg.wait_for_selector(".st-key-sm_cell_chart .js-plotly-plot", timeout=60_000)
+        # the clicked cell's curve (lr 3e-4), not the takeaway's cell the lecture view shows before a click
+        pg.wait_for_selector(".st-key-sm_cell_chart .gtitle:has-text('3e-4')", timeout=60_000)
         wait_idle(pg, timeout=60_000)
         yield "stability-map-clicked", "ko"
 

@@ -236,7 +236,8 @@ def test_a_click_on_a_map_cell_opens_that_cell_at_a_laptop_s_size(server, browse
         time.sleep(1)
         cell = page.evaluate(FIRST_CELL)
         page.mouse.click(cell["x"], cell["y"])
-        title = page.locator(".st-key-sm_cell_chart .gtitle").first
+        # (the lecture view shows the takeaway's cell before any click: wait for the clicked one's title)
+        title = page.locator(".st-key-sm_cell_chart .gtitle", has_text="lr 3e-4").first
         title.wait_for(timeout=60_000)
         words = title.text_content()
         assert "lr 3e-4" in words and "warm-up 0," in words, words
