@@ -54,7 +54,7 @@ def _collect_garbage() -> None:
 # seconds without a training run before the Init lab's workers start; LN_VIZ_POOL_QUIET_S overrides it (the
 # browser tests set 0: their servers would otherwise each wait this long before the workers they count settle)
 QUIET_S = float(os.environ.get("LN_VIZ_POOL_QUIET_S", "15"))
-# LN_VIZ_WARM_INIT_LAB=0: no Init lab workers at start (its page starts them when opened); the browser tests' servers
+# LN_VIZ_WARM_INIT_LAB=0: no Init lab workers at start (they start when its page first measures); the test servers
 # that never open the Init lab set it, as each warm pool cost them seconds of both cores at every server start
 WARM_INIT_LAB = os.environ.get("LN_VIZ_WARM_INIT_LAB", "1") != "0"
 

@@ -43,7 +43,8 @@ def free_port() -> int:
 
 WORKERS_READY = "ln-viz: workers ready"  # printed once the server's prewarmed workers are up
 # for a server whose tests never open the Init lab: no Init lab workers warmed at its start (the page would start
-# them when opened; ln_viz.server.lifespan.WARM_INIT_LAB). The warm pool cost each server start seconds of both cores.
+# them when it first measures; ln_viz.server.lifespan.WARM_INIT_LAB); that warm pool cost each server start seconds
+# of both cores
 NO_INIT_LAB = {"LN_VIZ_WARM_INIT_LAB": "0"}
 NOTHING_TRAINS = NO_INIT_LAB | {"LN_VIZ_WARM_WORKERS": "0"}  # for a server on which nothing trains: no warm worker
 
