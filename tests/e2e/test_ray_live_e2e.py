@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from tests.e2e.conftest import NO_INIT_LAB, Server, stop_and_check, wait_idle  # noqa: E402
+from tests.e2e.conftest import Server, stop_and_check, wait_idle  # noqa: E402
 from tests.e2e.test_live_e2e import loss_steps, points, status_step, status_text  # noqa: E402
 from tests.ray_cluster import HeadNode, alive  # noqa: E402
 
@@ -30,7 +30,7 @@ def cluster(tmp_path_factory):
     head = HeadNode(cpus=2).start()
     server = None
     try:
-        env = {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": head.address, "RAY_AUTH_MODE": "disabled"} | NO_INIT_LAB
+        env = {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": head.address, "RAY_AUTH_MODE": "disabled"}
         server = Server(tmp_path_factory.mktemp("rayapp"), env=env)
         yield server, head
     finally:
