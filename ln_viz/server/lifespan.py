@@ -54,6 +54,9 @@ def _collect_garbage() -> None:
 # seconds without a training run before the Init lab's workers start; LN_VIZ_POOL_QUIET_S overrides it (the
 # browser tests set 0: their servers would otherwise each wait this long before the workers they count settle)
 QUIET_S = float(os.environ.get("LN_VIZ_POOL_QUIET_S", "15"))
+# LN_VIZ_WARM_INIT_LAB=0: no Init lab workers at start (they start when its page first measures); the test servers
+# that never open the Init lab set it, as each warm pool cost them seconds of both cores at every server start
+WARM_INIT_LAB = os.environ.get("LN_VIZ_WARM_INIT_LAB", "1") != "0"
 
 
 def wait_quiet(busy: Callable[[], bool], quiet_s: float, most_s: float, poll_s: float = 0.25) -> bool:
@@ -93,8 +96,9 @@ def _prewarm(get_runner: Callable[[], Runner], warm_init_lab_pool: Callable[[], 
         runner_s = time.monotonic() - t0
         # Then the Init lab's pool (its default scenario ships measured), once no run has trained for
         # QUIET_S (at most a minute's wait), so a first Start keeps both cores.
-        wait_quiet(runner.busy, QUIET_S, 60.0)
-        warm_init_lab_pool()
+        if WARM_INIT_LAB:
+            wait_quiet(runner.busy, QUIET_S, 60.0)
+            warm_init_lab_pool()
         print(
             f"ln-viz: workers ready: training {runner_s:.1f} s, Init lab {time.monotonic() - t0:.1f} s after start",
             flush=True,

@@ -42,6 +42,11 @@ def free_port() -> int:
 
 
 WORKERS_READY = "ln-viz: workers ready"  # printed once the server's prewarmed workers are up
+# for a server whose tests never open the Init lab: no Init lab workers warmed at its start (the page would start
+# them when it first measures; ln_viz.server.lifespan.WARM_INIT_LAB); that warm pool cost each server start seconds
+# of both cores
+NO_INIT_LAB = {"LN_VIZ_WARM_INIT_LAB": "0"}
+NOTHING_TRAINS = NO_INIT_LAB | {"LN_VIZ_WARM_WORKERS": "0"}  # for a server on which nothing trains: no warm worker
 
 
 class Server:
@@ -148,11 +153,12 @@ def shared_server(tmp_path_factory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def server(request, tmp_path_factory) -> Iterator[Server]:
-    """The app's server for a test module: its own, or the shared one where the module sets `SHARE_SERVER`."""
+    """The app's server for a test module: its own (the modules that use it never open the Init lab), or the
+    shared one where the module sets `SHARE_SERVER`."""
     if getattr(request.module, "SHARE_SERVER", False):
         yield request.getfixturevalue("shared_server")
         return
-    s = Server(tmp_path_factory.mktemp("app"))
+    s = Server(tmp_path_factory.mktemp("app"), env=NO_INIT_LAB)
     yield s
     stop_and_check(s)
 

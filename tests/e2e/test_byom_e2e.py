@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from ln_viz.store import Store
-from tests.e2e.conftest import ROOT, Server, chart_value, stop_and_check, wait_idle
+from tests.e2e.conftest import NOTHING_TRAINS, ROOT, Server, chart_value, stop_and_check, wait_idle
 from tests.e2e.test_runs_e2e import click_row
 
 pytestmark = pytest.mark.e2e
@@ -24,7 +24,7 @@ STEP = re.compile(r"Step (\d+)")
 
 @pytest.fixture(scope="module")
 def attached_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    s = Server(tmp_path_factory.mktemp("byom_app"), wait_workers=False)  # nothing here trains in the server
+    s = Server(tmp_path_factory.mktemp("byom_app"), env=NOTHING_TRAINS)  # nothing here trains in the server
     yield s
     stop_and_check(s)
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ln_viz.store import Store
-from tests.e2e.conftest import Server
+from tests.e2e.conftest import NO_INIT_LAB, Server
 from tests.e2e.test_live_e2e import open_app, status_step, status_text
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +23,7 @@ def alive(pid: int) -> bool:
 
 
 def test_sigkill_of_the_server_mid_run_keeps_the_store_and_leaves_no_worker(browser, tmp_path):
-    server = Server(tmp_path)
+    server = Server(tmp_path)  # with the Init lab's warm workers too: none may outlive the server's SIGKILL
     context = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
     try:
         page = context.new_page()
@@ -78,7 +78,8 @@ def test_a_disk_that_fills_under_the_server_is_said_once_and_sigterm_leaves_no_r
 
     with mounted_tmpfs("3m") as disk:
         store_path = disk / "runs.sqlite"
-        server = Server(tmp_path, env={"LN_VIZ_STORE": str(store_path)})  # the log stays off the full disk
+        env = {"LN_VIZ_STORE": str(store_path)} | NO_INIT_LAB
+        server = Server(tmp_path, env=env)  # the log stays off the full disk
         context = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
         try:
             page = context.new_page()

@@ -12,8 +12,17 @@ import re
 import pytest
 
 from benchmarks import load_test
+from tests.e2e.conftest import NO_INIT_LAB
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True)
+def _no_init_lab(monkeypatch):
+    """The load test's servers (tests.e2e.conftest.Server, which passes the environment on) start without the
+    Init lab's warm workers: only Live is loaded here, and that pool cost each server start seconds of both cores."""
+    for name, value in NO_INIT_LAB.items():
+        monkeypatch.setenv(name, value)
 
 
 def test_three_sessions_queue_behind_a_cap_of_one_and_leave_nothing(capsys):

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from tests.e2e.conftest import Server, stop_and_check, wait_idle  # noqa: E402
+from tests.e2e.conftest import NO_INIT_LAB, Server, stop_and_check, wait_idle  # noqa: E402
 from tests.e2e.test_live_e2e import status_step, status_text  # noqa: E402
 from tests.e2e.test_ray_live_e2e import page_says, wait_for  # noqa: E402
 from tests.ray_cluster import HeadNode  # noqa: E402
@@ -55,7 +55,7 @@ def test_a_killed_head_fails_its_runs_in_one_sentence_and_the_server_lives_on(tm
     server = None
     try:
         env = {"LN_VIZ_EXECUTOR": "ray", "LN_VIZ_RAY_ADDRESS": head.address, "RAY_AUTH_MODE": "disabled",
-               "RAY_gcs_rpc_server_reconnect_timeout_s": str(RAY_GCS_TIMEOUT_S)}  # fmt: skip
+               "RAY_gcs_rpc_server_reconnect_timeout_s": str(RAY_GCS_TIMEOUT_S)} | NO_INIT_LAB  # fmt: skip
         server = Server(tmp_path, env=env)
         press_start(page, server, "en")
         wait_for(lambda: status_step(page) > 5, 90, "no step arrived from the cluster")

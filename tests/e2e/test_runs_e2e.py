@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ln_viz.export import CHARTS
-from tests.e2e.conftest import STEP_OF, Server, chart, settled_screenshot, stop_and_check, wait_idle
+from tests.e2e.conftest import NOTHING_TRAINS, STEP_OF, Server, chart, settled_screenshot, stop_and_check, wait_idle
 
 pytestmark = pytest.mark.e2e
 OPENED_IN_VIEW = """() => { const el = document.querySelector('.st-key-runs_opened');
@@ -27,7 +27,7 @@ ROW_H = 35  # px: glide-data-grid's default row height, also its header's, in st
 @pytest.fixture(scope="module")
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """The app on its own empty store, told to load the bundled demo runs (as for a talk)."""
-    s = Server(tmp_path_factory.mktemp("runs_app"), env={"LN_VIZ_LOAD_DEMOS": "1"})
+    s = Server(tmp_path_factory.mktemp("runs_app"), env={"LN_VIZ_LOAD_DEMOS": "1"} | NOTHING_TRAINS)
     yield s
     stop_and_check(s)
 

@@ -13,7 +13,7 @@ from ln_viz.store import Store
 from ln_viz.store.transfer import DEMO_DIR, add_loaded_run
 from ln_viz.text import one_line
 from ln_viz.ui.safe import WORD_JOINER
-from tests.e2e.conftest import Server, stop_and_check, wait_idle
+from tests.e2e.conftest import NOTHING_TRAINS, Server, stop_and_check, wait_idle
 
 pytestmark = pytest.mark.e2e
 HOST = "evil.invalid"
@@ -26,7 +26,7 @@ def labelled_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
     with Store(tmp / "runs.sqlite") as store:  # the path Server gives the app
         run_id, _ = add_loaded_run(store, read_run_file(next(DEMO_DIR.glob("*.json.gz"))))
         store.label(run_id, LABEL)
-    s = Server(tmp, wait_workers=False)
+    s = Server(tmp, env=NOTHING_TRAINS)  # nothing trains here
     yield s, run_id
     stop_and_check(s)
 
