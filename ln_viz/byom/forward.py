@@ -19,7 +19,7 @@ from torch import nn
 from ln_viz.byom.attention import SdpaTap, attention_stats
 from ln_viz.byom.card import block_input, first_tensor
 from ln_viz.byom.measure import _mode_stack
-from ln_viz.probes import median_abs, tensor_summary
+from ln_viz.probes import median_abs, tensor_stats, tensor_summary
 from ln_viz.schema import PROBES, Stat
 
 
@@ -133,7 +133,7 @@ class ForwardProbes:
     @torch.no_grad()
     def _logz(self, logits: torch.Tensor) -> None:
         assert self._arrays is not None
-        _, self._arrays["logz_stats"][:] = tensor_summary(torch.logsumexp(logits.detach().float(), -1))
+        self._arrays["logz_stats"][:] = tensor_stats(torch.logsumexp(logits.detach().float(), -1))
 
     def _stop_capture(self) -> None:
         if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():
