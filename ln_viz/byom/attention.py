@@ -69,10 +69,7 @@ def attention_stats(
         if keep is not None:  # adding -1e30 to a finite score gives -1e30: as masked_fill, 8x cheaper
             additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
             fast = finite and not additive
-            if fast and scores is logits:  # in place: the logits are not read again
-                scores = logits.add_(_bias(keep))
-            else:
-                scores = scores + _bias(keep) if fast else scores.masked_fill(~keep, _MASKED)
+            scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, _MASKED)  # scores: our own
         # one exp pass (softmax; exp() of the masked -1e30 would be 6x slower), not two (softmax and
         # log-softmax): with s' = s - max_row <= 0, p = exp(s') / Z and the row's largest p = 1 / Z, so
         # -sum p log p = log Z - sum p s' = -log(max p) - sum p s', both sums of non-negative terms (scores
