@@ -37,13 +37,20 @@ def tokens(n: int = 64, seq: int = 32) -> list[dict[str, torch.Tensor]]:
 
 
 def trainer(
-    store: str | None, steps: int, every: int, callbacks: list | None = None, out: str | None = None
+    store: str | None,
+    steps: int,
+    every: int,
+    callbacks: list | None = None,
+    out: str | None = None,
+    compile_backend: str | None = None,
 ) -> Trainer:
+    """`compile_backend` ("inductor", "aot_eager"): the Trainer's `torch_compile=True` with that backend."""
     logging.set_verbosity_error()
+    compiled = dict(torch_compile=True, torch_compile_backend=compile_backend) if compile_backend else {}
     args = TrainingArguments(
         output_dir=out or tempfile.mkdtemp(), max_steps=steps, per_device_train_batch_size=4,
         gradient_accumulation_steps=2, max_grad_norm=1.0, learning_rate=3e-3, logging_steps=1, save_strategy="no",
-        report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0, seed=0,
+        report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0, seed=0, **compiled,
     )  # fmt: skip
     probe = LnVizCallback(store=store, every=every, label="hf-trainer llama")
     return Trainer(model=tiny_llama(), args=args, train_dataset=tokens(), callbacks=[probe, *(callbacks or [])])
@@ -54,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default=None)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--every", type=int, default=5)
+    parser.add_argument("--compile", default=None, metavar="BACKEND", help="torch_compile=True with this backend")
     args = parser.parse_args(argv)
-    t = trainer(args.store, args.steps, args.every)
+    t = trainer(args.store, args.steps, args.every, compile_backend=args.compile)
     t.train()
     probe = next(c.probe for c in t.callback_handler.callbacks if isinstance(c, LnVizCallback))
     print(f"run {probe.run_id}: {probe.step} optimizer steps, placement {probe.card.placement}")

@@ -308,6 +308,7 @@ def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypa
         raise RuntimeError("broken summary")
 
     monkeypatch.setattr(attach_module, "tensor_summary", broken)
+    monkeypatch.setattr(attach_module, "tensor_stats", broken)  # log Z's
     model = build("gpt2")
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
     x = ids()
@@ -472,7 +473,7 @@ def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
-    from ln_viz.probes import tensor_summary
+    from ln_viz.probes import tensor_stats, tensor_summary
     from ln_viz.schema import HIST_LIMIT
 
     g = torch.Generator().manual_seed(0)
@@ -491,6 +492,7 @@ def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
         want, got = _summary_before(x), tensor_summary(x)
         np.testing.assert_array_equal(got[0], want[0], err_msg=f"histogram of case {i}")
         np.testing.assert_array_equal(got[1], want[1], err_msg=f"stats of case {i}")
+        np.testing.assert_array_equal(tensor_stats(x), want[1], err_msg=f"stats alone of case {i}")
 
 
 def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_float_it_was_asked() -> None:

@@ -149,3 +149,61 @@ def test_the_overhead_benchmark_runs_in_its_quick_mode() -> None:
         assert "wandb/10" in done.stdout and "wandb/1 " in done.stdout
     except ImportError:
         assert "wandb is not installed (pip install wandb)" in done.stdout
+
+
+def _probes_agree(path: Path, eager: int, compiled: int, steps: tuple[int, ...]) -> None:
+    """The compiled run's stored probes are the eager run's (same weights, same batches), the activation and
+    attention ones among them: the shadow forward saw what the compiled step computed."""
+    with Store(path) as store, store._read() as db:
+        names = [
+            {r[0] for r in db.execute("SELECT DISTINCT name FROM probes WHERE run_id = ?", (i,))}
+            for i in (eager, compiled)
+        ]
+    assert names[0] == names[1] >= {"resid_stats", "norm_in_hist", "attn_entropy", "logz_stats"}, names
+    for name in sorted(names[0]):
+        for step in steps:
+            want, got = (stored_probe(path, i, name, step) for i in (eager, compiled))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} at step {step}")
+    assert np.isfinite(stored_probe(path, compiled, "attn_entropy", steps[-1])).all()
+
+
+@pytest.mark.slow  # an eager and a compiled (aot_eager) Trainer, 3 steps: ~15 s
+def test_hf_trainer_with_torch_compile_records_the_activations_by_a_shadow_forward(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+    import warnings
+
+    from examples.hf_trainer import trainer
+    from ln_viz.integrations.hf import LnVizCallback
+
+    path = tmp_path / "runs.sqlite"
+    runs = []
+    for backend in (None, "aot_eager"):
+        t = trainer(str(path), steps=3, every=1, out=str(tmp_path / "out"), compile_backend=backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no probe failed, nothing 'compiled after attach'
+            t.train()
+        runs.append(next(c.probe for c in t.callback_handler.callbacks if isinstance(c, LnVizCallback)))
+    assert runs[1].compiled is not None and runs[1].compiled is not runs[1].model  # attached to the wrapper
+    _probes_agree(path, runs[0].run_id, runs[1].run_id, (1, 2, 3))
+
+
+@pytest.mark.slow  # an eager and a compiled (aot_eager) fit, 3 steps: ~20 s at load 9 (the shadow's random state
+# and buffers: test_a_compiled_model_s_dropout_draws_the_same_with_and_without_the_shadow, the same path)
+def test_lightning_fit_of_a_compiled_module_records_the_activations_by_a_shadow_forward(tmp_path: Path) -> None:
+    pytest.importorskip("lightning", reason="lightning is not installed (pip install -r requirements-hf.txt)")
+    import warnings
+
+    from examples.lightning_module import LitGPT, loader, trainer
+
+    path = tmp_path / "runs.sqlite"
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        module = LitGPT()
+        t = trainer(str(path), steps=3, every=1, root=str(tmp_path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no probe failed, nothing 'compiled after attach'
+            t.fit(torch.compile(module, backend="aot_eager") if compiled else module, loader())
+        runs.append(t.callbacks[0].probe)
+    assert runs[1].shadowed and not runs[0].shadowed
+    _probes_agree(path, runs[0].run_id, runs[1].run_id, (1, 2, 3))

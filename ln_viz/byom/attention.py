@@ -56,7 +56,7 @@ def attention_stats(
             keep = _causal(T, S, q.device)
         # the largest |logit| among those attended to: masked ones multiplied by 0 (one pass, 4x cheaper than
         # torch.where), unless a logit is not finite (inf * 0 is NaN), then by where
-        seen = logits if keep is None else logits * keep
+        seen = logits if keep is None else logits * _as_float(keep)  # x * 1.0 and x * 0.0, as x * True, x * False
         lo, hi = torch.aminmax(seen)
         largest = float(torch.maximum(-lo, hi))
         finite = math.isfinite(largest)
@@ -69,7 +69,7 @@ def attention_stats(
         if keep is not None:  # adding -1e30 to a finite score gives -1e30: as masked_fill, 8x cheaper
             additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
             fast = finite and not additive
-            scores = scores + _bias(keep) if fast else scores.masked_fill(~keep, _MASKED)
+            scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, _MASKED)  # scores: our own
         # one exp pass (softmax; exp() of the masked -1e30 would be 6x slower), not two (softmax and
         # log-softmax): with s' = s - max_row <= 0, p = exp(s') / Z and the row's largest p = 1 / Z, so
         # -sum p log p = log Z - sum p s' = -log(max p) - sum p s', both sums of non-negative terms (scores
@@ -93,6 +93,18 @@ def _bias(keep: torch.Tensor) -> torch.Tensor:
     if keep.ndim == 2 and keep is _causal(*keep.shape, keep.device):
         return _causal_bias(*keep.shape, keep.device)
     return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, _MASKED)
+
+
+def _as_float(keep: torch.Tensor) -> torch.Tensor:
+    """`keep` as 1.0 and 0.0 (the causal one cached): a float mask multiplies without a cast of each element."""
+    if keep.ndim == 2 and keep is _causal(*keep.shape, keep.device):
+        return _causal_float(*keep.shape, keep.device)
+    return keep
+
+
+@functools.lru_cache(maxsize=8)
+def _causal_float(T: int, S: int, device: torch.device) -> torch.Tensor:
+    return _causal(T, S, device).float()
 
 
 @functools.lru_cache(maxsize=8)

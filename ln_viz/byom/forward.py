@@ -19,7 +19,7 @@ from torch import nn
 from ln_viz.byom.attention import SdpaTap, attention_stats
 from ln_viz.byom.card import block_input, first_tensor
 from ln_viz.byom.measure import _mode_stack
-from ln_viz.probes import median_abs, tensor_summary
+from ln_viz.probes import median_abs, tensor_stats, tensor_summary
 from ln_viz.schema import PROBES, Stat
 
 
@@ -102,12 +102,13 @@ class ForwardProbes:
         """The compiled wrapper's forward pre-hook: on a probe step's first training forward, the shadow."""
         if module.training and torch.is_grad_enabled() and self._armed and not self._capturing:
             self._armed = False
-            self._shadow(args, kwargs)
+            self._shadow(lambda: self.model(*args, **kwargs))
 
-    def _shadow(self, args: tuple, kwargs: dict) -> None:
-        """The original module's forward on the batch the compiled one is about to see, under no_grad, with
-        the activation hooks and the attention tap on for it alone; the random state (dropout) and the
-        buffers (a norm's running statistics) as they were, so the compiled step computes what it would."""
+    def _shadow(self, run: Callable[[], Any]) -> None:
+        """`run()`, the original module's forward on the batch the compiled one is about to see (or an
+        adapter's eager step that calls it), under no_grad, with the activation hooks and the attention tap
+        on for it alone (log Z from the module's own output); the random state (dropout) and the buffers (a
+        norm's running statistics) as they were, so the compiled step computes what it would."""
         handles: list[Any] = []
         restore = None
         buffers = list(self.model.buffers())
@@ -115,11 +116,11 @@ class ForwardProbes:
         devices = sorted({p.device.index or 0 for p in self.all_params[:1] if p.device.type == "cuda"})
         try:
             self._add_activation_hooks(handles)
+            handles.append(self.model.register_forward_hook(lambda module, args, out: self._end_capture(out)))
             restore = self._set_tap()
             self._begin_capture()
             with torch.no_grad(), torch.random.fork_rng(devices=devices):
-                out = self.model(*args, **kwargs)
-            self._end_capture(out)
+                run()
         finally:
             self._stop_capture()
             for h in handles:
@@ -133,7 +134,7 @@ class ForwardProbes:
     @torch.no_grad()
     def _logz(self, logits: torch.Tensor) -> None:
         assert self._arrays is not None
-        _, self._arrays["logz_stats"][:] = tensor_summary(torch.logsumexp(logits.detach().float(), -1))
+        self._arrays["logz_stats"][:] = tensor_stats(torch.logsumexp(logits.detach().float(), -1))
 
     def _stop_capture(self) -> None:
         if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():

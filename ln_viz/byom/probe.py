@@ -61,12 +61,13 @@ class Probe(ForwardProbes):
         layout: str | None = None,
         steps: int | None = None,
         example: Any = None,
+        shadowed: bool = False,
     ) -> None:
         if every < 1:
             raise ValueError(f"every={every!r}: probe every N >= 1 optimizer steps.")
         self.compiled = model if is_compiled(model) else None  # torch.compile's wrapper: a shadow forward
-        self.model = unwrap(model)
-        self.optimizer = optimizer
+        self.shadowed = shadowed  # compiled with no wrapper to hook: no hook on the model, the adapter's `shadow`
+        self.model, self.optimizer = unwrap(model), optimizer
         self.every, self.steps = int(every), steps
         self.card: ModelCard = describe(model, layout=layout, example=example)
         self.blocks = list(self.model.get_submodule(self.card.blocks))
@@ -77,8 +78,7 @@ class Probe(ForwardProbes):
         self.run_id: int | None = None
         self._closed = False
         self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
-        self._armed = False
-        self._capturing = False
+        self._armed = self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
         self._before: list[torch.Tensor] = []
         self._copies: list[torch.Tensor] | None = None  # the block weights' copies, reused each probe step
@@ -168,6 +168,8 @@ class Probe(ForwardProbes):
         else:
             self._sdpa = SdpaTap(self._guard("attention", self._on_sdpa))
             self.attention_tap = "sdpa"
+        if self.shadowed:  # nothing on the model: its activation hooks are added per `shadow` call
+            return
         if self.compiled is not None:  # only the wrapper's hooks, which run eagerly; the rest per shadow forward
             c = self.compiled
             self._handles.append(
@@ -187,7 +189,7 @@ class Probe(ForwardProbes):
         self._armed = armed
         if armed and not self._closed:
             _LISTENERS.update(self._listeners)
-            if self.compiled is None and not self._step_handles:
+            if self.compiled is None and not self.shadowed and not self._step_handles:
                 self._add_activation_hooks(self._step_handles)
             return
         for key in self._listeners:
@@ -288,6 +290,14 @@ class Probe(ForwardProbes):
                 self._logged[name] = float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
         if grad_norm is not None:
             self.grad_norm_kind = GRAD_NORM_PRECLIP
+
+    def shadow(self, run: Callable[[], Any]) -> None:
+        """For `shadowed=True`: on a probe step's first call, `run()` (the eager training step on the step's
+        batch, called before the compiled one) runs as the shadow forward: under no_grad, the activation
+        hooks and the attention tap on for it alone, the random state forked and the buffers put back."""
+        if self._armed and not self._capturing and not self._closed and "forward" not in self._disabled:
+            self._armed = False
+            self._guard("forward", self._shadow)(run)
 
     def note_grad_norm(self, total: float) -> None:
         """The pre-clip total gradient norm of the step about to be taken (Lightning's

@@ -5,11 +5,17 @@ hooks fire inside the Trainer's step, after clipping: the per-matrix gradient no
 used). Steps are optimizer steps, so gradient accumulation does not shift them. `on_log` adds the logged
 loss, learning rate and the pre-clip total gradient norm (the Trainer computes it before clipping and shows
 it only there). `on_train_end` closes the run.
+
+With `torch_compile=True` the Trainer calls Accelerate's `torch.compile(model)` wrapper, while callbacks are
+given the eager model: the probes attach to that wrapper (the calling Trainer's `model_wrapped`), so a probe
+step's activations and attention come from an eager shadow forward on the same batch, as for any compiled
+model (ln_viz.byom.probe); hooks on the eager model would be traced into the graph and do nothing.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from transformers import TrainerCallback
@@ -30,9 +36,10 @@ class LnVizCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None, **kw: Any):
         inner = getattr(optimizer, "optimizer", optimizer)  # Accelerate's AcceleratedOptimizer wraps the torch one
+        compiled = _compiled_wrapper(model) if getattr(args, "torch_compile", False) else None
         self.probe = attach(
-            model, inner, store=self.store, every=self.every, label=self.label, layout=self.layout,
-            steps=state.max_steps or None,
+            compiled if compiled is not None else model, inner, store=self.store, every=self.every, label=self.label,
+            layout=self.layout, steps=state.max_steps or None,
         )  # fmt: skip
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any):
@@ -43,3 +50,15 @@ class LnVizCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any):
         if self.probe is not None:
             self.probe.close()
+
+
+def _compiled_wrapper(model: Any) -> Any:
+    """The `torch.compile` wrapper of `model` that the Trainer calling this callback trains (its
+    `model_wrapped`, made by Accelerate before `on_train_begin`), found up the call stack; None if none."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        wrapped = getattr(frame.f_locals.get("self"), "model_wrapped", None)
+        if wrapped is not None and getattr(wrapped, "_orig_mod", None) is model:
+            return wrapped
+        frame = frame.f_back
+    return None
