@@ -296,8 +296,8 @@ def test_many_watchers_share_the_server_s_refreshes():
         2,
         3,
         5,
-        12,  # hostile round 4 M7: 240 tabs at 5 s made 48 refreshes a second; now the budget's 20
-        15,
+        6,  # hostile round 4 M7: 240 tabs at 5 s made 48 refreshes a second; past 120 a tab is refused
+        6,
     ]
     tabs = Watchers()
     counts = [tabs.seen(f"tab{i}", now=100.0 + i * 0.01) for i in range(60)]
