@@ -117,16 +117,19 @@ class Watchers:
         """Record `session` as watching at `now` (s, monotonic); how many watch now."""
         with self._lock:
             self._seen[session] = now
-            for s in [s for s, t in self._seen.items() if now - t > WATCHER_TTL_S]:
-                del self._seen[s]
+            self._forget_closed(now)
             return len(self._seen)
 
     def full(self, session: str, now: float) -> bool:
         """Whether `session`, not watching yet, would be one too many (WATCH_MAX_WATCHERS watch already)."""
         with self._lock:
-            if session in self._seen:
-                return False
-            return sum(1 for t in self._seen.values() if now - t <= WATCHER_TTL_S) >= WATCH_MAX_WATCHERS
+            self._forget_closed(now)
+            return session not in self._seen and len(self._seen) >= WATCH_MAX_WATCHERS
+
+    def _forget_closed(self, now: float) -> None:
+        """Drop the tabs not seen for WATCHER_TTL_S (closed); the caller holds the lock."""
+        for s in [s for s, t in self._seen.items() if now - t > WATCHER_TTL_S]:
+            del self._seen[s]
 
     def leave(self, session: str) -> None:
         with self._lock:

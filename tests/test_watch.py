@@ -190,14 +190,20 @@ def _store_ids() -> list[int]:
         return [r.id for r in store.list_runs()]
 
 
-@pytest.mark.slow  # a replayed run followed for seconds
-def test_a_watcher_follows_a_run_in_progress_and_nothing_is_trained_for_it(replay_runner, start_app) -> None:
-    replay_runner.hold_at = 60
+def _held_run(replay_runner, start_app, at: int) -> tuple:
+    """A lecturer's Live run, replayed and held at step `at`: (its handle, its stored run id)."""
+    replay_runner.hold_at = at
     lecturer = start_app(60)
     lecturer.button(key="start").click().run()
     handle = training.get_runner().get(lecturer.session_state["live_run_id"])
-    wait_for(lambda: handle.view().steps_done == 60)
+    wait_for(lambda: handle.view().steps_done == at)
     (run_id,) = _store_ids()
+    return handle, run_id
+
+
+@pytest.mark.slow  # a replayed run followed for seconds
+def test_a_watcher_follows_a_run_in_progress_and_nothing_is_trained_for_it(replay_runner, start_app) -> None:
+    handle, run_id = _held_run(replay_runner, start_app, 60)
     app = watcher(str(run_id))
     texts = " ".join(m.value for m in app.markdown)
     assert "Step 60/300" in texts and "running" in texts and CHARTS <= chart_keys(app)
@@ -216,12 +222,7 @@ def test_a_tab_past_the_watchers_budget_is_told_so_in_one_sentence_and_draws_not
     from ln_viz.ui import watch
     from ln_viz.watchlink import WATCH_MAX_WATCHERS
 
-    replay_runner.hold_at = 20
-    lecturer = start_app(60)
-    lecturer.button(key="start").click().run()
-    handle = training.get_runner().get(lecturer.session_state["live_run_id"])
-    wait_for(lambda: handle.view().steps_done == 20)
-    (run_id,) = _store_ids()
+    handle, run_id = _held_run(replay_runner, start_app, 20)
     assert CHARTS <= chart_keys(watcher(str(run_id)))  # a tab under the cap: served
     watch.watchers.clear()  # AppTest's sessions share one id: the tab above would count as watching
     tabs = watch.watchers()
