@@ -31,6 +31,7 @@ class WatchTab(Tab):
         self.bytes = 0
         self.steps: list[int] = []  # the step its status line showed, after each refresh
         self._sent: dict[str, float] = {}
+        self.full = False  # told the server serves as many watchers as it can (watch.full)
 
     async def rerun(self, widgets: list | None = None, fragment_id: str = "") -> None:
         if fragment_id:
@@ -57,10 +58,7 @@ class WatchTab(Tab):
     def _seen_element(self, element) -> None:
         super()._seen_element(element)
         if element.WhichOneof("type") == "alert" and "watching tabs up to date" in element.alert.body:
-            self.full = True  # watch.full: the server serves as many watchers as it can already
-
-    def refused(self) -> bool:
-        return getattr(self, "full", False)
+            self.full = True
 
     def _finished(self, fragment_ids: list[str]) -> None:
         if not fragment_ids:
@@ -134,7 +132,7 @@ async def _class(server: Server, watchers: int, seconds: float, steps: int) -> d
         "exceptions": sum(tab.exceptions for tab in [lecturer, *tabs]),
         "seconds": elapsed,
         "visitor_first_step_s": first_step_s,
-        "refused": sum(1 for tab in tabs if tab.refused()),
+        "refused": sum(1 for tab in tabs if tab.full),
     }
     await asyncio.gather(*(tab.close() for tab in [*tabs, lecturer, visitor]))
     return result
