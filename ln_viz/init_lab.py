@@ -170,35 +170,40 @@ def _measure(job: tuple[RunConfig, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _worker_init(parent_pid: int) -> None:
     """One torch thread (two such workers share two cores), and leave when the server is gone: a pool
     worker waits on its task queue forever otherwise, so a killed server would leave it behind."""
+    import multiprocessing
+    import multiprocessing.connection
     import os
     import threading
-    import time
 
     from ln_viz.runner import lower_priority
 
-    lower_priority()  # before importing torch: a page's answer comes before a measurement
+    lower_priority(below=parent_pid)  # before importing torch: a page's answer comes before a measurement
     import torch
 
     torch.set_num_threads(1)
+    # The server: the process that started this one (a fork of the fork server has the fork server as its
+    # parent process, which lives on while any of its forks does). Its sentinel is readable once it is gone.
+    server = multiprocessing.parent_process()
 
-    def watch_parent() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
+    def watch_server(sentinel: int) -> None:
+        multiprocessing.connection.wait([sentinel])
         os._exit(0)
 
-    threading.Thread(target=watch_parent, name="ln-viz-parent-watch", daemon=True).start()
+    if server is not None:
+        threading.Thread(target=watch_server, args=(server.sentinel,), name="ln-viz-parent-watch", daemon=True).start()
 
 
 def make_executor(workers: int = 2) -> Executor:
-    """A pool of spawned worker processes for init_lab (one torch thread each). Its processes carry the
-    runner's worker name, so that spawning them from a Streamlit script does not re-run the app's
-    `__main__` (the page) inside each of them."""
+    """A pool of worker processes for init_lab (one torch thread each), forked from the runner's fork server
+    (torch imported once, `ln_viz.runner.process.fork_context`). Its processes carry the runner's worker name,
+    so that starting them from a Streamlit script does not re-run the app's `__main__` (the page) inside each
+    of them."""
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    from ln_viz.runner import worker_context
+    from ln_viz.runner.process import fork_context
 
-    return ProcessPoolExecutor(workers, mp_context=worker_context(), initializer=_worker_init, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(workers, mp_context=fork_context(), initializer=_worker_init, initargs=(os.getpid(),))
 
 
 def warm_up() -> bool:

@@ -37,8 +37,8 @@ LAYERS: list[tuple[str, str]] = [
     # of the runner's worker processes
     (
         "runner",
-        "runner runner.messages runner.worker runner.process runner.ray_actor runner.ray_host runner.ray_worker"
-        " runner.handle runner.queue runner.runner init_lab",
+        "runner runner.messages runner.worker runner.fork_server runner.process runner.ray_actor runner.ray_host"
+        " runner.ray_worker runner.handle runner.queue runner.runner init_lab",
     ),
     # runs as files: the run file (the import gate) and the tidy tables; the store imports and exports them
     ("runfile", "runfile runfile.format runfile.document runfile.validate tables"),

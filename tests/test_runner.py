@@ -1,7 +1,7 @@
 """The runner: runs in worker processes, streamed back, stopped, queued, capped, and always reaped.
 
 Every test ends by checking that no worker process is left: not in `multiprocessing.active_children()`
-and not in /proc (a child of this process running `spawn_main`, zombies included).
+and not in /proc (a fork of this process's fork server or a spawned child, zombies included).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ln_viz.runner import (
 )
 from ln_viz.runner.handle import Outcome
 from ln_viz.runner.messages import End, Failed, Job, Ready, SetThreads, Stop
+from ln_viz.runner.process import descendants
 from ln_viz.runner.worker import send_failure
 from ln_viz.snapshot import RunInfo
 from ln_viz.train import Trainer
@@ -52,22 +53,24 @@ LONG = TINY.replace(steps=200, batch_size=64, seq_len=64, probe_every=5)  # seco
 
 
 def worker_children() -> list[int]:
-    """Pids of this process's children that are multiprocessing spawn workers (any state)."""
-    me, pids = os.getpid(), []
+    """Pids of this process's worker processes (any state): forks of its fork server (the fork server itself
+    lives as long as this process and is no worker), spawned children running `spawn_main`, any unreaped child."""
+    me, procs = os.getpid(), {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            stat = (proc / "stat").read_text()
-            cmdline = (proc / "cmdline").read_bytes()
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            procs[int(proc.name)] = (int(fields[1]), fields[0], (proc / "cmdline").read_bytes())
         except OSError:
             continue  # exited while we looked
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == me and b"spawn_main" in cmdline:
-            pids.append(int(proc.name))
-        elif ppid == me and stat.rsplit(")", 1)[1].split()[0] == "Z":
-            pids.append(int(proc.name))  # a zombie's cmdline is empty: any unreaped child counts
-    return pids
+    fork_servers = {pid for pid, (ppid, _, cmdline) in procs.items() if ppid == me and b"forkserver" in cmdline}
+    return [
+        pid
+        for pid, (ppid, state, cmdline) in procs.items()
+        # a zombie's cmdline is empty: any unreaped child counts
+        if ppid in fork_servers or (ppid == me and (b"spawn_main" in cmdline or state == "Z"))
+    ]
 
 
 def assert_no_workers_left() -> None:
@@ -191,6 +194,43 @@ def test_a_worker_yields_the_cpu_to_the_server(make_runner: Callable[..., Runner
     assert h.wait(10)
 
 
+def _losses_and_grad_norms(ctx: object, threads: int) -> list[tuple[float, float]]:
+    """A short run trained by one worker process started in `ctx`: each step's loss and grad norm."""
+    from ln_viz.runner.messages import Snap
+    from ln_viz.runner.process import WorkerProcess
+
+    w = WorkerProcess(ctx, warm=False)
+    try:
+        w.send(Job(TINY.replace(steps=6, probe_every=3), threads=threads))
+        out = []
+        while not isinstance(msg := w.receive(90), End):
+            assert msg is not None and not isinstance(msg, Failed), msg
+            if isinstance(msg, Snap):
+                out.append((msg.snapshot.loss, msg.snapshot.grad_norm))
+        return out
+    finally:
+        w.reap()
+
+
+@pytest.mark.slow  # one spawned worker: 2-4 s of imports
+def test_a_fork_of_the_fork_server_trains_the_same_numbers_as_a_spawned_worker() -> None:
+    """Issue 32: the Runner's workers are forks of a fork server that imported torch once (no per-Start import).
+    Only imports happen there: it runs on one thread (torch's OpenMP pool starts at the first parallel op, in
+    each fork, at the fork's own thread count), and a fork trains the same losses, bit for bit, as a spawned
+    worker, on one thread and on two."""
+    from ln_viz.runner.process import fork_context, worker_context
+
+    for threads in (1, 2):
+        forked = _losses_and_grad_norms(fork_context(), threads)
+        assert len(forked) == 6
+        assert forked == _losses_and_grad_norms(worker_context(), threads)
+    assert_no_workers_left()  # so the one process left running the fork server's code is the fork server
+    mine = [Path(f"/proc/{pid}") for pid in descendants(os.getpid())]
+    (fork_server,) = [p for p in mine if b"forkserver" in (p / "cmdline").read_bytes()]
+    status = (fork_server / "status").read_text()
+    assert "Threads:\t1\n" in status, status
+
+
 # --- stopping --------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_stop_ends_the_run_within_a_second_and_keeps_the_steps(
@@ -213,16 +253,19 @@ def test_stop_ends_the_run_within_a_second_and_keeps_the_steps(
 
 
 def test_stop_ends_a_worker_that_cannot_listen_in_time(make_runner: Callable[..., Runner]) -> None:
-    # Stopped at once, the worker is still importing torch (seconds) and cannot read the request,
-    # as in a long step: the runner ends it by signal after its grace period.
+    # Stopped in its first step (~2 s at this size on one thread; it reads requests between steps), the worker
+    # cannot read the request: the runner ends it by signal after its grace period. (A spawned worker was stopped
+    # while it imported torch; a fork of the fork server has nothing to import.)
     runner = make_runner()
-    h = runner.start(LONG)
+    h = runner.start(LONG.replace(depth=6, d_model=256, seq_len=256, batch_size=16))
+    wait_for(lambda: h.view().data is not None, timeout=60)  # its Info, sent just before its first step
+    time.sleep(0.1)
     t0 = time.monotonic()
     h.stop()
     assert h.wait(5)
     took = time.monotonic() - t0
     assert runner.stop_grace_s <= took < 1.5, took
-    assert h.view().status == "stopped" and h.view().data is None
+    assert h.view().status == "stopped" and h.view().steps_done == 0
     assert_no_workers_left()
 
 

@@ -1,5 +1,11 @@
-"""The server's end of a worker process: spawning it (without the parent's `__main__`), its pipes,
+"""The server's end of a worker process: starting it (without the parent's `__main__`), its pipes,
 and how to end it.
+
+How a worker starts: the Runner's and the Init lab's workers are forks of a fork server (multiprocessing's
+`forkserver`; `fork_context`) that imported torch and the trainer once (`runner.fork_server`), so a worker starts
+in milliseconds of CPU instead of ~2 s of imports. The fork server is a child of the server; it exits once the
+server and every worker it forked are gone (each holds its "alive" pipe). A sweep's workers and the Ray host are
+spawned (`worker_context`): fresh interpreters, as before.
 
 Why plain pipes and not `multiprocessing.Queue`/`Event`: both hold locks that a worker killed at the
 wrong moment leaves held (the server's next `put`/`set` would hang), and both start the resource
@@ -65,11 +71,45 @@ def worker_context() -> multiprocessing.context.SpawnContext:
     return _WorkerContext()
 
 
+class _ForkedProcess(multiprocessing.context.ForkServerProcess):
+    """A fork of the fork server, named as our workers are (it skips the parent's `__main__` too: the fork
+    server's children are prepared from the same data as spawned ones)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = WORKER_NAME
+
+
+class _ForkContext(multiprocessing.context.ForkServerContext):
+    Process = _ForkedProcess
+
+
+# what the fork server imports before it forks (replacing multiprocessing's default, the parent's `__main__`:
+# under Streamlit, the page)
+FORK_SERVER_PRELOAD = ["ln_viz.runner.fork_server"]
+
+
+def fork_context() -> multiprocessing.context.BaseContext:
+    """A context whose processes are forks of a fork server with torch imported (see the module docstring);
+    a spawn context (`worker_context`) where there is no fork server (not on Windows). A fork's niceness is at
+    least WORKER_NICE (the fork server's). The preload is multiprocessing's, one per process: if something else
+    started the fork server first, our workers still start there, only with their own imports."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return worker_context()
+    _skip_main_module_in_workers()
+    from multiprocessing import forkserver
+
+    with _PATCH_LOCK:
+        forkserver.set_forkserver_preload(FORK_SERVER_PRELOAD)
+    return _ForkContext()
+
+
 class WorkerProcess:
-    """One spawned worker process as the server holds it: its pipes and how to end it."""
+    """One worker process as the server holds it: its pipes and how to end it."""
 
     def __init__(self, ctx: Any, warm: bool, nice: int = WORKER_NICE, serial: bool = False) -> None:
-        """Spawn it; `nice` and `serial` as `worker_main` takes them (a sweep's workers set both)."""
+        """Start it in `ctx` (`fork_context` or `worker_context`); `nice` and `serial` as `worker_main` takes them
+        (a sweep's workers set both)."""
         _skip_main_module_in_workers()
         out_r, out_w = ctx.Pipe(duplex=False)
         cmd_r, cmd_w = ctx.Pipe(duplex=False)
@@ -161,9 +201,10 @@ class WorkerProcess:
         return exit_description(self.process.exitcode)
 
 
-def spawn_worker(run_id: str | None, warm: bool) -> WorkerProcess:
-    """A local worker process for a run (the Runner's default `new_worker`; the id is not needed)."""
-    return WorkerProcess(multiprocessing.get_context("spawn"), warm=warm)
+def start_worker(run_id: str | None, warm: bool) -> WorkerProcess:
+    """A local worker process for a run, forked from the fork server (the Runner's default `new_worker`; the id
+    is not needed)."""
+    return WorkerProcess(fork_context(), warm=warm)
 
 
 def default_threads(n_running: int, cpus: int | None = None) -> int:

@@ -19,7 +19,7 @@ from typing import Any, Self
 from ln_viz.config import ConfigError, RunConfig
 from ln_viz.runner.handle import MSG_STOPPED, MSG_TIME_CAP, Outcome, RunHandle, RunView
 from ln_viz.runner.messages import End, Failed, Info, Job, SetThreads, Snap, Stop, WorkerMessage
-from ln_viz.runner.process import WorkerProcess, default_threads, spawn_worker
+from ln_viz.runner.process import WorkerProcess, default_threads, start_worker
 from ln_viz.runner.queue import FairQueue
 from ln_viz.snapshot import RunInfo, Snapshot
 
@@ -96,7 +96,7 @@ class Runner:
         self.on_start, self.on_snapshot, self.on_finish = on_start, on_snapshot, on_finish
         self.stop_grace_s = stop_grace_s
         self.live_probe_steps = live_probe_steps
-        self.new_worker = new_worker or spawn_worker
+        self.new_worker = new_worker or start_worker
         self._lock = threading.RLock()  # guards the state below and every handle's (they share it)
         self._state = _RunnerState()
         self._handles: dict[str, RunHandle] = {}

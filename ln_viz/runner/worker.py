@@ -1,4 +1,5 @@
-"""The worker process's side: what a spawned child runs, from its first import to `os._exit`.
+"""The worker process's side: what a worker process runs (a fork of the fork server, or a spawned child), from
+`worker_main` to `os._exit`.
 
 The child gets two one-way pipes: `cmd` (server -> worker) and `out` (worker -> server); the messages
 are the dataclasses of `messages.py`. It says Ready, waits for one Job, trains it, and leaves; a
@@ -8,6 +9,7 @@ each run that was not stopped, and leaves at a Stop instead of a Job.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
@@ -25,15 +27,18 @@ WORKER_NICE = 10
 _PIPE_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
 
 
-def lower_priority(nice: int = WORKER_NICE) -> None:
-    """Make this (worker) process yield the CPU to the server, `nice` steps below its parent. On 2
-    cores, two training runs and ten tabs' page scripts contend; at equal priority the server's answers
-    waited behind the runs' steps for seconds. Best effort: a system that refuses leaves the priority
-    as it is."""
+def lower_priority(nice: int = WORKER_NICE, below: int | None = None) -> None:
+    """Make this (worker) process yield the CPU to the server, `nice` steps below the process `below` (a pid;
+    None: below itself). On 2 cores, two training runs and ten tabs' page scripts contend; at equal priority
+    the server's answers waited behind the runs' steps for seconds. A fork of the fork server starts at its
+    niceness (WORKER_NICE below the server) and is not lowered twice. Best effort: a system that refuses
+    leaves the priority as it is."""
     if not nice:
         return
     try:
-        os.nice(nice)
+        target = (os.getpriority(os.PRIO_PROCESS, below) if below else os.nice(0)) + nice
+        if target > os.nice(0):
+            os.nice(target - os.nice(0))
     except OSError:
         pass
 
@@ -41,14 +46,16 @@ def lower_priority(nice: int = WORKER_NICE) -> None:
 def worker_main(
     cmd: Connection, out: Connection, warm: bool, parent_pid: int, nice: int = WORKER_NICE, serial: bool = False
 ) -> None:
-    """Entry point of a worker process (spawned: a fresh interpreter, so it imports everything);
-    `serial`: train Job after Job (see the module docstring)."""
-    lower_priority(nice)
+    """Entry point of a worker process (a fork of the fork server, with torch imported, or spawned: a fresh
+    interpreter, which imports everything); `parent_pid`: the server's; `serial`: train Job after Job (see the
+    module docstring)."""
+    lower_priority(nice, below=parent_pid)
     # Ctrl-C in the terminal reaches the whole process group; the server decides when workers end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # OpenMP threads spin while waiting for work by default. With two threads per run and anything
     # else busy (the server drawing charts, another run), the spinning ate 3x the CPU and cut steps/s
-    # several-fold in our measurements; passive waiting sleeps instead. Read when torch loads.
+    # several-fold in our measurements; passive waiting sleeps instead. Read when torch loads (in a fork, the
+    # fork server set it).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import torch
@@ -58,7 +65,7 @@ def worker_main(
         out.send(Ready(time.time()))
         while isinstance(job := cmd.recv(), Job):  # a Stop instead: no job is coming
             torch.set_num_threads(job.threads)
-            if not _train(job.config, cmd, out, parent_pid) or not serial:
+            if not _train(job.config, cmd, out) or not serial:
                 break
     except _PIPE_GONE:
         pass
@@ -89,9 +96,12 @@ def _warm_up() -> None:
         pass
 
 
-def _train(cfg: RunConfig, cmd: Connection, out: Connection, parent_pid: int) -> bool:
+def _train(cfg: RunConfig, cmd: Connection, out: Connection) -> bool:
     """Train `cfg`, sending Info, a Snap per step, and End (or Failed); False when told to stop."""
     from ln_viz.train import Trainer
+
+    # The server (the process that started this one; not the parent process of a fork of the fork server).
+    server = multiprocessing.parent_process()
 
     try:
         trainer = Trainer(cfg)
@@ -99,7 +109,7 @@ def _train(cfg: RunConfig, cmd: Connection, out: Connection, parent_pid: int) ->
         steps = iter(trainer)
         while True:
             # Between two steps is the only safe place to stop: the step's snapshot is complete.
-            if _told_to_stop(cmd) or os.getppid() != parent_pid:
+            if _told_to_stop(cmd) or (server is not None and not server.is_alive()):
                 out.send(End(stopped=True))
                 return False
             snap = next(steps, None)

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from ln_viz.runner.process import descendants
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -96,10 +98,9 @@ class Server:
         return self.log_path.read_text()
 
     def children(self) -> list[int]:
-        """Process ids of the server's descendants (its worker processes)."""
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)], capture_output=True, text=True,
-                             check=False).stdout  # fmt: skip
-        return [int(p) for p in out.split()]
+        """Process ids of the server's descendants: its fork server and the workers forked from it, the Init lab's
+        pool, multiprocessing's resource tracker."""
+        return list(descendants(self.proc.pid))
 
     def stop(self) -> int:
         if self.proc.poll() is None:
