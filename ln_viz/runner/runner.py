@@ -101,7 +101,9 @@ class Runner:
         self._state = _RunnerState()
         self._handles: dict[str, RunHandle] = {}
         _LIVE_RUNNERS.add(self)
-        self._refill_pool()
+        # In the background: a fork server's first worker waits for its imports (seconds), and whoever makes the
+        # Runner (the server's start, a page waiting for it) need not.
+        threading.Thread(target=self._refill_pool, name="ln-viz-warm-pool", daemon=True).start()
 
     # --- public ------------------------------------------------------------------------------------
     def start(
