@@ -160,12 +160,12 @@ def _tile(path: Path, size: tuple[int, int]) -> Any:
 
 
 @contextmanager
-def _temporary_folder() -> Iterator[Path]:
+def _temporary_folder(tag: str = "") -> Iterator[Path]:
     """The tiles' folder in the system's temporary folder, named with this process's id and locked while it is
     used (`sweep_stale` removes it if the process is killed); one that cannot be made (full, read-only) is
     one sentence."""
     try:
-        tmp = tempfile.mkdtemp(prefix=f"{TILES_PREFIX}{os.getpid()}-")
+        tmp = tempfile.mkdtemp(prefix=f"{TILES_PREFIX}{os.getpid()}-{tag}")
     except OSError as e:
         raise LocalizedError("err.video_temp", path=tempfile.gettempdir(), reason=os_reason(e)) from e
     try:
@@ -179,7 +179,9 @@ def _temporary_folder() -> Iterator[Path]:
 # SIGKILL cannot be caught, so the next export sweeps them: only our own names (`ln-viz-video-<pid>-…`,
 # `.<stem>-ln-viz-<pid>-….part.<fmt>`), only those whose process is gone and whose lock no one holds (a
 # process in another pid namespace sharing the folder still holds its lock), never a link, only the user's
-# own. kaleido's two folders (Python's `tmp…` names) carry nothing that says whose they are: left alone.
+# own. kaleido's two folders (the page Chromium loads, Chromium's profile) are made inside ours
+# (`_kaleido_options`), so they go with it; made by kaleido itself they had Python's `tmp…` names, nothing to say
+# whose they were.
 TILES_PREFIX = "ln-viz-video-"
 _OWNER = re.compile(r"ln-viz-(?:video-)?(\d+)-")
 
@@ -235,8 +237,9 @@ def sweep_stale(folder: str | Path, pattern: str) -> list[Path]:
 
 
 # kaleido's sync server (one Chromium), shared by the videos drawing at the same moment: started by the
-# first that needs it, stopped by the last to finish; both under the export lock, as every call to it is.
-_chromium_users = {"count": 0, "ours": False}
+# first that needs it, stopped by the last to finish; both under the export lock, as every call to it is. Its
+# folders are in one of ours (`ln-viz-video-<pid>-chromium-…`), held while it runs: `folder` below.
+_chromium_users: dict[str, Any] = {"count": 0, "ours": False, "folder": None}
 
 
 @contextmanager
@@ -252,7 +255,14 @@ def _shared_chromium() -> Iterator[None]:
             running = kaleido._global_server.is_running()  # noqa: SLF001 - kaleido has no public "is it running"
             _chromium_users["ours"] = not running
             if not running:
-                kaleido.start_sync_server(silence_warnings=True)
+                folder = ExitStack()
+                tmp = folder.enter_context(_temporary_folder("chromium-"))
+                try:
+                    kaleido.start_sync_server(silence_warnings=True, **_kaleido_options(tmp))
+                except BaseException:
+                    folder.close()
+                    raise
+                _chromium_users["folder"] = folder
         _chromium_users["count"] += 1
     try:
         with warnings.catch_warnings():  # plotly passes its request headers, which only a one-shot call uses
@@ -262,17 +272,29 @@ def _shared_chromium() -> Iterator[None]:
         with _EXPORT_LOCK:
             _chromium_users["count"] -= 1
             if _chromium_users["count"] == 0 and _chromium_users["ours"]:
-                kaleido.stop_sync_server(silence_warnings=True)
+                try:
+                    kaleido.stop_sync_server(silence_warnings=True)
+                finally:
+                    _chromium_users["folder"].close()  # its folders, once Chromium has exited
+                    _chromium_users["folder"] = None
 
 
 def _write_pngs(figs: list[go.Figure], paths: list[Path], widths: list[int], heights: list[int], scale: float) -> None:
     """Each figure laid out at (width / scale, height / scale) CSS pixels, drawn at `scale`: a smaller
     video is the 1080p frame scaled down, not the charts crammed into fewer CSS pixels."""
+    import kaleido
+
     try:
-        css_w = [round(w / scale) for w in widths]
-        css_h = [round(h / scale) for h in heights]
-        pio.write_images(figs, paths, format="png", width=css_w, height=css_h, scale=scale)
+        specs = [
+            {"fig": fig.to_dict(), "path": path, "topojson": pio.defaults.topojson,
+             "opts": {"format": "png", "width": round(w / scale), "height": round(h / scale), "scale": scale}}
+            for fig, path, w, h in zip(figs, paths, widths, heights)
+        ]  # fmt: skip
+        # as pio.write_images, with kaleido's folders in the tiles' (a shared Chromium has its own: `kopts` unused)
+        kaleido.write_fig_from_object_sync(specs, kopts=_kaleido_options(paths[0].parent))
     except OSError as e:
+        if not paths[0].parent.is_dir():
+            raise LocalizedError("err.video_tiles_lost") from e
         raise LocalizedError("err.video_temp", path=str(paths[0].parent.parent), reason=os_reason(e)) from e
     except RuntimeError as e:  # kaleido says "Kaleido requires Google Chrome..." when it finds no browser
         if ("Chrome" in str(e) or "Chromium" in str(e)) and not _has_browser():
@@ -281,6 +303,20 @@ def _write_pngs(figs: list[go.Figure], paths: list[Path], widths: list[int], hei
             raise LocalizedError("err.video_tiles_lost") from e
         # a browser is there: it could not start or write, most often for a full temporary folder
         raise LocalizedError("err.video_temp", path=tempfile.gettempdir(), reason=os_reason(e)) from e
+
+
+def _kaleido_options(folder: Path) -> dict[str, Any]:
+    """kaleido's options that make its two temporary folders inside `folder` (ours: removed when the export ends,
+    swept if it is killed), not in the system's temporary folder under Python's `tmp…` names: the page Chromium
+    loads (kaleido writes its index.html to a folder of its own unless it is given one; this is the same page)
+    and Chromium's profile (choreographer's `tmp_dir`). Nothing process-wide is changed (`tempfile.tempdir` is
+    the whole server's)."""
+    from kaleido import PageGenerator
+
+    index = folder / "kaleido-index.html"
+    if not index.exists():
+        index.write_text(PageGenerator().generate_index(), encoding="utf-8")
+    return {"page_generator": str(index), "tmp_dir": str(folder)}
 
 
 def _has_browser() -> bool:

@@ -347,3 +347,66 @@ def test_tiles_removed_while_drawing_are_one_sentence(
     assert caught.value.message("en") == t("err.video_tiles_lost", "en")
     assert caught.value.message("ko") == t("err.video_tiles_lost", "ko")
     assert not list(tmp_path.glob("*.gif")) and not list(tmp_path.glob(".a-*"))
+
+
+def _chromium_under(folder: Path) -> list[int]:
+    """Processes whose command line names `folder` (a Chromium whose profile is in it)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(folder).encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _wait(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.mark.slow  # one or two Chromium starts in a process of its own: 8-30 s
+def test_a_sigkilled_video_export_leaves_nothing_once_the_next_one_has_swept(tmp_path: Path, monkeypatch) -> None:
+    """Hostile round 4, L5 (its rest; `test_the_next_video_export_sweeps_what_a_killed_one_left` has the sweep's
+    rules): an export SIGKILLed while Chromium drew left kaleido's two folders (the page Chromium loads, Chromium's
+    profile) in the temporary folder under Python's `tmp…` names, which nothing could tell from another program's.
+    They are made inside the export's own `ln-viz-video-<pid>-…` folders now: the next export sweeps them all."""
+    import os
+    import shutil
+    import signal
+    import sys
+    import tempfile
+
+    # a short path: Chromium puts its singleton socket in TMPDIR, and a socket's path has at most 107 bytes
+    tmp = Path(tempfile.mkdtemp(prefix="lnv-"))
+    code = (
+        "from tests.runs import train_tiny; from ln_viz.video import export_video; "
+        f"export_video(train_tiny(), {str(tmp_path / 'k.mp4')!r}, seconds=2)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=os.environ | {"TMPDIR": str(tmp)})
+        try:  # killed once a batch is drawn and a Chromium draws (the next batch's, or the first's closing)
+            tiles = lambda: any(tmp.glob("ln-viz-video-*/*.png")) and bool(_chromium_under(tmp))  # noqa: E731
+            _wait(lambda: tiles() or proc.poll() is not None, 180)
+            assert proc.poll() is None, "the export ended before it could be killed"
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        left = _wait(lambda: not _chromium_under(tmp), 30)  # Chromium leaves when its pipe closes
+        for pid in _chromium_under(tmp):
+            os.kill(pid, signal.SIGKILL)
+        assert left, "Chromium outlived the killed export"
+        assert list(tmp.iterdir()), "the killed export left nothing to sweep: the test saw no export"
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+        with pytest.raises(LocalizedError):  # a run with no probe step: refused after the sweep
+            export_video(RunData(run(TINY.replace(steps=2, probe_every=0)).info), tmp_path / "k.mp4")
+        assert sorted(p.name for p in tmp.iterdir()) == []
+        assert not list(tmp_path.glob(".k-*")), "the part file"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
