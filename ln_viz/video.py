@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ln_viz.i18n import LocalizedError
+from ln_viz.leftovers import owned, sweep_stale
 from ln_viz.text import plain_number
 from ln_viz.video_frames import (
     DEFAULT_SECONDS,
@@ -55,9 +56,7 @@ from ln_viz.video_frames import (
     frame_count,
     frame_steps,
     os_reason,
-    owned,
     render_frames,
-    sweep_stale,
     video_steps,
 )
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 import tempfile
 import warnings
@@ -25,6 +24,7 @@ import plotly.io as pio
 
 from ln_viz.export import _EXPORT_LOCK, _plain_template
 from ln_viz.i18n import LocalizedError
+from ln_viz.leftovers import owned
 from ln_viz.video_charts import FrameCharts, text_figure, wrap
 
 if TYPE_CHECKING:
@@ -176,64 +176,12 @@ def _temporary_folder(tag: str = "") -> Iterator[Path]:
 
 
 # --- what a SIGKILLed export leaves (hostile round 4 L5): its tile folder and its hidden part file -------------
-# SIGKILL cannot be caught, so the next export sweeps them: only our own names (`ln-viz-video-<pid>-…`,
-# `.<stem>-ln-viz-<pid>-….part.<fmt>`), only those whose process is gone and whose lock no one holds (a
-# process in another pid namespace sharing the folder still holds its lock), never a link, only the user's
-# own. kaleido's two folders (the page Chromium loads, Chromium's profile) are made inside ours
+# SIGKILL cannot be caught, so the next export sweeps them (`ln_viz.leftovers`): only our own names
+# (`ln-viz-video-<pid>-…`, `.<stem>-ln-viz-<pid>-….part.<fmt>`), only those whose process is gone and whose lock no
+# one holds. kaleido's two folders (the page Chromium loads, Chromium's profile) are made inside ours
 # (`_kaleido_options`), so they go with it; made by kaleido itself they had Python's `tmp…` names, nothing to say
 # whose they were.
 TILES_PREFIX = "ln-viz-video-"
-_OWNER = re.compile(r"ln-viz-(?:video-)?(\d+)-")
-
-
-@contextmanager
-def owned(path: str | Path, fd: int | None = None) -> Iterator[None]:
-    """Hold an advisory lock on `path` (or on the open `fd`, then closed at the end) while the block runs."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: the owner's pid alone decides
-        fcntl = None  # type: ignore[assignment]
-    fd = os.open(path, os.O_RDONLY) if fd is None else fd
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _pid_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # EPERM: a live process of another user
-        return False
-    return False
-
-
-def _stale(path: Path) -> bool:
-    """Whether `path` is ours and its export is gone: our name, its pid no process, its lock free."""
-    owner = _OWNER.search(path.name)
-    if owner is None or int(owner.group(1)) == os.getpid() or path.is_symlink():
-        return False
-    try:
-        if path.lstat().st_uid != os.getuid() or not _pid_gone(int(owner.group(1))):
-            return False
-        with owned(path):
-            return True
-    except OSError:  # gone meanwhile, unreadable, or its lock held: not ours to remove
-        return False
-
-
-def sweep_stale(folder: str | Path, pattern: str) -> list[Path]:
-    """Remove what killed exports left in `folder` (`pattern`: the names to look at); the paths removed."""
-    removed = []
-    for path in Path(folder).glob(pattern):
-        if _stale(path):
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
-            removed.append(path)
-    return removed
 
 
 # kaleido's sync server (one Chromium), shared by the videos drawing at the same moment: started by the

@@ -26,7 +26,7 @@ PACKAGE = "ln_viz"
 LAYERS: list[tuple[str, str]] = [
     # nothing of ln_viz but each other: plain text, the translations, the Theory page's text, the label
     # and time rules that the run file and the store share
-    ("leaves", "ln_viz text i18n theory runmeta stats"),
+    ("leaves", "ln_viz text i18n theory runmeta stats leftovers"),
     ("config", "config schedule lessons"),
     ("vocabulary", "schema corpus"),
     ("model", "model optim"),

@@ -231,6 +231,26 @@ def test_a_fork_of_the_fork_server_trains_the_same_numbers_as_a_spawned_worker()
     assert "Threads:\t1\n" in status, status
 
 
+def test_the_fork_server_s_folder_that_a_killed_server_left_is_swept_by_the_next(tmp_path: Path) -> None:
+    """The fork server's socket is made in multiprocessing's temporary folder, which multiprocessing names `pymp-…`
+    and removes at exit: a SIGKILLed server left it behind for good, nothing in its name saying whose it was. It is
+    `ln-viz-mp-<pid>-…` now, and the next server sweeps it when it first needs the fork server."""
+    import subprocess
+
+    env = os.environ | {"TMPDIR": str(tmp_path)}
+    code = "from ln_viz.runner.process import fork_context; from multiprocessing import util; fork_context(); "
+    killed = subprocess.Popen(
+        [sys.executable, "-c", code + "print(util.get_temp_dir(), flush=True); import time; time.sleep(60)"],
+        env=env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    folder = Path(killed.stdout.readline().strip())  # type: ignore[union-attr]
+    killed.kill()
+    killed.wait()
+    assert folder.parent == tmp_path and folder.name.startswith(f"ln-viz-mp-{killed.pid}-") and folder.is_dir()
+    subprocess.run([sys.executable, "-c", code + "util.get_temp_dir()"], env=env, check=True, timeout=60)
+    assert list(tmp_path.iterdir()) == []  # the killed one's swept, the next one's removed at its exit
+
+
 # --- stopping --------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_stop_ends_the_run_within_a_second_and_keeps_the_steps(

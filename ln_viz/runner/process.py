@@ -15,14 +15,18 @@ worker dies, so a SIGKILLed worker turns into a `failed` run instead of a hang.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.context
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from typing import Any
 
+from ln_viz.leftovers import owned, sweep_stale
 from ln_viz.runner.messages import Ready, ServerMessage, Stop, WorkerMessage
 from ln_viz.runner.worker import WORKER_NICE, worker_main
 
@@ -100,8 +104,34 @@ def fork_context() -> multiprocessing.context.BaseContext:
     from multiprocessing import forkserver
 
     with _PATCH_LOCK:
+        _own_multiprocessing_folder()
         forkserver.set_forkserver_preload(FORK_SERVER_PRELOAD)
     return _ForkContext()
+
+
+# multiprocessing's temporary folder (the fork server's socket is made there) as ln-viz names it: `pymp-…`, its
+# own name, says nothing of whose it is, and a SIGKILLed server left one behind in the temporary folder for good
+MP_PREFIX = "ln-viz-mp-"
+_mp_folder_lock = contextlib.ExitStack()  # held while this process lives
+
+
+def _own_multiprocessing_folder() -> None:
+    """Make multiprocessing's temporary folder `ln-viz-mp-<pid>-…`, locked while this process lives and removed
+    at its exit as multiprocessing's own is; one a killed server left is swept here first (`ln_viz.leftovers`).
+    Left as it is if multiprocessing made its folder already (something else used it first)."""
+    from multiprocessing import process, util
+
+    config = process.current_process()._config  # noqa: SLF001 -- where multiprocessing keeps its folder's path
+    if config.get("tempdir") is not None:
+        return
+    sweep_stale(tempfile.gettempdir(), f"{MP_PREFIX}*")
+    try:
+        folder = tempfile.mkdtemp(prefix=f"{MP_PREFIX}{os.getpid()}-")
+        _mp_folder_lock.enter_context(owned(folder))
+    except OSError:  # a full or read-only temporary folder: multiprocessing's own attempt will say so
+        return
+    util.Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=-100)
+    config["tempdir"] = folder
 
 
 class WorkerProcess:

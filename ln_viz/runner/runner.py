@@ -101,8 +101,7 @@ class Runner:
         self._state = _RunnerState()
         self._handles: dict[str, RunHandle] = {}
         _LIVE_RUNNERS.add(self)
-        # In the background: a fork server's first worker waits for its imports (seconds), and whoever makes the
-        # Runner (the server's start, a page waiting for it) need not.
+        # In the background: a fork server's first worker waits for its imports, whoever makes the Runner need not
         threading.Thread(target=self._refill_pool, name="ln-viz-warm-pool", daemon=True).start()
 
     # --- public ------------------------------------------------------------------------------------
