@@ -113,6 +113,7 @@ def fork_context() -> multiprocessing.context.BaseContext:
 # own name, says nothing of whose it is, and a SIGKILLed server left one behind in the temporary folder for good
 MP_PREFIX = "ln-viz-mp-"
 _mp_folder_lock = contextlib.ExitStack()  # held while this process lives
+_mp_folder: list[str] = []  # its path, once made
 
 
 def _own_multiprocessing_folder() -> None:
@@ -132,6 +133,15 @@ def _own_multiprocessing_folder() -> None:
         return
     util.Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=-100)
     config["tempdir"] = folder
+    _mp_folder.append(folder)
+
+
+def remove_multiprocessing_folder() -> None:
+    """Remove that folder now: for the server's end, once its workers are ended (no fork is asked for after).
+    multiprocessing's exit code would, but a server stopped by SIGTERM or Ctrl-C re-raises the signal once
+    uvicorn has shut down, and no exit code runs: the folder was left at every stop."""
+    for folder in _mp_folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class WorkerProcess:

@@ -49,6 +49,7 @@ def open_browser() -> None:
 def shutdown_workers() -> None:
     """Stop every run and end every worker process of the server (when the server stops), a private Ray
     cluster's too: its helper processes outlived the server by a minute otherwise (issue 21, O1)."""
+    from ln_viz.runner.process import remove_multiprocessing_folder
     from ln_viz.sweep.ray_exec import disconnect
     from ln_viz.ui.stability_view import service
 
@@ -56,3 +57,4 @@ def shutdown_workers() -> None:
     init_lab_pool.clear()  # on_release: the pool's shutdown
     service.clear()  # on_release: the sweep stops, so the Ray driver thread is free to end the connection
     disconnect(timeout=5)
+    remove_multiprocessing_folder()  # the fork server's socket: the server's SIGTERM runs no exit code

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -124,6 +125,8 @@ def stop_and_check(server: Server) -> None:
     while any(Path(f"/proc/{p}").exists() for p in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in workers if Path(f"/proc/{p}").exists()], "worker processes outlived the server"
+    # the fork server's folder (ln_viz.runner.process.MP_PREFIX): a SIGTERM runs no exit code, the lifespan removes it
+    assert not list(Path(tempfile.gettempdir()).glob(f"ln-viz-mp-{server.proc.pid}-*")), "the fork server's folder"
     assert "Traceback" not in log, log
     assert "leaked" not in log, log  # every worker and pool was shut down
     # uvicorn (st.App) shuts down on SIGTERM, then re-raises it: -15 is its normal exit
