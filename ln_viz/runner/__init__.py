@@ -11,8 +11,9 @@ could not be interrupted, and a crash would take the server with it.
 
 The layers, as in CPython's `concurrent/futures/process.py`, each depending only on those above it:
     messages.py   what the server and a worker say to each other (small frozen dataclasses)
-    worker.py     the worker process's side: the function a spawned child runs
-    process.py    the server's end of one worker process: spawn, pipes, ending it
+    worker.py     the worker process's side: the function a worker process runs
+    fork_server.py  what the fork server imports once before it forks the workers (torch, the trainer)
+    process.py    the server's end of one worker process: starting it (a fork of the fork server), pipes, ending it
     handle.py     RunHandle, which owns its state transitions, and the RunView readers get
     queue.py      FairQueue: which queued run takes a free slot (owners take turns), and its place
     runner.py     Runner: the public API, the scheduler and the drain threads
