@@ -27,6 +27,7 @@ import circle or an import of a higher layer; docs/code.md names every module):
     cli, urlstate, watchlink      where a configuration enters: command-line flags, a page's link, a
                                   run's watch link
     server                        what the app's server keeps: the Runner, the sweep slot, the store
+    leftovers                     temporary folders named by their process; a dead process's swept
     views                         what the pages show, as data (the Runs page's table, a run view's frame)
     ui                            the only streamlit-aware code: widgets, session state, page views
 """
