@@ -31,6 +31,7 @@ scaled by beta).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -81,6 +82,8 @@ class CausalSelfAttention(nn.Module):
         self.qk_norm = qk_norm != "none"
         self.record_logit_max = False  # when on, each forward keeps its per-head largest logit in `logit_max`
         self.logit_max: torch.Tensor | None = None  # (nh,)
+        # a probe's callback given the scores that recording computes (head_logit_max's `seen`); it records too
+        self.scores_seen: Callable[[torch.Tensor, torch.Tensor], None] | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
@@ -88,8 +91,8 @@ class CausalSelfAttention(nn.Module):
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        if self.record_logit_max:
-            self.logit_max = head_logit_max(q, k)
+        if self.record_logit_max or self.scores_seen is not None:
+            self.logit_max = head_logit_max(q, k, self.scores_seen)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
         return self.o(y.transpose(1, 2).reshape(B, T, d))
 
@@ -107,14 +110,21 @@ class CausalSelfAttention(nn.Module):
 
 
 @torch.no_grad()
-def head_logit_max(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+def head_logit_max(
+    q: torch.Tensor, k: torch.Tensor, seen: Callable[[torch.Tensor, torch.Tensor], None] | None = None
+) -> torch.Tensor:
     """(nh,) the largest |q.k| / sqrt(hs) of each head over batch, query and the key positions the causal mask
-    keeps, from q, k of shape (B, nh, T, hs): one extra batched matmul, detached."""
+    keeps, from q, k of shape (B, nh, T, hs): one extra batched matmul, detached. `seen`, when given, is called
+    with the unscaled scores q k^T (B, nh, T, T), their masked (upper) triangle 0, and each sequence and head's
+    largest |q.k| (B, nh), unscaled: the attention probe's input (it may overwrite the scores)."""
     hs = q.shape[-1]
     scores = (q.detach() @ k.detach().transpose(-1, -2)).tril_()  # (B, nh, T, T); the masked ones 0: never a max
     # of |x| (the largest |x| is the larger of the largest x and minus the smallest): the same values as abs, a
     # causal mask and amax, in half the time (0.71 against 1.37 ms a layer at 32 x 4 x 64 x 64, one thread)
-    return torch.maximum(scores.amax(dim=(0, 2, 3)), scores.amin(dim=(0, 2, 3)).neg_()) / math.sqrt(hs)
+    largest = torch.maximum(scores.amax(dim=(2, 3)), scores.amin(dim=(2, 3)).neg_())  # (B, nh)
+    if seen is not None:
+        seen(scores, largest)
+    return largest.amax(dim=0) / math.sqrt(hs)
 
 
 class FFN(nn.Module):

@@ -10,8 +10,10 @@ Per block, at a probe step (each array's shape, unit and meaning are in ln_viz.s
 - `grad_norm`: the Frobenius norm of the gradient of each weight matrix in PARAM_NAMES;
 - `block_grad_norm`: of all the block's parameters together;
 - `attn_entropy`: mean entropy (nats) of the attention distributions, over heads and positions of the
-  first ENTROPY_SEQUENCES (8) sequences of the step's batch (all of them for smaller batches): the
-  scores must be recomputed, and over the whole batch that cost more than the rest of the probes;
+  first ENTROPY_SEQUENCES (8) sequences of the step's batch (all of them for smaller batches), from the
+  scores the model's forward computes anyway on a probe step for the per-head largest logit
+  (model.head_logit_max, which hands them to the probe): a softmax over the whole batch would cost more
+  than the rest of the probes;
 - `attn_logit_max`: the largest |q.k|/sqrt(hs) among those same scores (after QK-norm when it is on);
 - `logz_stats`: the stats of log Z = logsumexp of the output logits, one value per token of the batch;
 - `massive_act`: the residual stream's largest |h| over its median |h| (torch's median: the lower
@@ -40,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ln_viz.model import DyT, TinyLM
+from ln_viz.model import DyT, TinyLM, head_logit_max
 from ln_viz.schema import (
     HIST_ASINH_LIMIT,
     HIST_BINS,
@@ -202,22 +204,34 @@ def attention_entropy(q: torch.Tensor, k: torch.Tensor, heads: int) -> float:
 
 def attention_summary(q: torch.Tensor, k: torch.Tensor, heads: int) -> tuple[float, float]:
     """(mean entropy in nats of causal softmax(q k^T / sqrt(hs)) over batch, heads and positions, the
-    largest |score| among the causal ones).
-
-    The scores are recomputed from the projections (scaled_dot_product_attention keeps no weights):
-    one batched matmul, a softmax and a log-softmax, and a single dot product for the sum of p log p.
-    """
+    largest |score| among the causal ones) of q, k (B, T, d): the scores as the model's head_logit_max
+    computes them, summarised by scores_summary (what the probe gets from the model's own forward)."""
     B, T, d = q.shape
     hs = d // heads
-    q = (q * (1.0 / math.sqrt(hs))).view(B, T, heads, hs).transpose(1, 2)
-    k = k.view(B, T, heads, hs).transpose(1, 2)
-    scores = q @ k.transpose(-1, -2)  # (B, nh, T, T)
-    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
-    largest = float(scores.masked_fill(mask, 0.0).abs().amax())  # 0 never wins a max of |x|
-    scores.masked_fill_(mask, _MASKED)
-    p = torch.softmax(scores, dim=-1).reshape(-1)
-    logp = torch.log_softmax(scores, dim=-1).reshape(-1)
-    return float(-torch.dot(p, logp)) / (B * heads * T), largest
+    q, k = (t.reshape(B, T, heads, hs).transpose(1, 2) for t in (q, k))
+    out: list[tuple[float, float]] = []
+    head_logit_max(q, k, lambda scores, largest: out.append(scores_summary(scores, largest, hs)))
+    return out[0]
+
+
+def scores_summary(scores: torch.Tensor, largest: torch.Tensor, hs: int) -> tuple[float, float]:
+    """(mean entropy in nats of causal softmax(s / sqrt(hs)) over batch, heads and positions, the largest
+    |s| / sqrt(hs)) from head_logit_max's unscaled scores s (B, nh, T, T), their masked triangle 0, and its
+    per-sequence, per-head largest |s| (B, nh). The scaled, masked scores are one pass (the mask added as 0 or
+    _MASKED), then a softmax, a log-softmax and one dot product for the sum of p log p (p = exp(log_softmax)
+    is no cheaper: exp of the masked scores takes the slow path, 6x a softmax)."""
+    B, nh, T, _ = scores.shape
+    z = torch.add(_causal_bias(T, scores.device), scores, alpha=1.0 / math.sqrt(hs))
+    p = torch.softmax(z, dim=-1).reshape(-1)
+    logp = torch.log_softmax(z, dim=-1).reshape(-1)
+    entropy = -float(torch.dot(p, logp)) / (B * nh * T)
+    return entropy, float(largest.amax() / math.sqrt(hs))  # as head_logit_max divides: the heads' largest, when B <= 8
+
+
+@functools.lru_cache(maxsize=8)
+def _causal_bias(T: int, device: torch.device) -> torch.Tensor:
+    """(T, T) 0 where a query sees the key (on and below the diagonal), _MASKED above."""
+    return torch.full((T, T), _MASKED, device=device).triu_(1)
 
 
 def median_abs(x: torch.Tensor) -> float:
@@ -273,7 +287,6 @@ class ActivationProbe:
         self.dyt_saturation = self.arrays["dyt_saturation"]
         self.dyt_saturation.fill(np.nan)  # stays NaN where a norm is not DyT
         self.norm_in_min_rms = self.arrays["norm_in_min_rms"]
-        self._q: dict[int, torch.Tensor] = {}
         self._last: tuple[torch.Tensor, tuple[np.ndarray, np.ndarray]] | None = None
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
 
@@ -284,18 +297,15 @@ class ActivationProbe:
             self._handles.append(block.register_forward_hook(self._on_block(i)))
             for j, name in enumerate(self.norm_names):
                 self._handles.append(block.get_submodule(name).register_forward_pre_hook(self._on_norm(i, j)))
-            # the q and k the dot product sees: after QK-norm when the model has it
-            attn = block.attn
-            q, k = (attn.q_norm, attn.k_norm) if attn.qk_norm else (attn.q, attn.k)
-            self._handles.append(q.register_forward_hook(self._on_q(i)))
-            self._handles.append(k.register_forward_hook(self._on_k(i)))
+            block.attn.scores_seen = self._on_scores(i)  # the scores the dot product sees (after QK-norm)
         self._handles.append(self.model.head.register_forward_hook(self._on_logits))
 
     def detach(self) -> None:
         for h in self._handles:
             h.remove()
         self._handles.clear()
-        self._q.clear()
+        for block in self.model.blocks:
+            block.attn.scores_seen = None
         self._last = None
 
     def _summary(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -326,20 +336,14 @@ class ActivationProbe:
 
         return hook
 
-    def _on_q(self, i: int):
-        def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
-            self._q[i] = out.detach()[:ENTROPY_SEQUENCES].flatten(2)  # (B, T, d), also from (B, T, nh, hs)
+    def _on_scores(self, i: int):
+        hs = self.model.cfg.d_model // self.model.cfg.heads
 
-        return hook
+        def seen(scores: torch.Tensor, largest: torch.Tensor) -> None:
+            n = ENTROPY_SEQUENCES
+            self.attn_entropy[i], self.attn_logit_max[i] = scores_summary(scores[:n], largest[:n], hs)
 
-    def _on_k(self, i: int):
-        def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
-            with torch.no_grad():
-                k = out.detach()[:ENTROPY_SEQUENCES].flatten(2)
-                summary = attention_summary(self._q.pop(i), k, self.model.cfg.heads)
-                self.attn_entropy[i], self.attn_logit_max[i] = summary
-
-        return hook
+        return seen
 
     def _on_logits(self, module: nn.Module, args: tuple, out: torch.Tensor) -> None:
         with torch.no_grad():

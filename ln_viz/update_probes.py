@@ -52,7 +52,8 @@ class UpdateRatio:
     def after(self) -> np.ndarray:
         now = [p.detach() for p in self.params]
         delta = np.square(torch.stack(torch._foreach_norm(torch._foreach_sub(now, self._before))).double().numpy())
-        base = np.square(torch.stack(torch._foreach_norm(self._before)).double().numpy())
+        norms = torch.stack(torch._foreach_norm(self._before)).double().numpy()
+        base = np.square(norms)
         out = np.zeros(len(self.blocks), np.float32)
         start = 0
         for i, ps in enumerate(self.blocks):
@@ -60,22 +61,26 @@ class UpdateRatio:
             out[i] = math.sqrt(d / b) if b > 0 else float("nan")
             start += len(ps)
         matrices = self.matrix_index.reshape(-1).tolist()
-        angles = angular_updates([self._before[i] for i in matrices], [now[i] for i in matrices])
+        angles = angular_updates([self._before[i] for i in matrices], [now[i] for i in matrices], norms[matrices])
         self.angular = angles.reshape(self.matrix_index.shape).max(axis=1)  # NaN when any matrix's is
         self._before = []
         return out
 
 
 @torch.no_grad()
-def angular_updates(before: list[torch.Tensor], after: list[torch.Tensor]) -> np.ndarray:
+def angular_updates(
+    before: list[torch.Tensor], after: list[torch.Tensor], before_norms: np.ndarray | None = None
+) -> np.ndarray:
     """The angle in radians between each pair of tensors (as flat vectors), arccos of their cosine,
     computed as 2 asin(|a/|a| - b/|b|| / 2) (exact near 0, where arccos loses half the digits); NaN where
-    either is zero or not finite. float32 (N,)."""
-    nb = torch.stack(torch._foreach_norm(before)).double().numpy()
+    either is zero or not finite. float32 (N,). `before_norms`: the `before` tensors' norms when already
+    computed (torch._foreach_norm's, as float64), one pass over them fewer."""
+    nb = torch.stack(torch._foreach_norm(before)).double().numpy() if before_norms is None else before_norms
     na = torch.stack(torch._foreach_norm(after)).double().numpy()
     ok = (nb > 0) & (na > 0) & np.isfinite(nb) & np.isfinite(na)
     sb, sa = np.where(ok, nb, 1.0).tolist(), np.where(ok, na, 1.0).tolist()
-    diff = torch._foreach_sub(torch._foreach_div(after, sa), torch._foreach_div(before, sb))
+    diff = torch._foreach_div(after, sa)
+    torch._foreach_sub_(diff, torch._foreach_div(before, sb))
     chord = torch.stack(torch._foreach_norm(diff)).double().numpy()
     angles = 2 * np.arcsin(np.clip(chord / 2, 0.0, 1.0))
     return np.where(ok, angles, np.nan).astype(np.float32)
@@ -122,6 +127,7 @@ class PreconditionerLag:
             denom = torch._foreach_sqrt(vs)
             torch._foreach_div_(denom, [moments[k][1] ** 0.5 for k in have])
             torch._foreach_add_(denom, [moments[k][2] for k in have])
-            ratio = torch._foreach_div(torch._foreach_abs([self.matrices[k].grad for k in have]), denom)
+            ratio = torch._foreach_abs([self.matrices[k].grad for k in have])
+            torch._foreach_div_(ratio, denom)
             out[have] = torch.stack(torch._foreach_max(ratio)).double().numpy()
         return out.reshape(self.shape).max(axis=1).astype(np.float32)  # NaN when any matrix's is

@@ -111,6 +111,55 @@ def test_attention_entropy_is_measured_on_the_first_sequences_of_the_batch():
     np.testing.assert_allclose(full.attn_entropy, first.attn_entropy, rtol=1e-6)
 
 
+def naive_scores(q: torch.Tensor, k: torch.Tensor, heads: int) -> tuple[float, float]:
+    """(mean entropy, largest |score|) of causal softmax(q k^T / sqrt(hs)) in float64, row by row."""
+    B, T, d = q.shape
+    hs = d // heads
+    total, largest = 0.0, 0.0
+    for b in range(B):
+        for h in range(heads):
+            qh, kh = q[b, :, h * hs : (h + 1) * hs].double(), k[b, :, h * hs : (h + 1) * hs].double()
+            for t in range(T):
+                s = qh[t] @ kh[: t + 1].T / math.sqrt(hs)
+                p = torch.softmax(s, dim=0)
+                total, largest = total + float(-(p * p.log()).sum()), max(largest, float(s.abs().max()))
+    return total / (B * heads * T), largest
+
+
+@pytest.mark.parametrize("d, qk_norm, scale", [(32, "none", 1.0), (64, "rmsnorm", 1.0), (32, "none", 30.0)])
+def test_the_probe_summarises_the_scores_the_model_computes(d, qk_norm, scale):
+    """The entropy and largest logit come from the model's own scores (head_logit_max's, no second matmul):
+    they match a float64 recomputation from the forward's q and k on the first ENTROPY_SEQUENCES sequences
+    (hs 8 and 16; scale 30: near-one-hot rows, where p log p rounding matters most), the per-layer largest is
+    the per-head largest's maximum when the batch is that short, and nothing stays attached after."""
+    cfg = RunConfig(depth=2, d_model=d, heads=4, seq_len=16, qk_norm=qk_norm)
+    model = build_model(cfg, 30)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.q.weight.mul_(scale)
+    seen: dict[tuple[int, str], torch.Tensor] = {}
+    handles = []
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        for name, m in zip("qk", (attn.q_norm, attn.k_norm) if attn.qk_norm else (attn.q, attn.k), strict=True):
+            handles.append(m.register_forward_hook(lambda m, a, o, i=i, n=name: seen.__setitem__((i, n), o.flatten(2))))
+    x = torch.randint(0, 30, (ENTROPY_SEQUENCES + 3, 16), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad(), watch(model) as act:
+        model(x)
+    for h in handles:
+        h.remove()
+    for i in range(2):
+        q, k = seen[(i, "q")][:ENTROPY_SEQUENCES], seen[(i, "k")][:ENTROPY_SEQUENCES]
+        entropy, largest = naive_scores(q, k, 4)
+        assert act.attn_entropy[i] == pytest.approx(entropy, rel=1e-6, abs=1e-7)
+        assert act.attn_logit_max[i] == pytest.approx(largest, rel=1e-6)
+    assert all(block.attn.scores_seen is None for block in model.blocks)
+    model.record_logit_max(True)
+    with torch.no_grad(), watch(model) as short:
+        model(x[:ENTROPY_SEQUENCES])
+    np.testing.assert_array_equal(short.attn_logit_max, model.logit_max().amax(dim=1).numpy())
+
+
 @pytest.mark.parametrize("position", ["pre", "post", "peri", "deepnorm", "none"])
 def test_each_site_is_summarised_from_its_own_tensor(position):
     """A tensor seen by two hooks is summarised once; every site still holds its own tensor's numbers."""
