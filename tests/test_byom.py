@@ -302,12 +302,13 @@ def test_the_steps_between_probe_steps_run_without_the_activation_hooks(tmp_path
 
 
 def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ln_viz.byom.forward as attach_module  # where the forward hooks summarise
+    import ln_viz.byom.forward as attach_module  # where log Z is summarised
+    from ln_viz.byom.summaries import StepSummaries  # where the forward hooks' tensors are
 
-    def broken(x):
+    def broken(*args):
         raise RuntimeError("broken summary")
 
-    monkeypatch.setattr(attach_module, "tensor_summary", broken)
+    monkeypatch.setattr(StepSummaries, "_passes", broken)
     monkeypatch.setattr(attach_module, "tensor_stats", broken)  # log Z's
     model = build("gpt2")
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
