@@ -562,16 +562,16 @@ def test_a_step_s_summaries_finished_together_equal_tensor_summary_bit_for_bit()
         np.testing.assert_array_equal(arrays["massive_act"][i], want, err_msg=f"massive_act of case {i}")
 
 
-def test_log_z_from_the_loss_s_saved_log_softmax_is_within_an_ulp_of_float64() -> None:
+def test_log_z_from_the_loss_ssaved_log_softmax_is_within_an_ulp_of_float64() -> None:
     """log Z per token from the log-softmax the model's cross-entropy saved (two max passes, no exp): as close
     to a float64 logsumexp as float32 logsumexp is, give or take an ulp; without a loss, logsumexp itself."""
-    from ln_viz.byom.summaries import _saved_log_softmax, log_z
+    from ln_viz.byom.summaries import log_z, saved_log_softmax
 
     model = build("llama")
     model.train()
     x = ids()
     out = model(input_ids=x, labels=x)
-    assert _saved_log_softmax(out.loss, out.logits) is not None  # the fast path is the one measured
+    assert saved_log_softmax(out.loss, out.logits) is not None  # the fast path is the one measured
     got = log_z(out.logits, out.loss)
     want = torch.logsumexp(out.logits.detach().double(), -1)
     ulp = torch.finfo(torch.float32).eps * want.abs()

@@ -43,56 +43,14 @@ def grad_norms(
     return {"grad_norm": per, "block_grad_norm": block}, total
 
 
-class WeightCopy:
-    """The block weights as they were before a probe step's update, for update_ratio: where they share a
-    dtype and device, in one flat buffer kept from step to step (one copy call before the step and one after
-    for the difference: a foreach copy and subtraction over a small model's ~50 tensors cost 4 us a tensor
-    each), else a copy each; `pieces` holds them, a tensor each (views of the buffer)."""
-
-    def __init__(self) -> None:
-        self.pieces: list[torch.Tensor] = []
-        self._flat: torch.Tensor | None = None
-        self._after: torch.Tensor | None = None
-        self._copies: list[torch.Tensor] | None = None
-
-    @torch.no_grad()
-    def take(self, params: list[torch.Tensor]) -> None:
-        if len({(p.dtype, p.device) for p in params}) != 1:  # none, or mixed: a copy each
-            if self._copies is None or len(self._copies) != len(params):
-                self._copies = torch._foreach_mul(params, 1.0)
-            else:  # into the copies kept from the last probe step: no allocation
-                torch._foreach_copy_(self._copies, params)
-            self._flat, self.pieces = None, self._copies
-            return
-        flat = [p.reshape(-1) for p in params]
-        n = sum(f.numel() for f in flat)
-        if self._after is None or self._after.numel() != n or self._after.dtype != params[0].dtype:
-            self._after = torch.empty(n, dtype=params[0].dtype, device=params[0].device)
-            self._flat = torch.empty_like(self._after)
-        elif self._flat is None:
-            self._flat = torch.empty_like(self._after)
-        torch.cat(flat, out=self._flat)
-        self.pieces = list(self._flat.split([f.numel() for f in flat]))
-
-    @torch.no_grad()
-    def subtract(self, params: list[torch.Tensor]) -> None:
-        """`pieces` -= `params` (the weights after the step): the update, with its sign flipped."""
-        if self._flat is None:
-            torch._foreach_sub_(self.pieces, params)
-            return
-        assert self._after is not None
-        self._flat.sub_(torch.cat([p.reshape(-1) for p in params], out=self._after))
-
-
-def update_ratio(before: WeightCopy, block_params: list[list[torch.Tensor]]) -> np.ndarray:
-    """||w_after - w_before|| / ||w_before|| per block, from the weights copied before the step (which this
-    overwrites with the difference: it is not needed after)."""
+def update_ratio(before: list[torch.Tensor], block_params: list[list[torch.Tensor]]) -> np.ndarray:
+    """||w_after - w_before|| / ||w_before|| per block, from the weights snapshot taken before the step
+    (which this overwrites with the difference: it is not needed after)."""
     with torch.no_grad():
-        base = torch._foreach_norm(before.pieces)
-        before.subtract([p for ps in block_params for p in ps])
-        norms = _floats((*base, *torch._foreach_norm(before.pieces)))
-    n = len(before.pieces)
-    base, delta = norms[:n], norms[n:]
+        base = torch._foreach_norm(before)
+        torch._foreach_sub_(before, [p for ps in block_params for p in ps])
+        norms = _floats((*base, *torch._foreach_norm(before)))
+    base, delta = norms[: len(before)], norms[len(before) :]
     out = np.zeros(len(block_params), np.float32)
     start = 0
     for i, ps in enumerate(block_params):

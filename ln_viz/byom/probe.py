@@ -37,7 +37,7 @@ from torch import nn
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
 from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
 from ln_viz.byom.forward import ForwardProbes
-from ln_viz.byom.measure import WeightCopy, grad_norms, is_probe_step, update_ratio
+from ln_viz.byom.measure import grad_norms, is_probe_step, update_ratio
 from ln_viz.byom.summaries import StepSummaries
 from ln_viz.config import RunConfig
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
@@ -77,11 +77,11 @@ class Probe(ForwardProbes):
         self._init_params()
         self.step = 0  # optimizer steps taken while attached
         self.run_id: int | None = None
-        self._closed = False
         self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
-        self._armed = self._capturing = False
+        self._closed = self._armed = self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
-        self._before = WeightCopy()  # the block weights before a probe step's update, its buffer kept
+        self._before: list[torch.Tensor] = []
+        self._copies: list[torch.Tensor] | None = None  # the block weights' copies, reused each probe step
         self._pending: Snapshot | None = None
         self._loss_sum: torch.Tensor | None = None
         self._loss_n = 0
@@ -225,7 +225,12 @@ class Probe(ForwardProbes):
     @torch.no_grad()
     def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if is_probe_step(self.step + 1, self.every, self.steps):
-            self._before.take([p for ps in self.block_params for p in ps])  # under no_grad: no detached views
+            params = [p for ps in self.block_params for p in ps]  # read under no_grad: no detached views needed
+            if self._copies is None:
+                self._copies = torch._foreach_mul(params, 1.0)
+            else:  # into the copies kept from the last probe step: no allocation
+                torch._foreach_copy_(self._copies, params)
+            self._before = self._copies
 
     @torch.no_grad()
     def _on_post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -273,9 +278,9 @@ class Probe(ForwardProbes):
                 total = math.nan
         else:
             total = math.nan
-        if self._before.pieces and "update" not in self._disabled:
+        if self._before and "update" not in self._disabled:
             out["update_ratio"] = update_ratio(self._before, self.block_params)
-        self._before.pieces = []  # taken again before the next probe step's update
+        self._before = []
         return out, total
 
     # --- scalars and the store ------------------------------------------------------------------------

@@ -158,7 +158,7 @@ def log_z(logits: torch.Tensor, loss: Any = None) -> torch.Tensor:
     (0.15 against 1.1 ms for 16 x 64 tokens of 512 on one thread). The sum is the log-softmax kernel's,
     not logsumexp's: they add in another order, so the two differ by an ulp of log Z on some tokens
     (tests/test_byom.py checks both against float64). A value that is not finite: logsumexp's."""
-    saved = _saved_log_softmax(loss, logits)
+    saved = saved_log_softmax(loss, logits)
     logits = logits.detach()
     if saved is not None:
         vocab = logits.shape[-1]
@@ -168,7 +168,7 @@ def log_z(logits: torch.Tensor, loss: Any = None) -> torch.Tensor:
     return torch.logsumexp(logits.float(), -1)
 
 
-def _saved_log_softmax(loss: Any, logits: torch.Tensor) -> torch.Tensor | None:
+def saved_log_softmax(loss: Any, logits: torch.Tensor) -> torch.Tensor | None:
     """The log-softmax over the last axis of `logits` (or of a view or float copy of them) that `loss`'s
     backward saved (cross_entropy, maybe divided by a count), or None."""
     node = getattr(loss, "grad_fn", None) if isinstance(loss, torch.Tensor) else None
