@@ -155,10 +155,10 @@ def log_z(logits: torch.Tensor, loss: Any = None) -> torch.Tensor:
     """logsumexp of `logits` over the vocabulary, per token (float32). Where the model's own `loss` is a
     cross-entropy of these logits (a Hugging Face model given labels), from the log-softmax it saved for
     the backward: log p = (x - max) - log sum exp(x - max), so the row's largest log p is minus the log of
-    the sum, and log Z = max x - max log p, two max passes instead of logsumexp's exp of every logit
-    (0.15 against 1.1 ms for 16 x 64 tokens of 512 on one thread). The sum is the log-softmax kernel's,
-    not logsumexp's: they add in another order, so the two differ by an ulp of log Z on some tokens
-    (tests/test_byom.py checks both against float64). A value that is not finite: logsumexp's."""
+    the sum, and log Z = max x - max log p, two max passes instead of logsumexp's exp of every logit (0.35
+    against 1.2 ms in the overhead benchmark's probe step, 16 x 64 tokens of 512, one thread). The sum is
+    the log-softmax kernel's, not logsumexp's: they add in another order, so the two differ by an ulp of
+    log Z on some tokens (tests/test_byom.py checks both against float64). Not finite: logsumexp's."""
     saved = saved_log_softmax(loss, logits)
     logits = logits.detach()
     if saved is not None:
