@@ -302,12 +302,13 @@ def test_the_steps_between_probe_steps_run_without_the_activation_hooks(tmp_path
 
 
 def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ln_viz.byom.forward as attach_module  # where the forward hooks summarise
+    import ln_viz.byom.forward as attach_module  # where log Z is summarised
+    from ln_viz.byom.summaries import StepSummaries  # where the forward hooks' tensors are
 
-    def broken(x):
+    def broken(*args):
         raise RuntimeError("broken summary")
 
-    monkeypatch.setattr(attach_module, "tensor_summary", broken)
+    monkeypatch.setattr(StepSummaries, "_passes", broken)
     monkeypatch.setattr(attach_module, "tensor_stats", broken)  # log Z's
     model = build("gpt2")
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
@@ -514,3 +515,69 @@ def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_floa
         x = x.contiguous()
         got, want = table_bins(x), asinh_bins(x.clone())
         assert torch.equal(got, want), f"{int((got != want).sum())} of {len(x)} floats in another slot"
+
+
+def test_a_step_s_summaries_finished_together_equal_tensor_summary_bit_for_bit() -> None:
+    """attach's hooks summarise a probed pass's tensors together (ln_viz.byom.summaries.StepSummaries): each
+    histogram, stats row and massive_act as tensor_summary and median_abs give them alone, for sizes, scales
+    past the edges, values on the edges, inf, NaN, a tensor added twice in a row, a strided view, bfloat16."""
+    from ln_viz.byom.summaries import StepSummaries
+    from ln_viz.probes import median_abs, tensor_summary
+    from ln_viz.schema import HIST_BINS, HIST_LIMIT
+
+    g = torch.Generator().manual_seed(0)
+    edges = torch.from_numpy(HIST_EDGES.astype(np.float32))
+    near = torch.cat([edges, edges.nextafter(edges + 1), edges.nextafter(edges - 1)])
+    cases = []
+    for i in range(40):
+        x = torch.randn(int(torch.randint(1, 3000, (1,), generator=g)), generator=g) * 10.0 ** (i % 9 - 4)
+        if i % 8 == 1:
+            x[::7] = torch.inf
+        elif i % 8 == 2:
+            x[::5] = torch.nan
+        elif i % 8 == 3:
+            x = torch.cat([near, (torch.rand(len(x), generator=g) * 2 - 1) * 0.99 * HIST_LIMIT])
+        elif i % 8 == 4:
+            x = torch.randn(16, 32, generator=g).t()  # not contiguous
+        elif i % 8 == 5:
+            x = torch.randn(64, generator=g).to(torch.bfloat16)
+        cases.append(x)
+    cases.insert(7, cases[6])  # the same tensor twice in a row: Pre-LN's block output, the next norm's input
+    n = len(cases)
+    arrays = {
+        "resid_hist": np.full((n, HIST_BINS), np.nan, np.float32),
+        "resid_stats": np.full((n, 6), np.nan, np.float32),
+        "massive_act": np.full(n, np.nan, np.float32),
+    }
+    summaries = StepSummaries()
+    for i, x in enumerate(cases):
+        summaries.add(arrays, x, ("resid_stats", i), ("resid_hist", i), massive=i)
+    summaries.finish(arrays)
+    for i, x in enumerate(cases):
+        hist, stats = tensor_summary(x)
+        np.testing.assert_array_equal(arrays["resid_hist"][i], hist, err_msg=f"histogram of case {i}")
+        np.testing.assert_array_equal(arrays["resid_stats"][i], stats, err_msg=f"stats of case {i}")
+        median = median_abs(x)
+        want = np.float32(stats[3] / median if median > 0 else np.nan)
+        np.testing.assert_array_equal(arrays["massive_act"][i], want, err_msg=f"massive_act of case {i}")
+
+
+def test_log_z_from_the_loss_ssaved_log_softmax_is_within_an_ulp_of_float64() -> None:
+    """log Z per token from the log-softmax the model's cross-entropy saved (two max passes, no exp): as close
+    to a float64 logsumexp as float32 logsumexp is, give or take an ulp; without a loss, logsumexp itself."""
+    from ln_viz.byom.summaries import log_z, saved_log_softmax
+
+    model = build("llama")
+    model.train()
+    x = ids()
+    out = model(input_ids=x, labels=x)
+    assert saved_log_softmax(out.loss, out.logits) is not None  # the fast path is the one measured
+    got = log_z(out.logits, out.loss)
+    want = torch.logsumexp(out.logits.detach().double(), -1)
+    ulp = torch.finfo(torch.float32).eps * want.abs()
+    old = (torch.logsumexp(out.logits.detach(), -1).double() - want).abs()
+    assert bool(((got.double() - want).abs() <= old + ulp).all())
+    assert torch.equal(log_z(out.logits), torch.logsumexp(out.logits.detach(), -1))  # no loss: logsumexp
+    with torch.no_grad():  # no graph (eval, a shadow forward): logsumexp
+        out = model(input_ids=x, labels=x)
+    assert torch.equal(log_z(out.logits, out.loss), torch.logsumexp(out.logits, -1))

@@ -8,7 +8,6 @@ guards); kept apart so each file stays one concern.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +18,9 @@ from torch import nn
 from ln_viz.byom.attention import SdpaTap, attention_stats
 from ln_viz.byom.card import block_input, first_tensor
 from ln_viz.byom.measure import _mode_stack
-from ln_viz.probes import median_abs, tensor_stats, tensor_summary
-from ln_viz.schema import PROBES, Stat
+from ln_viz.byom.summaries import StepSummaries, log_z
+from ln_viz.probes import tensor_stats
+from ln_viz.schema import PROBES
 
 
 class ForwardProbes:
@@ -36,6 +36,8 @@ class ForwardProbes:
     _disabled: set[str]
     _tap: str | None
     _sdpa: SdpaTap | None
+    _summaries: StepSummaries
+    _blank: dict[str, np.ndarray] | None = None  # the forward arrays, all NaN, copied each probe step
     _keep_attention: bool
     attention_probs: dict[int, torch.Tensor]
     _loss_sum: torch.Tensor | None
@@ -73,10 +75,12 @@ class ForwardProbes:
 
     def _begin_capture(self) -> None:
         self._capturing = True
-        dims = self._dims()
-        forward = [n for n, m in PROBES.items() if m.source == "forward"]
-        self._arrays = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
-        self._last: tuple[Any, Any] | None = None
+        if self._blank is None:  # the step's forward arrays, all NaN: built once, copied each probe step
+            dims = self._dims()
+            forward = [n for n, m in PROBES.items() if m.source == "forward"]
+            self._blank = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
+        self._arrays = {n: a.copy() for n, a in self._blank.items()}
+        self._summaries.clear()
         if self._sdpa is not None and "attention" not in self._disabled:
             self._sdpa.calls = 0
             self._sdpa.__enter__()
@@ -95,7 +99,7 @@ class ForwardProbes:
         if self._capturing and self._arrays is not None and "logz" not in self._disabled:
             logits = getattr(out, "logits", None) if not isinstance(out, torch.Tensor) else out
             if isinstance(logits, torch.Tensor) and logits.ndim >= 2:
-                self._guard("logz", self._logz)(logits)
+                self._guard("logz", self._logz)(logits, getattr(out, "loss", None))
         self._stop_capture()
 
     def _on_compiled_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -132,41 +136,30 @@ class ForwardProbes:
                     b.copy_(v)
 
     @torch.no_grad()
-    def _logz(self, logits: torch.Tensor) -> None:
+    def _logz(self, logits: torch.Tensor, loss: Any = None) -> None:
         assert self._arrays is not None
-        self._arrays["logz_stats"][:] = tensor_stats(torch.logsumexp(logits.detach().float(), -1))
+        self._arrays["logz_stats"][:] = tensor_stats(log_z(logits, loss))
 
     def _stop_capture(self) -> None:
+        if self._capturing and self._arrays is not None:  # the pass's activations, summarised together
+            self._guard("activations", self._summaries.finish)(self._arrays)
+        self._summaries.clear()
         if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():
             self._sdpa.__exit__(None, None, None)
         self._capturing = False
-
-    def _summary(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        if self._last is not None and self._last[0] is x:
-            return self._last[1]
-        with torch.no_grad():
-            result = tensor_summary(x.detach())
-        self._last = (x, result)
-        return result
 
     def _on_input(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         if self._capturing and self._arrays is not None:
             x = block_input(args, kwargs)
             if x is not None:
-                _, self._arrays["input_stats"][:] = self._summary(x)
+                self._summaries.add(self._arrays, x, ("input_stats", ()))
 
     def _on_block(self, i: int) -> Callable[..., None]:
         def hook(module: nn.Module, args: tuple, out: Any) -> None:
-            if not (self._capturing and self._arrays is not None):
-                return
-            y = first_tensor(out)
-            if y is None:
-                return
-            a = self._arrays
-            a["resid_hist"][i], a["resid_stats"][i] = self._summary(y)
-            finite = math.isfinite(a["resid_stats"][i, Stat.MAX_ABS]) and y.device.type == "cpu"
-            median = _median_abs_finite(y) if finite else median_abs(y)
-            a["massive_act"][i] = a["resid_stats"][i, Stat.MAX_ABS] / median if median > 0 else math.nan
+            if self._capturing and self._arrays is not None:
+                y = first_tensor(out)
+                if y is not None:
+                    self._summaries.add(self._arrays, y, ("resid_stats", i), ("resid_hist", i), massive=i)
 
         return hook
 
@@ -175,7 +168,7 @@ class ForwardProbes:
             if self._capturing and self._arrays is not None:
                 x = first_tensor(args)
                 if x is not None:
-                    self._arrays["norm_in_hist"][i, j], self._arrays["norm_in_stats"][i, j] = self._summary(x)
+                    self._summaries.add(self._arrays, x, ("norm_in_stats", (i, j)), ("norm_in_hist", (i, j)))
 
         return hook
 
@@ -196,12 +189,3 @@ class ForwardProbes:
 
     def _on_sdpa(self, i: int, q: Any, k: Any, mask: Any, scale: Any, causal: bool) -> None:
         self._record_attention(i, q, k, mask, scale, None, causal)
-
-
-def _median_abs_finite(x: torch.Tensor) -> float:
-    """ln_viz.probes.median_abs of a CPU tensor known to hold no NaN: the same value (the k-th smallest |x| is
-    one number, however it is found), partitioned in place in its own |x| array, without the NaN pass."""
-    a = np.abs(x.detach().float().reshape(-1).numpy())
-    k = (a.size - 1) // 2
-    a.partition(k)
-    return float(a[k])

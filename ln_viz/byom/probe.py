@@ -38,6 +38,7 @@ from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
 from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
 from ln_viz.byom.forward import ForwardProbes
 from ln_viz.byom.measure import grad_norms, is_probe_step, update_ratio
+from ln_viz.byom.summaries import StepSummaries
 from ln_viz.config import RunConfig
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
 from ln_viz.snapshot import RunInfo, Snapshot
@@ -76,9 +77,8 @@ class Probe(ForwardProbes):
         self._init_params()
         self.step = 0  # optimizer steps taken while attached
         self.run_id: int | None = None
-        self._closed = False
         self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
-        self._armed = self._capturing = False
+        self._closed = self._armed = self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
         self._before: list[torch.Tensor] = []
         self._copies: list[torch.Tensor] | None = None  # the block weights' copies, reused each probe step
@@ -96,6 +96,7 @@ class Probe(ForwardProbes):
         self._restore_impl: str | None = None  # the HF attention implementation to put back
         self._tap: str | None = None  # the HF attention implementation that taps (None: the sdpa mode)
         self._sdpa: SdpaTap | None = None
+        self._summaries = StepSummaries()  # a probed pass's activations, summarised when it ends
         self._keep_attention = False  # tests: keep each layer's probabilities in `attention_probs`
         self.attention_probs: dict[int, torch.Tensor] = {}
         self.grad_norm_kind = GRAD_NORM_APPLIED
@@ -256,6 +257,7 @@ class Probe(ForwardProbes):
         self._arm(is_probe_step(self.step + 1, self.every, self.steps))
 
     def _measure_step(self) -> tuple[dict[str, np.ndarray], float]:
+        self._stop_capture()  # a pass still capturing (its output hook never ran) puts its summaries in
         dims = self._dims()
         arrays = self._arrays if self._arrays is not None else {}
         self._arrays = None
