@@ -117,11 +117,14 @@ def tensorboard_stepper(cfg: RunConfig, every: int, logdir: Path):
     return step
 
 
-def round_robin(steppers: dict, steps: int, warmup: int = 3, probe_times: dict | None = None) -> dict[str, float]:
+def round_robin(
+    steppers: dict, steps: int, warmup: int = 3, probe_times: dict | None = None, seed: int = 0
+) -> dict[str, float]:
     """steps/s of each stepper, stepping them in turn, in a shuffled order each round (a loop that
-    always ran right after the TensorBoard loop measured 8 % slower: caches); `warmup` untimed
-    steps each first. With `probe_times`, each Trainer loop's step times are kept there as
-    (seconds, was a probe step) pairs."""
+    always ran right after the TensorBoard loop measured 8 % slower: caches), the orders drawn from
+    `seed` (give each repeat its own: with one seed every repeat ran the same orders, and a loop's
+    probe steps followed the same heavy steps each time); `warmup` untimed steps each first. With
+    `probe_times`, each Trainer loop's step times are kept there as (seconds, was a probe step) pairs."""
     import random
 
     for _ in range(warmup):
@@ -129,7 +132,7 @@ def round_robin(steppers: dict, steps: int, warmup: int = 3, probe_times: dict |
             f()
     spent = dict.fromkeys(steppers, 0.0)
     names = list(steppers)
-    order = random.Random(0)
+    order = random.Random(seed)
     for _ in range(steps):
         order.shuffle(names)  # a new order each round: no loop always follows the same other loop
         for name in names:
@@ -151,6 +154,28 @@ def probe_share(times: list[tuple[float, bool]]) -> tuple[float, float]:
     base = sum(plain) / len(plain)
     extra = sum(probed) - len(probed) * base
     return 1000 * extra / max(len(probed), 1), 100 * extra / (len(times) * base)
+
+
+def consecutive_share(cfg: RunConfig, steps: int, every: int = 10) -> tuple[float, float]:
+    """(probes every `every` steps against probes off, % more time; a probe step's extra ms over the loop's other
+    steps): the two Trainer loops take turns in blocks of `every` consecutive steps, as a run trains (each block
+    holds one probe step, and a step finds the caches its own previous step left), the blocks alternating so
+    the machine's slow spells fall on both alike."""
+    probed, off = trainer_stepper(cfg, steps + 3, every), trainer_stepper(cfg, steps + 3, 0)
+    for _ in range(3):
+        probed(), off()
+    times: list[tuple[float, bool]] = []
+    spent = [0.0, 0.0]
+    for start in range(0, steps, every):
+        for k, f in enumerate((off, probed)):
+            for _ in range(min(every, steps - start)):
+                t0 = time.perf_counter()
+                out = f()
+                took = time.perf_counter() - t0
+                spent[k] += took
+                if k:
+                    times.append((took, out.probes is not None))
+    return 100 * (spent[1] / spent[0] - 1), probe_share(times)[0]
 
 
 def plain_loop(cfg: RunConfig, steps: int) -> float:
@@ -178,7 +203,8 @@ def bench_steps(quick: bool, repeats: int) -> dict:
         cfg = config(depth, d, quick)
         steps = timed_steps(depth, quick)
         rates: dict[str, list[float]] = {k: [] for k in keys}
-        within: dict[str, list[float]] = {"probe_step_extra_ms": [], "every_10_within_run_pct": []}
+        within: dict[str, list[float]] = {k: [] for k in ("probe_step_extra_ms", "every_10_within_run_pct")}
+        within |= {"consecutive_every_10_vs_off_pct": [], "consecutive_probe_step_extra_ms": []}
         tb_error = None
         with tempfile.TemporaryDirectory() as tmp:
             for r in range(repeats):
@@ -194,11 +220,14 @@ def bench_steps(quick: bool, repeats: int) -> dict:
                     except ImportError as e:
                         tb_error = str(e)
                 times: dict = {}
-                for name, rate in round_robin(steppers, steps, probe_times=times).items():
+                for name, rate in round_robin(steppers, steps, probe_times=times, seed=r).items():
                     rates[name].append(rate)
                 ms, pct = probe_share(times["probes_every_10"])
                 within["probe_step_extra_ms"].append(ms)
                 within["every_10_within_run_pct"].append(pct)
+                pct, ms = consecutive_share(cfg, steps)
+                within["consecutive_every_10_vs_off_pct"].append(pct)
+                within["consecutive_probe_step_extra_ms"].append(ms)
                 if "tensorboard_every_10" in steppers:
                     steppers["tensorboard_every_10"].close()
         row: dict = {"timed_steps": steps, **{k: stats(v) for k, v in rates.items() if v}}
@@ -230,7 +259,10 @@ def bench_steps(quick: bool, repeats: int) -> dict:
             f"Trainer without probes {pct('cost_trainer_no_probes_pct')}, "
             f"TensorBoard/10 {pct('tensorboard_cost_pct')}\n      inside the probes/10 run: a probe step takes "
             f"{fmt(row['probe_step_extra_ms'], 1)} ms more than the others, "
-            f"{pct('every_10_within_run_pct')} of the run's time",
+            f"{pct('every_10_within_run_pct')} of the run's time\n      as a run trains (blocks of 10 consecutive "
+            "steps, "
+            f"probes/10 against probes off): {pct('consecutive_every_10_vs_off_pct')} more time, a probe step "
+            f"{fmt(row['consecutive_probe_step_extra_ms'], 1)} ms more than the others",
             flush=True,
         )
     return out

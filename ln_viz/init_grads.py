@@ -17,8 +17,9 @@ import torch.nn.functional as F
 from ln_viz.config import RunConfig
 from ln_viz.corpus import Batches, Corpus, load_corpus
 from ln_viz.model import build_model
-from ln_viz.probes import grad_norms, watch
+from ln_viz.probes import watch
 from ln_viz.schema import PARAM_NAMES, Stat
+from ln_viz.update_probes import grad_norms
 
 GRAD_COLUMNS = ["seed", "layer", "param", "grad_norm"]
 

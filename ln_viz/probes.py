@@ -7,8 +7,7 @@ model never knows it is watched, and no tensor outlives its step.
 Per block, at a probe step (each array's shape, unit and meaning are in ln_viz.schema.PROBES):
 - `resid_hist`, `resid_stats`: the residual stream after the block (what flows into the next block);
 - `norm_in_hist`, `norm_in_stats`: the input of each norm in the block (for Post-LN the sum x + F(x));
-- `grad_norm`: the Frobenius norm of the gradient of each weight matrix in PARAM_NAMES;
-- `block_grad_norm`: of all the block's parameters together;
+- `grad_norm`, `block_grad_norm`: gradient norms, in ln_viz.update_probes (GradNorms);
 - `attn_entropy`: mean entropy (nats) of the attention distributions, over heads and positions of the
   first ENTROPY_SEQUENCES (8) sequences of the step's batch (all of them for smaller batches), from the
   scores the model's forward computes anyway on a probe step for the per-head largest logit
@@ -24,11 +23,11 @@ Per block, at a probe step (each array's shape, unit and meaning are in ln_viz.s
 - `norm_in_min_rms` (Odonnat et al. 2024): per norm, the smallest over the batch's tokens of the scale
   the norm divides by: a LayerNorm input's per-token std (population, as LayerNorm's variance; its
   Jacobian scales as 1 / sigma, so the smallest sigma is where its curvature spikes; eps 1e-5 is left
-  out), an RMSNorm's (or DyT's) per-token RMS sqrt(mean(x^2)).
+  out), an RMSNorm's (or DyT's) per-token RMS sqrt(mean(x^2)). A LayerNorm's sigma comes from the
+  1 / sqrt(var + eps) its forward saves for the backward, where it has one (sigma_from_rstd).
 
-Every gradient norm comes from one batched `torch._foreach_norm` call per step (the same call gives the
-total norm the trainer checks for divergence), and a tensor seen by two hooks (Pre-LN's residual stream
-is both a block's output and the next block's first norm input) is summarised once.
+A tensor seen by two hooks (Pre-LN's residual stream is both a block's output and the next block's first
+norm input) is summarised once.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ from ln_viz.schema import (
     probe_dims,
     probes_from,
 )
-from ln_viz.update_probes import UpdateRatio  # noqa: F401 (its old home: tests import it from here)
+from ln_viz.update_probes import GradNorms, UpdateRatio, grad_norms  # noqa: F401 (their old home: tests import them here)
 
 # Masked attention scores: a finite stand-in for -inf, so exp() gives exactly 0 and 0 * log 0 is 0.
 _MASKED = -1e30
@@ -250,6 +249,18 @@ def _saturated(x: torch.Tensor, alpha: float) -> float:
     return np.count_nonzero(np.abs(a * np.float32(alpha)) > 2) / a.size
 
 
+def sigma_from_rstd(out: torch.Tensor, eps: float) -> float | None:
+    """min_token_scale(x, centred=True) of a LayerNorm's input x from its output `out`, with no pass over x: the
+    largest 1 / sqrt(var + eps) the forward saved for its backward, sigma = sqrt(1 / rstd^2 - eps). None (compute
+    it from x) without that node (no grad) or where a token's var < eps (rstd's rounding then costs digits)."""
+    fn = out.grad_fn
+    if type(fn).__name__ != "NativeLayerNormBackward0":
+        return None
+    r = float(fn._saved_result2.amax())
+    var = 1.0 / (r * r) - eps  # float64; rstd within an ulp of float32: sigma within ~1e-7 relative where var >= eps
+    return math.sqrt(var) if var >= eps else None  # NaN, inf and tiny spreads: the exact way
+
+
 @torch.no_grad()
 def min_token_scale(x: torch.Tensor, centred: bool) -> float:
     """The smallest over tokens (all but the last axis) of each token's std (`centred`: population, as
@@ -296,7 +307,10 @@ class ActivationProbe:
         for i, block in enumerate(blocks):
             self._handles.append(block.register_forward_hook(self._on_block(i)))
             for j, name in enumerate(self.norm_names):
-                self._handles.append(block.get_submodule(name).register_forward_pre_hook(self._on_norm(i, j)))
+                norm = block.get_submodule(name)
+                self._handles.append(norm.register_forward_pre_hook(self._on_norm(i, j)))
+                if isinstance(norm, nn.LayerNorm):  # its smallest sigma from what its forward saved
+                    self._handles.append(norm.register_forward_hook(self._on_layernorm(i, j)))
             block.attn.scores_seen = self._on_scores(i)  # the scores the dot product sees (after QK-norm)
         self._handles.append(self.model.head.register_forward_hook(self._on_logits))
 
@@ -332,7 +346,15 @@ class ActivationProbe:
             self.norm_in_hist[i, j], self.norm_in_stats[i, j] = self._summary(args[0])
             if isinstance(module, DyT):
                 self.dyt_saturation[i, j] = _saturated(args[0], float(module.alpha.detach()))
-            self.norm_in_min_rms[i, j] = min_token_scale(args[0], centred=isinstance(module, nn.LayerNorm))
+            if not isinstance(module, nn.LayerNorm):
+                self.norm_in_min_rms[i, j] = min_token_scale(args[0], centred=False)
+
+        return hook
+
+    def _on_layernorm(self, i: int, j: int):
+        def hook(module: nn.LayerNorm, args: tuple, out: torch.Tensor) -> None:
+            sigma = sigma_from_rstd(out, module.eps)
+            self.norm_in_min_rms[i, j] = sigma if sigma is not None else min_token_scale(args[0], centred=True)
 
         return hook
 
@@ -359,42 +381,3 @@ def watch(model: TinyLM) -> Iterator[ActivationProbe]:
         yield probe
     finally:
         probe.detach()
-
-
-class GradNorms:
-    """Every parameter's gradient norm in one batched call, and the views of them ln-viz reports."""
-
-    def __init__(self, model: TinyLM) -> None:
-        self.params = list(model.parameters())
-        index = {id(p): i for i, p in enumerate(self.params)}
-        self.matrix_index = np.array(
-            [[index[id(block.get_submodule(n).weight)] for n in PARAM_NAMES] for block in model.blocks], np.int64
-        ).reshape(len(model.blocks), len(PARAM_NAMES))
-        self.block_index = [np.array([index[id(p)] for p in block.parameters()], np.int64) for block in model.blocks]
-        self.norms = np.zeros(len(self.params))
-
-    @torch.no_grad()
-    def measure(self) -> float:
-        """Norm of each parameter's gradient (kept in `norms`, float64; a missing gradient counts 0), and
-        the total norm of all gradients together, returned (NaN or inf when any gradient is)."""
-        grads = [p.grad for p in self.params if p.grad is not None]
-        if len(grads) == len(self.params):
-            self.norms = torch.stack(torch._foreach_norm(grads)).double().numpy()
-        else:
-            self.norms = np.array([float(p.grad.norm()) if p.grad is not None else 0.0 for p in self.params])
-        return float(np.sqrt(np.square(self.norms).sum()))
-
-    def per_matrix(self) -> np.ndarray:
-        """(L, len(PARAM_NAMES)) Frobenius norms of the block weight matrices' gradients."""
-        return self.norms[self.matrix_index].astype(np.float32)
-
-    def per_block(self) -> np.ndarray:
-        """(L,) norm of all of each block's gradients together."""
-        return np.array([np.sqrt(np.square(self.norms[i]).sum()) for i in self.block_index], np.float32)
-
-
-def grad_norms(model: TinyLM) -> tuple[np.ndarray, np.ndarray]:
-    """(per block and PARAM_NAMES gradient Frobenius norms (L, 6), per block norm of all its grads (L,))."""
-    norms = GradNorms(model)
-    norms.measure()
-    return norms.per_matrix(), norms.per_block()

@@ -20,10 +20,10 @@ from ln_viz.config import ADAM_BETAS, ADAM_EPS, RunConfig
 from ln_viz.corpus import Batches, Corpus, eval_windows, load_corpus
 from ln_viz.model import TinyLM, build_model
 from ln_viz.optim import SGD, Adam, Muon, MuonAdam
-from ln_viz.probes import GradNorms, watch
+from ln_viz.probes import watch
 from ln_viz.schedule import lr_at
 from ln_viz.snapshot import FINAL_LOSS_WINDOW, RunData, RunInfo, Snapshot
-from ln_viz.update_probes import PreconditionerLag, UpdateRatio
+from ln_viz.update_probes import GradNorms, PreconditionerLag, UpdateRatio
 
 # A run is "stalled" when its loss as every page shows it, the mean of its last STALL_WINDOW steps (the
 # final loss's own window, snapshot.final_loss), has not got below the unigram entropy by STALL_MARGIN of

@@ -1,5 +1,6 @@
-"""What is measured across the optimizer step: before it, the weights are copied once (probe steps only); after
-it, the copies and the new weights give, per block (each array's shape, unit and meaning in ln_viz.schema.PROBES):
+"""What is measured of the gradients and across the optimizer step: before it, the weights are copied once
+(probe steps only); after it, the copies and the new weights give, per block (each array's shape, unit and
+meaning in ln_viz.schema.PROBES):
 
 - `update_ratio`: ||w_after - w_before|| / ||w_before|| over the block's parameters;
 - `angular_update` (issue 33, Kosson et al. 2024): per block, the LARGEST over its six weight matrices
@@ -15,7 +16,12 @@ it, the copies and the new weights give, per block (each array's shape, unit and
   beta2 0.98): near that bound the gradient dwarfs its history (v lags behind), near 1 it is steady.
   NaN for an optimizer without a second moment (SGD, Muon's matrices).
 
-Every norm comes from batched `torch._foreach_*` calls, one set per probe step.
+Before the step, the gradients (GradNorms, every step: the trainer checks the total for divergence):
+- `grad_norm`: the Frobenius norm of the gradient of each weight matrix in PARAM_NAMES;
+- `block_grad_norm`: of all the block's parameters together.
+
+Every norm comes from batched `torch._foreach_*` calls: one `torch._foreach_norm` for all gradients a step (the
+same call gives the total norm the trainer checks for divergence), one set across the step on probe steps.
 """
 
 from __future__ import annotations
@@ -131,3 +137,42 @@ class PreconditionerLag:
             torch._foreach_div_(ratio, denom)
             out[have] = torch.stack(torch._foreach_max(ratio)).double().numpy()
         return out.reshape(self.shape).max(axis=1).astype(np.float32)  # NaN when any matrix's is
+
+
+class GradNorms:
+    """Every parameter's gradient norm in one batched call, and the views of them ln-viz reports."""
+
+    def __init__(self, model: TinyLM) -> None:
+        self.params = list(model.parameters())
+        index = {id(p): i for i, p in enumerate(self.params)}
+        self.matrix_index = np.array(
+            [[index[id(block.get_submodule(n).weight)] for n in PARAM_NAMES] for block in model.blocks], np.int64
+        ).reshape(len(model.blocks), len(PARAM_NAMES))
+        self.block_index = [np.array([index[id(p)] for p in block.parameters()], np.int64) for block in model.blocks]
+        self.norms = np.zeros(len(self.params))
+
+    @torch.no_grad()
+    def measure(self) -> float:
+        """Norm of each parameter's gradient (kept in `norms`, float64; a missing gradient counts 0), and
+        the total norm of all gradients together, returned (NaN or inf when any gradient is)."""
+        grads = [p.grad for p in self.params if p.grad is not None]
+        if len(grads) == len(self.params):
+            self.norms = torch.stack(torch._foreach_norm(grads)).double().numpy()
+        else:
+            self.norms = np.array([float(p.grad.norm()) if p.grad is not None else 0.0 for p in self.params])
+        return float(np.sqrt(np.square(self.norms).sum()))
+
+    def per_matrix(self) -> np.ndarray:
+        """(L, len(PARAM_NAMES)) Frobenius norms of the block weight matrices' gradients."""
+        return self.norms[self.matrix_index].astype(np.float32)
+
+    def per_block(self) -> np.ndarray:
+        """(L,) norm of all of each block's gradients together."""
+        return np.array([np.sqrt(np.square(self.norms[i]).sum()) for i in self.block_index], np.float32)
+
+
+def grad_norms(model: TinyLM) -> tuple[np.ndarray, np.ndarray]:
+    """(per block and PARAM_NAMES gradient Frobenius norms (L, 6), per block norm of all its grads (L,))."""
+    norms = GradNorms(model)
+    norms.measure()
+    return norms.per_matrix(), norms.per_block()

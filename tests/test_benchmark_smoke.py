@@ -25,6 +25,7 @@ def test_benchmark_quick_mode_prints_and_writes_its_table(tmp_path):
     row = result["steps"]["depth2_d32"]
     assert row["plain"]["median"] > 0 and row["probes_every_10"]["median"] > 0
     assert "median" in row["tensorboard_every_10"]  # the TensorBoard reference ran too
+    assert "median" in row["consecutive_every_10_vs_off_pct"]  # and the probes' cost as a run trains
     assert result["payload"]["live_refresh_bytes"] > 0
     assert "steps/s" in proc.stdout and "first snapshot" in proc.stdout
 

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from ln_viz import charts
 from ln_viz.config import ADAM_BETAS, ADAM_EPS, PRESETS, RunConfig
 from ln_viz.model import build_model
-from ln_viz.probes import min_token_scale, watch
+from ln_viz.probes import min_token_scale, sigma_from_rstd, watch
 from ln_viz.schema import PARAM_NAMES
 from ln_viz.train import Trainer, make_optimizer, run
 from ln_viz.update_probes import PreconditionerLag, UpdateRatio, angular_updates
@@ -125,8 +126,10 @@ def test_torch_s_own_adam_gives_the_same_lag():
     )
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "training"])
 @pytest.mark.parametrize("norm_type", ["layernorm", "rmsnorm"])
-def test_the_smallest_per_token_scale_of_each_norm_input_is_std_for_layernorm_and_rms_for_rmsnorm(norm_type):
+def test_the_smallest_per_token_scale_of_each_norm_input_is_std_for_layernorm_and_rms_for_rmsnorm(norm_type, grad):
+    """In training (grad) a LayerNorm's sigma comes from the rstd its forward saved; without grad, from its input."""
     cfg = SMALL.replace(norm_position="peri", norm_type=norm_type)
     model = build_model(cfg, VOCAB)
     seen: dict[tuple[int, int], torch.Tensor] = {}
@@ -136,7 +139,7 @@ def test_the_smallest_per_token_scale_of_each_norm_input_is_std_for_layernorm_an
         for j, name in enumerate(model.norm_names())
     ]
     x = torch.randint(0, VOCAB, (4, 8), generator=torch.Generator().manual_seed(5))
-    with torch.no_grad(), watch(model) as act:
+    with torch.set_grad_enabled(grad), watch(model) as act:
         model(x)
     for h in hooks:
         h.remove()
@@ -151,6 +154,21 @@ def test_the_smallest_per_token_scale_of_each_norm_input_is_std_for_layernorm_an
     flat[1, 2] = 4.0
     assert min_token_scale(flat, centred=True) == pytest.approx(0.0, abs=1e-6)
     assert min_token_scale(flat, centred=False) > 0
+
+
+def test_a_layernorm_s_saved_rstd_gives_its_input_s_smallest_sigma_and_a_tiny_spread_is_measured_on_the_input():
+    ln = nn.LayerNorm(16, eps=1e-5)
+    x = (torch.randn(4, 6, 16, generator=torch.Generator().manual_seed(3)) * 2 + 1).requires_grad_()
+    want = float(x.detach().double().var(dim=-1, correction=0).sqrt().min())
+    assert sigma_from_rstd(ln(x), ln.eps) == pytest.approx(want, rel=1e-6)
+    with torch.no_grad():  # no backward node: nothing saved, so no answer from it
+        assert sigma_from_rstd(ln(x), ln.eps) is None
+    tiny = x.detach().clone()
+    tiny[2, 3] = 5.0 + 1e-4 * torch.arange(16.0)  # var ~2e-7 < eps: rstd's rounding would cost digits
+    assert sigma_from_rstd(ln(tiny.requires_grad_()), ln.eps) is None
+    assert min_token_scale(tiny, centred=True) == pytest.approx(
+        1e-4 * float(torch.arange(16.0).std(correction=0)), rel=1e-3
+    )
 
 
 def test_the_probes_are_stored_written_to_the_run_file_and_the_csv_tables(small_run, tmp_path):
