@@ -235,12 +235,14 @@ def _causal_bias(T: int, device: torch.device) -> torch.Tensor:
 
 def median_abs(x: torch.Tensor) -> float:
     """The median |x| (the lower middle value of an even count, as torch.median gives it), NaN if x
-    holds a NaN. numpy's partition: 30x faster than torch.median on 131k floats on a busy 2-core box."""
-    a = np.abs(x.detach().float().reshape(-1).cpu().numpy())
-    if np.isnan(a).any():
+    holds a NaN. Among the float32 bits with the sign cleared, which sort as |x| does (a NaN's above +inf's):
+    numpy's integer partition, half the time of its float one (and 30x faster than torch.median)."""
+    a = np.bitwise_and(x.detach().float().reshape(-1).cpu().numpy().view(np.uint32), np.uint32(0x7FFFFFFF))
+    if a.max() > 0x7F800000:
         return math.nan
     k = (a.size - 1) // 2
-    return float(np.partition(a, k)[k])
+    a.partition(k)
+    return float(a[k : k + 1].view(np.float32)[0])
 
 
 def _saturated(x: torch.Tensor, alpha: float) -> float:

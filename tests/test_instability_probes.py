@@ -9,7 +9,7 @@ import torch
 
 from ln_viz.config import RunConfig
 from ln_viz.model import DyT, build_model
-from ln_viz.probes import watch
+from ln_viz.probes import median_abs, watch
 
 SMALL = RunConfig(depth=3, d_model=16, heads=2, seq_len=8, batch_size=4, steps=6, probe_every=3, eval_every=0)
 VOCAB = 20
@@ -46,6 +46,20 @@ def test_the_massive_activation_ratio_is_the_largest_over_the_median_magnitude(n
         lower_median = mags[(mags.size - 1) // 2]  # torch's median of an even count: the lower middle
         assert act.arrays["massive_act"][i] == pytest.approx(mags[-1] / lower_median, rel=1e-5)
         assert act.arrays["massive_act"][i] >= 1
+
+
+def test_the_median_magnitude_is_torch_s_median_of_abs_on_hostile_values():
+    """median_abs finds the median among the float bits with the sign cleared: it must equal torch's median of
+    |x| exactly (odd and even counts, negative zeros, infinities, subnormals, huge values) and say NaN for a NaN."""
+    gen = torch.Generator().manual_seed(11)
+    cases = [torch.randn(n, generator=gen) * scale for n in (1, 2, 7, 64, 1001, 4096) for scale in (1e-3, 1.0, 1e30)]
+    cases += [torch.tensor([-0.0, 0.0, -0.0]), torch.tensor([1e-45, -1e-44, 3e-45, 0.0])]
+    cases += [torch.tensor([float("-inf"), 1.0, 2.0]), torch.tensor([float("inf"), float("-inf"), -5.0, 5.0])]
+    for x in cases:
+        assert median_abs(x) == float(x.abs().median()), x
+    nan = torch.randn(9, generator=gen)
+    nan[4] = float("nan")
+    assert np.isnan(median_abs(nan))
 
 
 def test_dyt_saturation_is_the_fraction_of_tanh_inputs_past_two_and_nan_for_layernorm():
