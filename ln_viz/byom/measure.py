@@ -43,6 +43,41 @@ def grad_norms(
     return {"grad_norm": per, "block_grad_norm": block}, total
 
 
+class WeightCopies:
+    """Copies of `params` (the block weights before a probe step's update), reused from step to step. Where
+    they share a dtype and device and are contiguous, the copies are views of one flat buffer, filled by one
+    torch.cat (0.06 ms for the overhead benchmark's 54 weights, against 0.27 for a copy each: the CPU
+    _foreach ops are a loop of per-tensor calls); otherwise one copy each."""
+
+    def __init__(self, params: list[torch.Tensor]) -> None:
+        self.params = params
+        self._ptrs: list[int] | None = None  # the params' storage when the copies were laid out
+
+    @torch.no_grad()
+    def _layout(self, ptrs: list[int]) -> None:
+        params, self._ptrs = self.params, ptrs
+        self._flat: torch.Tensor | None = None
+        if len({(p.dtype, p.device) for p in params}) == 1 and all(p.is_contiguous() for p in params):
+            self._flat = torch.empty(sum(p.numel() for p in params), dtype=params[0].dtype, device=params[0].device)
+            parts = self._flat.split([p.numel() for p in params])
+            self.copies = [c.view(p.shape) for c, p in zip(parts, params)]
+            self._sources = [p.detach().view(-1) for p in params]
+        else:
+            self.copies = torch._foreach_mul(params, 1.0)
+
+    @torch.no_grad()
+    def take(self) -> list[torch.Tensor]:
+        """The copies, now equal to the params (laid out anew where a param was given new storage since)."""
+        ptrs = [p.data_ptr() for p in self.params]
+        if ptrs != self._ptrs:
+            self._layout(ptrs)
+        if self._flat is None:
+            torch._foreach_copy_(self.copies, self.params)
+        else:
+            torch.cat(self._sources, out=self._flat)
+        return self.copies
+
+
 def update_ratio(before: list[torch.Tensor], block_params: list[list[torch.Tensor]]) -> np.ndarray:
     """||w_after - w_before|| / ||w_before|| per block, from the weights snapshot taken before the step
     (which this overwrites with the difference: it is not needed after)."""
