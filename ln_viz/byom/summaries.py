@@ -31,7 +31,7 @@ class StepSummaries:
     is summarised once. A tensor that is not a finite CPU one is summarised by tensor_summary when added."""
 
     def __init__(self) -> None:
-        self._scratch: tuple[np.ndarray, torch.Tensor] | None = None  # see _buffers
+        self._scratch: tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray] | None = None
         self.clear()
 
     def clear(self) -> None:
@@ -43,13 +43,12 @@ class StepSummaries:
         # the tensor added last, its version, and its targets (or its summary, when summarised at once)
         self._last: tuple[torch.Tensor, int, Any] | None = None
 
-    @torch.no_grad()
     def add(
         self, arrays: dict[str, np.ndarray], x: torch.Tensor, stats: Target, hist: Target | None = None,
         massive: int | None = None,
     ) -> None:  # fmt: skip
         """Summarise `x` into arrays[stats] (and arrays[hist]); `massive`: the block whose massive_act it
-        gives (its largest |x| over its median |x|)."""
+        gives (its largest |x| over its median |x|). Reads `x` detached (no no_grad context needed)."""
         targets: list[Target | int] = [stats] if hist is None else [stats, hist]
         if massive is not None:
             targets.append(massive)
@@ -78,32 +77,37 @@ class StepSummaries:
             return False
         coarse, mixed, fine, shift = _tables()
         bits = x.numpy().view(np.uint32)
-        words, slots = self._buffers(n)  # the keys, then x - mean, then |x|: each done with before the next
-        keys = np.right_shift(bits, shift, out=words)
-        torch.index_select(coarse, 0, torch.from_numpy(keys.view(np.int32)), out=slots)
-        where = np.flatnonzero(slots.numpy() == MIXED_SLOT)
+        # the keys, then x - mean, then |x| in one scratch array (each done with before the next), and the slots
+        words, keys, centred, slots, slot_array = self._buffers(n)
+        np.right_shift(bits, shift, out=words)
+        torch.index_select(coarse, 0, keys, out=slots)
+        where = np.flatnonzero(slot_array == MIXED_SLOT)
         if where.size:  # the keys holding an edge, looked up in the fine table; inf and NaN are in no key there
-            key = keys[where]
+            key = words[where]
             at = np.searchsorted(mixed, key)
             if at[-1] >= mixed.size or not np.array_equal(mixed[at], key):  # key sorted: at[-1] is the largest
                 return False
-            slots.numpy()[where] = fine[at, bits[where] & ((1 << shift) - 1)]
+            slot_array[where] = fine[at, bits[where] & ((1 << shift) - 1)]
         total = x.sum()
-        # as tensor_summary: x - mean, the mean sum / n in float32 (into the keys' words: they are done with)
-        centred = torch.sub(x, total / n, out=torch.from_numpy(words.view(np.float32)))
+        torch.sub(x, total / n, out=centred)  # as tensor_summary: x - mean, the mean sum / n in float32
         self._scalars.extend((*torch.aminmax(x), total, torch.dot(centred, centred), torch.dot(x, x)))
         self._counts.append(torch.bincount(slots, minlength=_SLOTS))
         self._sizes.append(n)
         self._medians.append(_median_abs_finite(bits, words) if median else math.nan)
         return True
 
-    def _buffers(self, n: int) -> tuple[np.ndarray, torch.Tensor]:
-        """n 32-bit words and n bytes of scratch, kept from tensor to tensor and step to step (a step's
-        tensors are usually one size): fresh arrays of a tensor's size each pass cost more than the pass."""
+    def _buffers(self, n: int) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]:
+        """n 32-bit words (as uint32, and as int32 and float32 tensors) and n bytes (a tensor and its array)
+        of scratch, kept from tensor to tensor and step to step (a step's tensors are usually one size):
+        fresh arrays of a tensor's size each pass cost more than the pass."""
         if self._scratch is None or self._scratch[0].size < n:
-            self._scratch = (np.empty(n, np.uint32), torch.empty(n, dtype=torch.uint8))
-        words, slots = self._scratch
-        return words[:n], slots[:n]
+            words, slots = np.empty(n, np.uint32), torch.empty(n, dtype=torch.uint8)
+            self._scratch = (words, torch.from_numpy(words.view(np.int32)), torch.from_numpy(words.view(np.float32)),
+                             slots, slots.numpy())  # fmt: skip
+        if self._scratch[0].size == n:
+            return self._scratch
+        words, keys, centred, slots, slot_array = self._scratch
+        return words[:n], keys[:n], centred[:n], slots[:n], slot_array[:n]
 
     def finish(self, arrays: dict[str, np.ndarray]) -> None:
         """Every tensor added since the last `finish` into `arrays`, as tensor_summary gives it."""
