@@ -563,7 +563,7 @@ def test_a_step_s_summaries_finished_together_equal_tensor_summary_bit_for_bit()
 
 
 def test_log_z_from_the_loss_ssaved_log_softmax_is_within_an_ulp_of_float64() -> None:
-    """log Z per token from the log-softmax the model's cross-entropy saved (x_j - log p_j at one column, no
+    """log Z per token from the log-softmax the model's cross-entropy saved (x_0 - log p_0 at one column, no
     pass over the logits): as close to a float64 logsumexp as float32 logsumexp is, give or take two ulps of
     the row's logit range plus log Z, for a model's logits and for peaked ones (a spread of ~100 nats);
     without a loss, logsumexp itself."""

