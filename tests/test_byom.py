@@ -517,6 +517,34 @@ def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_floa
         assert torch.equal(got, want), f"{int((got != want).sum())} of {len(x)} floats in another slot"
 
 
+@pytest.mark.parametrize("case", ["flat", "flat, weight by weight", "mixed dtypes", "new storage"])
+def test_the_update_ratio_s_weight_copies_give_each_weight_s_own_norms_bit_for_bit(case, monkeypatch) -> None:
+    """The weights copied before an update (ln_viz.byom.measure.WeightCopies: one flat buffer laid out by
+    size, or a copy each) give ||before|| and ||after - before|| of each weight exactly as _foreach_norm of
+    separate copies does: laid out flat (the difference by size group, or weight by weight past the group
+    limit), copied one by one (weights of two dtypes), and laid out anew after a weight got new storage."""
+    from ln_viz.byom.measure import WeightCopies
+
+    g = torch.Generator().manual_seed(0)
+    shapes = [(8, 8), (8,), (8, 8), (5, 7), (8,), (8, 8)]
+    params = [torch.randn(s, generator=g) for s in shapes]
+    if case == "mixed dtypes":
+        params[1] = params[1].double()
+    if case == "flat, weight by weight":
+        monkeypatch.setattr(WeightCopies, "GROUP_LIMIT", 0)
+    copies = WeightCopies(params)
+    for step in range(3):
+        if case == "new storage" and step == 1:
+            params[2].data = torch.randn(8, 8, generator=g)  # what load_state_dict(assign=True) does
+        want_before = [p.clone() for p in params]
+        copies.take()
+        for p in params:
+            p.add_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 1e-3)
+        base, delta = copies.norms()
+        assert base == [float(n.float()) for n in torch._foreach_norm(want_before)]  # as float32 norms
+        assert delta == [float(n.float()) for n in torch._foreach_norm(torch._foreach_sub(want_before, params))]
+
+
 def test_a_step_s_summaries_finished_together_equal_tensor_summary_bit_for_bit() -> None:
     """attach's hooks summarise a probed pass's tensors together (ln_viz.byom.summaries.StepSummaries): each
     histogram, stats row and massive_act as tensor_summary and median_abs give them alone, for sizes, scales

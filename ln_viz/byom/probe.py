@@ -80,7 +80,7 @@ class Probe(ForwardProbes):
         self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
         self._closed = self._armed = self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
-        self._before: list[torch.Tensor] = []
+        self._before: WeightCopies | None = None  # the copies taken before a probe step's update
         self._copies: WeightCopies | None = None  # the block weights' copies, reused each probe step
         self._pending: Snapshot | None = None
         self._loss_sum: torch.Tensor | None = None
@@ -275,9 +275,9 @@ class Probe(ForwardProbes):
                 total = math.nan
         else:
             total = math.nan
-        if self._before and "update" not in self._disabled:
+        if self._before is not None and "update" not in self._disabled:
             out["update_ratio"] = update_ratio(self._before, self.block_params)
-        self._before = []
+        self._before = None
         return out, total
 
     # --- scalars and the store ------------------------------------------------------------------------
