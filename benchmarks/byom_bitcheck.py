@@ -86,6 +86,10 @@ def dump(path: str) -> None:
 
 
 def compare(a_path: str, b_path: str) -> int:
+    """Nonzero if any entry differs; the differing ones listed (the first 40), and per stored array the
+    number of entries that differ and the largest difference, absolute and relative to the value."""
+    import numpy as np
+
     with open(a_path, "rb") as f:
         a = pickle.load(f)
     with open(b_path, "rb") as f:
@@ -94,6 +98,24 @@ def compare(a_path: str, b_path: str) -> int:
     print(f"{len(a)} and {len(b)} entries; {len(differ)} differ")
     for key in differ[:40]:
         print("  ", key)
+    by_name: dict[str, list] = {}
+    for key in differ:
+        case, every, kind, *rest = key.split("/")
+        name = rest[0] if kind == "probe" else kind
+        row = by_name.setdefault(name, [0, 0.0, 0.0, set()])
+        row[0] += 1
+        row[3].add(case)
+        if kind == "probe" and key in a and key in b:
+            x, y = (np.frombuffer(v[: len(v) - len(v) % 4], "<f4").astype(np.float64) for v in (a[key], b[key]))
+            if x.shape == y.shape:
+                d = np.abs(x - y)
+                seen = np.isfinite(d)
+                if seen.any():
+                    row[1] = max(row[1], float(d[seen].max()))
+                    row[2] = max(row[2], float((d[seen] / np.maximum(np.abs(x[seen]), 1e-30)).max()))
+    for name, (count, absolute, relative, cases) in sorted(by_name.items()):
+        where = ", ".join(sorted(cases))
+        print(f"{name}: {count} entries differ ({where}); largest {absolute:.3g} ({relative:.3g} relative)")
     return 1 if differ else 0
 
 

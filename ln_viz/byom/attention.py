@@ -39,52 +39,53 @@ def attention_stats(
     """(largest |logit|, mean entropy in nats, the probabilities) of softmax(q k^T * scaling) for
     q (B, H, T, hs), k (B, Hkv, S, hs) on the first ENTROPY_SEQUENCES sequences; `mask` boolean (True:
     attend) or additive, broadcastable to (B, H, T, S); `softcap` as Gemma 2's tanh cap; `causal` when
-    there is no mask but the implementation would apply a causal one."""
-    with torch.no_grad():
-        q = query.detach()[:ENTROPY_SEQUENCES].float()
-        k = key.detach()[:ENTROPY_SEQUENCES].float()
-        if k.shape[1] != q.shape[1]:  # grouped-query attention: each k head serves several q heads
-            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
-        scale = scaling if scaling is not None else 1.0 / math.sqrt(q.shape[-1])
-        logits = (q * scale) @ k.transpose(-1, -2)  # (B, H, T, S)
-        B, H, T, S = logits.shape
-        keep = None  # (B or 1, H or 1, T, S) booleans: True where a query may attend
-        if mask is not None:
-            m = mask.detach()[:ENTROPY_SEQUENCES, ..., :S]
-            keep = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
-        elif causal and T > 1:
-            keep = _causal(T, S, q.device)
-        # the largest |logit| among those attended to: masked ones multiplied by 0 (one pass, 4x cheaper than
-        # torch.where), unless a logit is not finite (inf * 0 is NaN), then by where
-        seen = logits if keep is None else logits * _as_float(keep)  # x * 1.0 and x * 0.0, as x * True, x * False
-        lo, hi = torch.aminmax(seen)
+    there is no mask but the implementation would apply a causal one. Reads q and k detached (no no_grad
+    context needed)."""
+    q = query.detach()[:ENTROPY_SEQUENCES].float()
+    k = key.detach()[:ENTROPY_SEQUENCES].float()
+    if k.shape[1] != q.shape[1]:  # grouped-query attention: each k head serves several q heads
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+    scale = scaling if scaling is not None else 1.0 / math.sqrt(q.shape[-1])
+    logits = (q * scale) @ k.transpose(-1, -2)  # (B, H, T, S)
+    B, H, T, S = logits.shape
+    keep = None  # (B or 1, H or 1, T, S) booleans: True where a query may attend
+    if mask is not None:
+        m = mask.detach()[:ENTROPY_SEQUENCES, ..., :S]
+        keep = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
+    elif causal and T > 1:
+        keep = _causal(T, S, q.device)
+    # the largest |logit| among those attended to: masked ones multiplied by 0 in place (one pass, 4x cheaper
+    # than torch.where; the masked logits are not read again: they become -1e30 below), unless a logit is not
+    # finite (inf * 0 is NaN), then by where
+    seen = logits if keep is None else logits.mul_(_as_float(keep))  # x * 1.0 and x * 0.0, as x * True, x * False
+    lo, hi = torch.aminmax(seen)
+    largest = float(torch.maximum(-lo, hi))
+    finite = math.isfinite(largest)
+    if not finite and keep is not None:
+        lo, hi = torch.aminmax(torch.where(keep, logits, 0.0))
         largest = float(torch.maximum(-lo, hi))
-        finite = math.isfinite(largest)
-        if not finite and keep is not None:
-            lo, hi = torch.aminmax(torch.where(keep, logits, 0.0))
-            largest = float(torch.maximum(-lo, hi))
-        scores = logits if not softcap else torch.tanh(logits / softcap) * softcap
-        if mask is not None and mask.dtype != torch.bool:
-            scores = scores + m.float()  # an additive mask (T5's position bias) is part of the scores
-        if keep is not None:  # adding -1e30 to a finite score gives -1e30: as masked_fill, 8x cheaper
-            additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
-            fast = finite and not additive
-            scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, _MASKED)  # scores: our own
-        # one exp pass (softmax; exp() of the masked -1e30 would be 6x slower), not two (softmax and
-        # log-softmax): with s' = s - max_row <= 0, p = exp(s') / Z and the row's largest p = 1 / Z, so
-        # -sum p log p = log Z - sum p s' = -log(max p) - sum p s', both sums of non-negative terms (scores
-        # is this function's own tensor: the logits at most, which are not needed any more)
-        scores = scores.sub_(scores.amax(-1, keepdim=True))
-        p = torch.softmax(scores, dim=-1)
-        # over every row at once (0 * -1e30 is 0 where masked); a row with nothing to attend to (padding)
-        # came out uniform over S (entropy log S) and is taken back out
-        total = -float(p.amax(-1).log_().sum()) - float(torch.dot(p.reshape(-1), scores.reshape(-1)))
-        rows = B * H * T
-        if keep is not None and not (causal and mask is None and S >= T):  # a causal row always sees itself
-            empty = int((~keep.any(-1)).expand(B, H, T).sum())
-            total -= empty * math.log(S)
-            rows -= empty
-        entropy = total / rows if rows > 0 else math.nan
+    scores = logits if not softcap else torch.tanh(logits / softcap) * softcap
+    if mask is not None and mask.dtype != torch.bool:
+        scores = scores + m.float()  # an additive mask (T5's position bias) is part of the scores
+    if keep is not None:  # adding -1e30 to a finite score gives -1e30: as masked_fill, 8x cheaper
+        additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
+        fast = finite and not additive
+        scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, _MASKED)  # scores: our own
+    # one exp pass (softmax; exp() of the masked -1e30 would be 6x slower), not two (softmax and
+    # log-softmax): with s' = s - max_row <= 0, p = exp(s') / Z and the row's largest p = 1 / Z, so
+    # -sum p log p = log Z - sum p s' = -log(max p) - sum p s', both sums of non-negative terms (scores
+    # is this function's own tensor: the logits at most, which are not needed any more)
+    scores = scores.sub_(scores.amax(-1, keepdim=True))
+    p = torch.softmax(scores, dim=-1)
+    # over every row at once (0 * -1e30 is 0 where masked); a row with nothing to attend to (padding)
+    # came out uniform over S (entropy log S) and is taken back out
+    total = -float(p.amax(-1).log_().sum()) - float(torch.dot(p.reshape(-1), scores.reshape(-1)))
+    rows = B * H * T
+    if keep is not None and not (causal and mask is None and S >= T):  # a causal row always sees itself
+        empty = int((~keep.any(-1)).expand(B, H, T).sum())
+        total -= empty * math.log(S)
+        rows -= empty
+    entropy = total / rows if rows > 0 else math.nan
     return largest, entropy, p
 
 

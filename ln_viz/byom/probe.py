@@ -37,7 +37,7 @@ from torch import nn
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
 from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
 from ln_viz.byom.forward import ForwardProbes
-from ln_viz.byom.measure import grad_norms, is_probe_step, update_ratio
+from ln_viz.byom.measure import WeightCopies, grad_norms, is_probe_step, update_ratio
 from ln_viz.byom.summaries import StepSummaries
 from ln_viz.config import RunConfig
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
@@ -80,8 +80,8 @@ class Probe(ForwardProbes):
         self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
         self._closed = self._armed = self._capturing = False
         self._arrays: dict[str, np.ndarray] | None = None
-        self._before: list[torch.Tensor] = []
-        self._copies: list[torch.Tensor] | None = None  # the block weights' copies, reused each probe step
+        self._before: WeightCopies | None = None  # the copies taken before a probe step's update
+        self._copies: WeightCopies | None = None  # the block weights' copies, reused each probe step
         self._pending: Snapshot | None = None
         self._loss_sum: torch.Tensor | None = None
         self._loss_n = 0
@@ -225,12 +225,9 @@ class Probe(ForwardProbes):
     @torch.no_grad()
     def _on_pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if is_probe_step(self.step + 1, self.every, self.steps):
-            params = [p for ps in self.block_params for p in ps]  # read under no_grad: no detached views needed
             if self._copies is None:
-                self._copies = torch._foreach_mul(params, 1.0)
-            else:  # into the copies kept from the last probe step: no allocation
-                torch._foreach_copy_(self._copies, params)
-            self._before = self._copies
+                self._copies = WeightCopies([p for ps in self.block_params for p in ps])
+            self._before = self._copies.take()
 
     @torch.no_grad()
     def _on_post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -278,9 +275,9 @@ class Probe(ForwardProbes):
                 total = math.nan
         else:
             total = math.nan
-        if self._before and "update" not in self._disabled:
+        if self._before is not None and "update" not in self._disabled:
             out["update_ratio"] = update_ratio(self._before, self.block_params)
-        self._before = []
+        self._before = None
         return out, total
 
     # --- scalars and the store ------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class StepSummaries:
     is summarised once. A tensor that is not a finite CPU one is summarised by tensor_summary when added."""
 
     def __init__(self) -> None:
+        self._scratch: tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray] | None = None
         self.clear()
 
     def clear(self) -> None:
@@ -42,13 +43,12 @@ class StepSummaries:
         # the tensor added last, its version, and its targets (or its summary, when summarised at once)
         self._last: tuple[torch.Tensor, int, Any] | None = None
 
-    @torch.no_grad()
     def add(
         self, arrays: dict[str, np.ndarray], x: torch.Tensor, stats: Target, hist: Target | None = None,
         massive: int | None = None,
     ) -> None:  # fmt: skip
         """Summarise `x` into arrays[stats] (and arrays[hist]); `massive`: the block whose massive_act it
-        gives (its largest |x| over its median |x|)."""
+        gives (its largest |x| over its median |x|). Reads `x` detached (no no_grad context needed)."""
         targets: list[Target | int] = [stats] if hist is None else [stats, hist]
         if massive is not None:
             targets.append(massive)
@@ -77,21 +77,37 @@ class StepSummaries:
             return False
         coarse, mixed, fine, shift = _tables()
         bits = x.numpy().view(np.uint32)
-        slots = coarse.index_select(0, torch.from_numpy((bits >> shift).view(np.int32))).numpy()
-        where = np.flatnonzero(slots == MIXED_SLOT)
+        # the keys, then x - mean, then |x| in one scratch array (each done with before the next), and the slots
+        words, keys, centred, slots, slot_array = self._buffers(n)
+        np.right_shift(bits, shift, out=words)
+        torch.index_select(coarse, 0, keys, out=slots)
+        where = np.flatnonzero(slot_array == MIXED_SLOT)
         if where.size:  # the keys holding an edge, looked up in the fine table; inf and NaN are in no key there
-            key = bits[where] >> shift
+            key = words[where]
             at = np.searchsorted(mixed, key)
             if at[-1] >= mixed.size or not np.array_equal(mixed[at], key):  # key sorted: at[-1] is the largest
                 return False
-            slots[where] = fine[at, bits[where] & ((1 << shift) - 1)]
+            slot_array[where] = fine[at, bits[where] & ((1 << shift) - 1)]
         total = x.sum()
-        centred = x - total / n  # as tensor_summary: x - mean, the mean sum / n in float32
+        torch.sub(x, total / n, out=centred)  # as tensor_summary: x - mean, the mean sum / n in float32
         self._scalars.extend((*torch.aminmax(x), total, torch.dot(centred, centred), torch.dot(x, x)))
-        self._counts.append(torch.bincount(torch.from_numpy(slots), minlength=_SLOTS))
+        self._counts.append(torch.bincount(slots, minlength=_SLOTS))
         self._sizes.append(n)
-        self._medians.append(_median_abs_finite(x) if median else math.nan)
+        self._medians.append(_median_abs_finite(bits, words) if median else math.nan)
         return True
+
+    def _buffers(self, n: int) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]:
+        """n 32-bit words (as uint32, and as int32 and float32 tensors) and n bytes (a tensor and its array)
+        of scratch, kept from tensor to tensor and step to step (a step's tensors are usually one size):
+        fresh arrays of a tensor's size each pass cost more than the pass."""
+        if self._scratch is None or self._scratch[0].size < n:
+            words, slots = np.empty(n, np.uint32), torch.empty(n, dtype=torch.uint8)
+            self._scratch = (words, torch.from_numpy(words.view(np.int32)), torch.from_numpy(words.view(np.float32)),
+                             slots, slots.numpy())  # fmt: skip
+        if self._scratch[0].size == n:
+            return self._scratch
+        words, keys, centred, slots, slot_array = self._scratch
+        return words[:n], keys[:n], centred[:n], slots[:n], slot_array[:n]
 
     def finish(self, arrays: dict[str, np.ndarray]) -> None:
         """Every tensor added since the last `finish` into `arrays`, as tensor_summary gives it."""
@@ -126,13 +142,15 @@ def _tables() -> tuple[torch.Tensor, np.ndarray, np.ndarray, int]:
     return torch.from_numpy(coarse), mixed, fine, fine.shape[1].bit_length() - 1
 
 
-def _median_abs_finite(x: torch.Tensor) -> float:
-    """ln_viz.probes.median_abs of a CPU tensor known to hold no NaN: the same value (the k-th smallest |x| is
-    one number, however it is found), partitioned in place in its own |x| array, without the NaN pass."""
-    a = np.abs(x.numpy())
+def _median_abs_finite(bits: np.ndarray, scratch: np.ndarray) -> float:
+    """ln_viz.probes.median_abs of the float32 values whose bits are `bits`, none of them NaN: the same value
+    (the k-th smallest |x| is one number, however it is found), found among the bits with the sign cleared,
+    in `scratch` (as many uint32): for floats that are not NaN, |x| orders as these integers do (0.6 of the
+    time of a float partition), and partitioned in place, without the NaN pass."""
+    a = np.bitwise_and(bits, np.uint32(0x7FFFFFFF), out=scratch)
     k = (a.size - 1) // 2
     a.partition(k)
-    return float(a[k])
+    return float(a[k : k + 1].view(np.float32)[0])
 
 
 def _assign(
@@ -154,16 +172,17 @@ _VIEWS = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "ToCo
 def log_z(logits: torch.Tensor, loss: Any = None) -> torch.Tensor:
     """logsumexp of `logits` over the vocabulary, per token (float32). Where the model's own `loss` is a
     cross-entropy of these logits (a Hugging Face model given labels), from the log-softmax it saved for
-    the backward: log p = (x - max) - log sum exp(x - max), so the row's largest log p is minus the log of
-    the sum, and log Z = max x - max log p, two max passes instead of logsumexp's exp of every logit (0.35
-    against 1.2 ms in the overhead benchmark's probe step, 16 x 64 tokens of 512, one thread). The sum is
-    the log-softmax kernel's, not logsumexp's: they add in another order, so the two differ by an ulp of
-    log Z on some tokens (tests/test_byom.py checks both against float64). Not finite: logsumexp's."""
+    the backward: log p_j = x_j - log Z for every j, so log Z = x_0 - log p_0, read at the first column
+    without a pass over the logits (logsumexp's two max passes cost 0.35 ms in the overhead benchmark's
+    probe step, 16 x 64 tokens of 512, one thread; this 0.02; logsumexp's exp of every logit 1.2). The
+    kernel rounds x_0 - max and then subtracts log sum exp(x - max), so x_0 - log p_0 is log Z to within an
+    ulp or two of max - x_0 + log Z, the row's logit range (tests/test_byom.py checks against float64).
+    Not finite (x_0 = -inf, say): logsumexp's."""
     saved = saved_log_softmax(loss, logits)
     logits = logits.detach()
     if saved is not None:
         vocab = logits.shape[-1]
-        z = logits.reshape(-1, vocab).amax(-1).float() - saved.reshape(-1, vocab).amax(-1)
+        z = logits.reshape(-1, vocab)[:, 0].float() - saved.reshape(-1, vocab)[:, 0]
         if bool(torch.isfinite(z).all()):
             return z.view(logits.shape[:-1])
     return torch.logsumexp(logits.float(), -1)
