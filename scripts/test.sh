@@ -39,5 +39,5 @@ fi
 trap 'exit 130' INT  # Ctrl-C ends the script, not only the lane that was running
 status=0
 .venv/bin/python -m pytest -m "not e2e" -n 2 --dist loadfile --durations=25 || status=$?
-.venv/bin/python -m pytest -m e2e --durations=25 || status=$?
+.venv/bin/python -m pytest -m e2e -n 2 --dist loadfile --durations=25 || status=$?
 exit "$status"
