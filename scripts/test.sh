@@ -39,5 +39,6 @@ fi
 trap 'exit 130' INT  # Ctrl-C ends the script, not only the lane that was running
 status=0
 .venv/bin/python -m pytest -m "not e2e" -n 2 --dist loadfile --durations=25 || status=$?
-.venv/bin/python -m pytest -m e2e -n 2 --dist loadfile --durations=25 || status=$?
+.venv/bin/python -m pytest -m "e2e and not serial_e2e" -n 2 --dist loadfile --durations=25 || status=$?
+.venv/bin/python -m pytest -m serial_e2e --durations=5 || status=$?
 exit "$status"
