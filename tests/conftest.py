@@ -62,9 +62,9 @@ LONGEST_FIRST = (
     "test_pages.py",
     "test_paper_claims.py",
 )
-# CI's lane 2 (`-m e2e -n 2 --dist loadfile`, scripts/test.sh) the same way: the layout file alone is a third of
-# the lane (it must start first, or the lane ends on it), then the others by their time in the lane's --durations
-# (a loaded two-worker run; the last ones take 10-30 s each)
+# CI's lane 2 (its part on two workers, `-n 2 --dist loadfile`, scripts/test.sh) the same way: the layout file
+# alone is a third of the lane (it must start first, or the lane ends on it), then the others by their time in
+# the lane's --durations (a loaded two-worker run; the last ones take 10-30 s each)
 E2E_LONGEST_FIRST = (
     "test_layout_e2e.py",
     "test_settings_kept_e2e.py",
