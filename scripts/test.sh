@@ -35,10 +35,10 @@ fi
 # own shared server; a test counts the processes and folders of its own server only), and last the few that
 # time the page's answer (marker serial_e2e) with the machine to themselves. Lane 2 ran serially in 1,020 s
 # on CI's clean clone (not re-measured: under the load below a serial run would take most of an hour). On two
-# workers, on the 2-core dev machine shared with two other sessions (load average 9-11), it took 1,140 s (the
-# Ray file still among the rest) and 1,065 + 53 s; the layout file was 770-800 s of that, on one worker. The
-# lane itself used 1.5 of the 2 cores on average there (1,570-1,680 CPU-s a run): on CI's 2 cores it should
-# take 550-800 s (not measured there). Moving browser tests into the first lane was measured twice and
+# workers, on the 2-core dev machine shared with two other sessions (load average 7.5-11), it took 1,140 s (the
+# Ray file still among the rest), 1,065 + 53 s and 836 + 44 s; the layout file was 585-800 s of that, on one
+# worker. The lane itself used 1.5 of the 2 cores on average there (1,470-1,680 CPU-s a run): on CI's 2 cores it
+# should take 550-800 s (not measured there). Moving browser tests into the first lane was measured twice and
 # made the suite slower: with the static ones lane 1 took 365 s (272 without), with the layout test 569 s
 # (264 without) while taking only its ~290 s out of lane 2.
 # Both lanes run; the script fails if either failed.
