@@ -203,9 +203,11 @@ def settled_screenshot(page, name: str) -> Path:
     return path
 
 
-def chart(page, key: str):
-    """The live (non-stale) Plotly div of the chart with this key."""
-    return page.locator(f".st-key-{key}[data-stale='false'] .js-plotly-plot").first
+def chart(page, key: str, fresh: bool = True):
+    """The live (non-stale) Plotly div of the chart with this key; `fresh=False`: also while its fragment reruns
+    (marked stale, still its last drawing)."""
+    live = "[data-stale='false']" if fresh else ""
+    return page.locator(f".st-key-{key}{live} .js-plotly-plot").first
 
 
 # the step a chart shows: the last number of its title, or of its subtitle ("step 30")
@@ -223,7 +225,7 @@ def chart_value(page, key: str, js: str, ok=bool, timeout: float = 60, fresh: bo
     value = None
     while time.monotonic() < deadline:
         try:
-            where = chart(page, key) if fresh else page.locator(f".st-key-{key} .js-plotly-plot").first
+            where = chart(page, key, fresh)
             value = where.evaluate(js, timeout=2_000)
             if ok(value):
                 return value

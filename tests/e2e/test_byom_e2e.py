@@ -86,6 +86,7 @@ def test_an_attached_run_is_listed_with_its_card_and_watched_as_it_trains(attach
     page.get_by_text(f"Run {training}: nanoGPT-style · your own model").wait_for(timeout=60_000)
     page.get_by_text("TinyGPT · Pre-LN · 3 blocks").first.wait_for()
     card = page.locator("[data-testid='stExpander']").filter(has_text="Model card")
+    card.locator(".stDataFrame").nth(1).wait_for(timeout=30_000)  # drawn a moment after the first on a loaded machine
     assert card.locator(".stDataFrame").count() == 2  # the card, and the matrices of a block with their roles
     # drawn with its own matrix names (the Runs page draws the run as stored when opened: one drawing to read)
     names = chart_value(page, "runs_layer_profile", "gd => gd.data.map(d => d.name)", timeout=90)

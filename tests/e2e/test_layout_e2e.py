@@ -126,7 +126,7 @@ def wait_live_training(pg, steps: int = 30, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            heat = pg.locator(".st-key-grad_heatmap[data-stale='false'] .js-plotly-plot").first
+            heat = pg.locator(".st-key-grad_heatmap .js-plotly-plot").first  # stale too: see test_live_e2e.points
             if pg.evaluate(STEP) >= steps and heat.evaluate(
                 "gd => (gd._fullData || []).some(tr => tr.z && tr.z[0] && tr.z[0].length > 1)", timeout=2_000
             ):

@@ -20,7 +20,9 @@ from tests.e2e.conftest import Server, stop_and_check, wait_idle  # noqa: E402
 from tests.e2e.test_live_e2e import loss_steps, points, status_step, status_text  # noqa: E402
 from tests.ray_cluster import HeadNode, alive  # noqa: E402
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# serial_e2e: Stop is timed (under 4 s from the click to the page's "stopped"); beside another browser test drawing
+# a video it took 4.08 s
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial_e2e]
 URL = "/?depth=2&steps=10000&lang={lang}"  # small and long: still training while it is watched
 
 
@@ -76,9 +78,14 @@ def test_start_trains_on_the_cluster_and_stop_ends_it(cluster, page):
     wait_for(lambda: loss_steps(page) > n1 + 5, 60, "the loss chart did not move")  # the page moves
     actors = wait_for(head.actor_pids, 30, "no actor process on the Ray head")
     (pid,) = actors
-    ticks = cpu_ticks(pid)
-    time.sleep(1.0)
-    assert cpu_ticks(pid) - ticks > 20, "the actor's process is not the one training"  # > 0.2 s CPU of 1 s
+
+    def busy_second() -> bool:  # > 0.2 s of CPU in 1 s; an idle actor takes next to none
+        ticks = cpu_ticks(pid)
+        time.sleep(1.0)
+        return cpu_ticks(pid) - ticks > 20
+
+    # in one of 5 seconds: with another browser test beside it, one second of the actor's had 0.2 s of CPU exactly
+    wait_for(busy_second, 5, "the actor's process is not the one training")
     assert set(server.children()) <= before, "the server started a process of its own for the run"
     wait_for(lambda: page_says(page, "Runs train on the cluster, 1 of 2 CPUs busy."), 15, "where runs train")
     t0 = time.monotonic()

@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 
 from ln_viz.export import CHARTS
-from tests.e2e.conftest import NOTHING_TRAINS, STEP_OF, Server, chart, settled_screenshot, stop_and_check, wait_idle
+from tests.e2e.conftest import (
+    NOTHING_TRAINS,
+    STEP_OF,
+    Server,
+    chart,
+    chart_value,
+    settled_screenshot,
+    stop_and_check,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.e2e
 OPENED_IN_VIEW = """() => { const el = document.querySelector('.st-key-runs_opened');
@@ -58,9 +67,11 @@ def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
     page.wait_for_function(OPENED_IN_VIEW, timeout=10_000)
     play = page.locator(".st-key-runs_probe_step_play button")
     play.wait_for(timeout=60_000)
-    last = [chart(page, k).evaluate(STEP_OF) for k in ("runs_act_dist", "runs_layer_profile")]
+    # read once each chart answers: a chart being drawn has no layout for a moment (on a loaded machine, read then)
+    last = [chart_value(page, k, STEP_OF, ok=lambda v: v is not None) for k in ("runs_act_dist", "runs_layer_profile")]
     assert last[0] == last[1] and last[0] > 5, last  # opened at the last probe step, both charts
-    assert chart(page, "runs_loss_chart").evaluate("gd => gd._fullData[0]._length") > 100  # every step
+    length = "gd => gd._fullData[0]._length"
+    assert chart_value(page, "runs_loss_chart", length, ok=lambda n: n > 100) > 100  # every step
 
     # Play (from the last step it starts again at the first), then Pause: both charts at the step shown
     play.scroll_into_view_if_needed()
@@ -86,7 +97,7 @@ def test_open_a_demo_run_and_play_its_animation(demo_server, page) -> None:
     )
     wait_idle(page, timeout=60_000)
     time.sleep(1)
-    shown = [chart(page, k).evaluate(STEP_OF) for k in ("runs_act_dist", "runs_layer_profile")]
+    shown = [chart_value(page, k, STEP_OF, ok=lambda v: v is not None) for k in ("runs_act_dist", "runs_layer_profile")]
     slider = int(page.locator(".st-key-runs_probe_step [data-testid='stSliderThumbValue']").inner_text())
     assert shown[0] == shown[1] == slider < last[0], (shown, slider, last)  # one step everywhere, it moved
     assert page.get_by_test_id("stException").count() == 0
