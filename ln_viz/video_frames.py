@@ -179,7 +179,7 @@ def _temporary_folder(tag: str = "") -> Iterator[Path]:
 # SIGKILL cannot be caught, so the next export sweeps them (`ln_viz.leftovers`): only our own names
 # (`ln-viz-video-<pid>-…`, `.<stem>-ln-viz-<pid>-….part.<fmt>`), only those whose process is gone and whose lock no
 # one holds. kaleido's two folders (the page Chromium loads, Chromium's profile) are made inside ours
-# (`_kaleido_options`), so they go with it; made by kaleido itself they had Python's `tmp…` names, nothing to say
+# (`kaleido_options`), so they go with it; made by kaleido itself they had Python's `tmp…` names, nothing to say
 # whose they were.
 TILES_PREFIX = "ln-viz-video-"
 
@@ -206,7 +206,7 @@ def _shared_chromium() -> Iterator[None]:
                 folder = ExitStack()
                 tmp = folder.enter_context(_temporary_folder("chromium-"))
                 try:
-                    kaleido.start_sync_server(silence_warnings=True, **_kaleido_options(tmp))
+                    kaleido.start_sync_server(silence_warnings=True, **kaleido_options(tmp))
                 except BaseException:
                     folder.close()
                     raise
@@ -239,7 +239,7 @@ def _write_pngs(figs: list[go.Figure], paths: list[Path], widths: list[int], hei
             for fig, path, w, h in zip(figs, paths, widths, heights)
         ]  # fmt: skip
         # as pio.write_images, with kaleido's folders in the tiles' (a shared Chromium has its own: `kopts` unused)
-        kaleido.write_fig_from_object_sync(specs, kopts=_kaleido_options(paths[0].parent))
+        kaleido.write_fig_from_object_sync(specs, kopts=kaleido_options(paths[0].parent))
     except OSError as e:
         if not paths[0].parent.is_dir():
             raise LocalizedError("err.video_tiles_lost") from e
@@ -253,7 +253,7 @@ def _write_pngs(figs: list[go.Figure], paths: list[Path], widths: list[int], hei
         raise LocalizedError("err.video_temp", path=tempfile.gettempdir(), reason=os_reason(e)) from e
 
 
-def _kaleido_options(folder: Path) -> dict[str, Any]:
+def kaleido_options(folder: Path) -> dict[str, Any]:
     """kaleido's options that make its two temporary folders inside `folder` (ours: removed when the export ends,
     swept if it is killed), not in the system's temporary folder under Python's `tmp…` names: the page Chromium
     loads (kaleido writes its index.html to a folder of its own unless it is given one; this is the same page)

@@ -145,7 +145,7 @@ def test_the_smallest_per_token_scale_of_each_norm_input_is_std_for_layernorm_an
         h.remove()
     got = act.arrays["norm_in_min_rms"]
     for (i, j), inp in seen.items():
-        x64 = inp.double().reshape(-1, inp.shape[-1])
+        x64 = inp.detach().double().reshape(-1, inp.shape[-1])
         centred = x64 - x64.mean(dim=1, keepdim=True) if norm_type == "layernorm" else x64
         want = float(centred.square().mean(dim=1).sqrt().min())
         assert got[i, j] == pytest.approx(want, rel=1e-5), (i, j)

@@ -36,15 +36,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:The kopts argument is ignored:Us
 def kaleido_server(tmp_path_factory: pytest.TempPathFactory):
     """One kaleido server (one Chromium) for the module's seven exports, as a long video's later batches
     share one (video._one_chromium); each one-shot start took 3-5 s here. Its page and Chromium's profile are in
-    a folder of its own, as the app's shared Chromium has them (`_kaleido_options`): kaleido opens in a thread of its
+    a folder of its own, as the app's shared Chromium has them (`kaleido_options`): kaleido opens in a thread of its
     own, and made them in the temporary folder of that moment, which the first test had sometimes set to its full
     disk by then (`tempfile.tempdir`); once that disk was unmounted, the next test's tiles were never drawn
     (test_tiles_removed_while_drawing_are_one_sentence failed 2 times in 4 after test_a_full_temporary_folder_...)."""
     import kaleido
 
-    from ln_viz.video_frames import _kaleido_options
+    from ln_viz.video_frames import kaleido_options
 
-    kaleido.start_sync_server(silence_warnings=True, **_kaleido_options(tmp_path_factory.mktemp("kaleido")))
+    kaleido.start_sync_server(silence_warnings=True, **kaleido_options(tmp_path_factory.mktemp("kaleido")))
     yield
     kaleido.stop_sync_server(silence_warnings=True)
 
