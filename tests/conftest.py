@@ -31,14 +31,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the order xdist hands out the files in (below)
         first = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        browser_first = {name: i for i, name in enumerate(E2E_LONGEST_FIRST)}
-
-        def order(item: pytest.Item) -> int:  # each lane in its own order (a file's e2e tests are lane 2's)
-            if item.get_closest_marker("e2e") is not None:
-                return browser_first.get(item.path.name, len(browser_first))
-            return first.get(item.path.name, len(first))
-
-        items.sort(key=order)  # stable: each file's own order kept
+        items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: each file's own order kept
 
 
 # CI's lane 1 (`-n 2 --dist loadfile`) gives each file to one worker, in collection order (pyproject.toml turns
@@ -61,30 +54,6 @@ LONGEST_FIRST = (
     "test_init_lab.py",
     "test_pages.py",
     "test_paper_claims.py",
-)
-# CI's lane 2 (its part on two workers, `-n 2 --dist loadfile`, scripts/test.sh) the same way: the layout file
-# alone is a third of the lane (it must start first, or the lane ends on it), then the others by their time in
-# the lane's --durations (a loaded two-worker run; the last ones take 10-30 s each)
-E2E_LONGEST_FIRST = (
-    "test_layout_e2e.py",
-    "test_settings_kept_e2e.py",
-    "test_live_e2e.py",
-    "test_lecture_view_e2e.py",
-    "test_watch_e2e.py",
-    "test_video.py",
-    "test_accessibility_e2e.py",
-    "test_faults_e2e.py",
-    "test_ray_live_e2e.py",
-    "test_ray_head_loss_e2e.py",
-    "test_geometry_e2e.py",
-    "test_load_e2e.py",
-    "test_runs_e2e.py",
-    "test_pages_e2e.py",
-    "test_byom_e2e.py",
-    "test_export.py",
-    "test_import_gate.py",
-    "test_pack_e2e.py",
-    "test_user_text_e2e.py",
 )
 
 
