@@ -238,8 +238,12 @@ def median_abs(x: torch.Tensor) -> float:
     holds a NaN. Among the float32 bits with the sign cleared, which sort as |x| does (a NaN's above +inf's):
     numpy's integer partition, half the time of its float one (and 30x faster than torch.median)."""
     a = np.bitwise_and(x.detach().float().reshape(-1).cpu().numpy().view(np.uint32), np.uint32(0x7FFFFFFF))
-    if a.max() > 0x7F800000:
-        return math.nan
+    return math.nan if a.max() > 0x7F800000 else median_of_cleared_bits(a)
+
+
+def median_of_cleared_bits(a: np.ndarray) -> float:
+    """The lower median |x| of float32 values none of them NaN, from their bits with the sign cleared (uint32,
+    partitioned in place: for such floats |x| orders as these integers do)."""
     k = (a.size - 1) // 2
     a.partition(k)
     return float(a[k : k + 1].view(np.float32)[0])
