@@ -10,6 +10,7 @@ import circle or an import of a higher layer; docs/code.md names every module):
                                   which chart tells a preset's or scenario's lesson
     schema, corpus                the vocabulary of a run's measurements; the corpora and tokenizer
     model, optim                  the tiny transformer and its norm placements; Adam/SGD written out
+    summaries                     a tensor's fixed-edge histogram and stats; a probe step's, together
     probes, init_grads            what is measured inside the model; gradients at initialisation
     update_probes                 what an optimizer step does: update ratio, angular update, Adam's lag
     snapshot                      Snapshot (one step), RunData (a run)

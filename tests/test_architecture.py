@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, str]] = [
     ("config", "config schedule lessons"),
     ("vocabulary", "schema corpus"),
     ("model", "model optim"),
-    ("probes", "update_probes probes init_grads"),
+    ("probes", "summaries update_probes probes init_grads"),
     ("snapshot", "snapshot"),  # what the trainer yields: below it, since it builds them
     ("train", "train"),
     # background execution: training runs in worker processes, and the Init Lab's measurements in a pool

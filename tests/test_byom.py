@@ -303,7 +303,7 @@ def test_the_steps_between_probe_steps_run_without_the_activation_hooks(tmp_path
 
 def test_a_failing_probe_warns_once_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import ln_viz.byom.forward as attach_module  # where log Z is summarised
-    from ln_viz.byom.summaries import StepSummaries  # where the forward hooks' tensors are
+    from ln_viz.summaries import StepSummaries  # where the forward hooks' tensors are
 
     def broken(*args):
         raise RuntimeError("broken summary")
@@ -474,8 +474,8 @@ def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
-    from ln_viz.probes import tensor_stats, tensor_summary
     from ln_viz.schema import HIST_LIMIT
+    from ln_viz.summaries import tensor_stats, tensor_summary
 
     g = torch.Generator().manual_seed(0)
     edges = torch.from_numpy(HIST_EDGES.astype(np.float32))
@@ -500,7 +500,7 @@ def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_floa
     """The histogram's table lookup (ln_viz.probes.table_bins) against the computation it tabulates: every
     float under the ~130 keys that hold an edge, at several alignments (a tensor's tail goes through the
     kernels' scalar path), and a million floats drawn over all bit patterns (all scales, denormals, zeros)."""
-    from ln_viz.probes import MIXED_SLOT, asinh_bins, slot_tables, table_bins
+    from ln_viz.summaries import MIXED_SLOT, asinh_bins, slot_tables, table_bins
 
     coarse, _, _ = slot_tables()
     mixed = np.flatnonzero(coarse == MIXED_SLOT).astype(np.uint32)
@@ -549,9 +549,8 @@ def test_a_step_s_summaries_finished_together_equal_tensor_summary_bit_for_bit()
     """attach's hooks summarise a probed pass's tensors together (ln_viz.byom.summaries.StepSummaries): each
     histogram, stats row and massive_act as tensor_summary and median_abs give them alone, for sizes, scales
     past the edges, values on the edges, inf, NaN, a tensor added twice in a row, a strided view, bfloat16."""
-    from ln_viz.byom.summaries import StepSummaries
-    from ln_viz.probes import median_abs, tensor_summary
     from ln_viz.schema import HIST_BINS, HIST_LIMIT
+    from ln_viz.summaries import StepSummaries, median_abs, tensor_summary
 
     g = torch.Generator().manual_seed(0)
     edges = torch.from_numpy(HIST_EDGES.astype(np.float32))

@@ -9,7 +9,8 @@ import torch
 
 from ln_viz.config import RunConfig
 from ln_viz.model import DyT, build_model
-from ln_viz.probes import median_abs, watch
+from ln_viz.probes import watch
+from ln_viz.summaries import median_abs
 
 SMALL = RunConfig(depth=3, d_model=16, heads=2, seq_len=8, batch_size=4, steps=6, probe_every=3, eval_every=0)
 VOCAB = 20

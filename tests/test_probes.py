@@ -8,8 +8,9 @@ import torch
 
 from ln_viz.config import RunConfig
 from ln_viz.model import build_model
-from ln_viz.probes import ENTROPY_SEQUENCES, GradNorms, UpdateRatio, attention_entropy, tensor_summary, watch
+from ln_viz.probes import ENTROPY_SEQUENCES, GradNorms, UpdateRatio, attention_entropy, watch
 from ln_viz.schema import HIST_EDGES, HIST_LIMIT, PARAM_NAMES, Stat
+from ln_viz.summaries import tensor_summary
 
 MEAN, STD, RMS, MAX_ABS, BELOW, ABOVE = Stat
 

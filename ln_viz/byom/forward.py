@@ -18,9 +18,9 @@ from torch import nn
 from ln_viz.byom.attention import SdpaTap, attention_stats
 from ln_viz.byom.card import block_input, first_tensor
 from ln_viz.byom.measure import _mode_stack
-from ln_viz.byom.summaries import StepSummaries, log_z
-from ln_viz.probes import tensor_stats
+from ln_viz.byom.summaries import log_z
 from ln_viz.schema import PROBES
+from ln_viz.summaries import StepSummaries, tensor_stats
 
 
 class ForwardProbes:
