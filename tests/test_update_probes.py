@@ -68,6 +68,25 @@ def test_a_block_s_angular_update_is_its_most_turned_matrix():
     assert ratio[0] > 0.2  # the update ratio counts the growth the angle ignores
 
 
+def test_the_angular_update_of_a_real_adam_step_is_the_float64_angle_of_each_block_s_most_turned_matrix():
+    model, opt = _adam_steps(SMALL, 3)
+    probe = UpdateRatio(model)
+    probe.before()
+    before = [[b.get_submodule(n).weight.detach().double().clone() for n in PARAM_NAMES] for b in model.blocks]
+    opt.zero_grad(set_to_none=True)
+    x = torch.randint(0, VOCAB, (4, 9), generator=torch.Generator().manual_seed(5))
+    F.cross_entropy(model(x[:, :-1]).flatten(0, 1), x[:, 1:].flatten()).backward()
+    opt.step()
+    probe.after()
+    for i, block in enumerate(model.blocks):
+        angles = []
+        for w0, n in zip(before[i], PARAM_NAMES):
+            w1 = block.get_submodule(n).weight.detach().double()
+            angles.append(2 * math.asin(float((w1 / w1.norm() - w0 / w0.norm()).norm()) / 2))
+        assert 0 < max(angles) < 0.5
+        assert probe.angular[i] == pytest.approx(max(angles), rel=1e-5)
+
+
 def _adam_steps(cfg: RunConfig, steps: int, opt_factory=None):
     """A tiny model after `steps` Adam (or `opt_factory`'s) steps on random tokens: (model, optimizer)."""
     torch.manual_seed(0)
