@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ln_viz.model import DyT, TinyLM, head_logit_max
+from ln_viz.model import SCORE_CHUNK, DyT, TinyLM, head_logit_max
 from ln_viz.schema import HIST_BINS, PARAM_NAMES, STAT_NAMES, blank_probes, probe_dims, probes_from
 from ln_viz.summaries import StepSummaries, tensor_stats
 from ln_viz.update_probes import GradNorms, UpdateRatio, grad_norms  # noqa: F401 (their old home: tests import them here)
@@ -63,7 +63,7 @@ def attention_summary(q: torch.Tensor, k: torch.Tensor, heads: int) -> tuple[flo
     hs = d // heads
     q, k = (t.reshape(B, T, heads, hs).transpose(1, 2) for t in (q, k))
     out: list[tuple[float, float]] = []
-    head_logit_max(q, k, lambda scores, largest: out.append(scores_summary(scores, largest, hs)))
+    head_logit_max(q, k, lambda scores, largest: out.append(scores_summary(scores, largest, hs)), chunk=B)
     return out[0]
 
 
@@ -116,7 +116,9 @@ def min_token_scale(x: torch.Tensor, centred: bool) -> float:
     return smallest if not math.isnan(smallest) else math.nan
 
 
-ENTROPY_SEQUENCES = 8  # attention entropy is measured on the first this-many sequences of the batch
+# attention entropy is measured on the first this-many sequences of the batch: the first chunk of scores the
+# model's head_logit_max computes, the one it hands to the probe
+ENTROPY_SEQUENCES = SCORE_CHUNK
 
 
 class ActivationProbe:
