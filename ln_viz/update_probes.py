@@ -167,12 +167,13 @@ class PreconditionerLag:
             v = moments[k][0]
             by_size.setdefault((v.numel(), v.dtype, v.device), []).append(k)
         for (_, dtype, device), ks in by_size.items():
-            denom = torch.stack([moments[k][0].reshape(-1) for k in ks]).sqrt_()
+            root = torch.stack([moments[k][0].reshape(-1) for k in ks]).sqrt_()
             bias = torch.tensor([moments[k][1] ** 0.5 for k in ks], dtype=dtype, device=device)
             eps = torch.tensor([moments[k][2] for k in ks], dtype=dtype, device=device)
-            denom.div_(bias[:, None]).add_(eps[:, None])
-            ratio = torch.stack([self.matrices[k].grad.reshape(-1) for k in ks]).abs_().div_(denom)
-            out[ks] = ratio.amax(dim=1).double().cpu().numpy()
+            denom = torch.addcdiv(eps[:, None], root, bias[:, None], out=root)  # sqrt(v) / sqrt(1 - b2^t) + eps
+            ratio = torch.stack([self.matrices[k].grad.reshape(-1) for k in ks]).div_(denom)
+            # |g| / d is |g / d| (d > 0): the larger of the largest and minus the smallest, without an abs pass
+            out[ks] = torch.maximum(ratio.amax(dim=1), ratio.amin(dim=1).neg_()).double().cpu().numpy()
         return out.reshape(self.shape).max(axis=1).astype(np.float32)  # NaN when any matrix's is
 
 
