@@ -145,10 +145,14 @@ def head_logit_max(
 
 
 _SCRATCH = threading.local()
+_KEEP_LIMIT = 1 << 21  # elements (8 MB of float32): a larger buffer is allocated for the call and not kept
 
 
 def _scores_buffer(size: int, like: torch.Tensor) -> torch.Tensor:
-    """A flat buffer of at least `size` elements of `like`'s dtype and device, kept per thread and reused."""
+    """A flat buffer of at least `size` elements of `like`'s dtype and device, kept per thread and reused (up to
+    _KEEP_LIMIT: a run with long sequences does not leave its scores' memory behind it)."""
+    if size > _KEEP_LIMIT:
+        return like.new_empty(size)
     buffer = getattr(_SCRATCH, "scores", None)
     if buffer is None or buffer.numel() < size or buffer.dtype != like.dtype or buffer.device != like.device:
         buffer = _SCRATCH.scores = like.new_empty(size)
