@@ -126,16 +126,10 @@ def slot_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return coarse, mixed.astype(np.uint32), fine
 
 
-@functools.lru_cache(maxsize=1)
-def _slot_tensors() -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
-    coarse, mixed, fine = slot_tables()
-    return torch.from_numpy(coarse), mixed, fine
-
-
 def table_bins(x: torch.Tensor) -> torch.Tensor:
     """`asinh_bins(x)` for a contiguous finite float32 CPU tensor, by table lookup: the same bytes
     (tests/test_byom.py checks on edges, their neighbours and random values), in ~2 passes instead of ~10."""
-    coarse, mixed, fine = _slot_tensors()
+    coarse, mixed, fine, _ = _tables()
     bits = x.numpy().view(np.uint32)
     key = torch.from_numpy((bits >> _COARSE).view(np.int32))  # < 2^20: an int32 index (numpy's take casts to int64)
     out = coarse.index_select(0, key).numpy()
@@ -290,7 +284,7 @@ class StepSummaries:
 
 @functools.lru_cache(maxsize=1)
 def _tables() -> tuple[torch.Tensor, np.ndarray, np.ndarray, int]:
-    """ln_viz.probes.slot_tables (the coarse one as a tensor: index_select takes int32 keys, numpy's take
+    """slot_tables (the coarse one as a tensor: index_select takes int32 keys, numpy's take
     casts them to int64) and the shift that makes a float32's bits its key."""
     coarse, mixed, fine = slot_tables()
     return torch.from_numpy(coarse), mixed, fine, fine.shape[1].bit_length() - 1
