@@ -76,10 +76,19 @@ def scores_summary(scores: torch.Tensor, largest: torch.Tensor, hs: int) -> tupl
     non-negative terms (a softmax and a log-softmax, two exp passes, cost 0.08 ms more a layer at 8 x 4 x 64 x 64)."""
     B, nh, T, _ = scores.shape
     z = torch.add(_causal_bias(T, scores.device), scores, alpha=1.0 / math.sqrt(hs), out=scores)
+    _, total = softmax_entropy(z)
+    return total / (B * nh * T), float(largest.amax() / math.sqrt(hs))  # the heads' largest, when B <= 8
+
+
+def softmax_entropy(z: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """(p = softmax(z) over the last axis, the sum over its rows of -sum p log p in nats) of scores z whose masked
+    entries are a large finite negative (exp gives 0, and 0 * z is 0), shifted in place by each row's max. One exp
+    pass, not two (a softmax and a log-softmax): with z' = z - max_row <= 0, p = exp(z') / Z and the row's largest
+    p is 1 / Z, so -sum p log p = -log(max p) - sum p z', both sums of non-negative terms. ln-viz's own attention
+    probe and attach's (ln_viz.byom.attention) both take their entropy here."""
     z.sub_(z.amax(-1, keepdim=True))
     p = torch.softmax(z, dim=-1)
-    total = -float(p.amax(-1).log_().sum()) - float(torch.dot(p.reshape(-1), z.reshape(-1)))
-    return total / (B * nh * T), float(largest.amax() / math.sqrt(hs))  # the heads' largest, when B <= 8
+    return p, -float(p.amax(-1).log_().sum()) - float(torch.dot(p.reshape(-1), z.reshape(-1)))
 
 
 @functools.lru_cache(maxsize=8)

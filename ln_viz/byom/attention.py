@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-ENTROPY_SEQUENCES = 8  # as ln-viz's own probes: the first 8 sequences of the batch
+from ln_viz.probes import ENTROPY_SEQUENCES, softmax_entropy  # as ln-viz's own probes: the first 8 sequences
+
 _MASKED = -1e30  # a finite stand-in for -inf: exp() gives exactly 0, and 0 * log p stays 0
 
 # id(attention module) -> callback(module, query, key, mask, scaling, softcap, causal); set while attached
@@ -71,15 +72,10 @@ def attention_stats(
         additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
         fast = finite and not additive
         scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, _MASKED)  # scores: our own
-    # one exp pass (softmax; exp() of the masked -1e30 would be 6x slower), not two (softmax and
-    # log-softmax): with s' = s - max_row <= 0, p = exp(s') / Z and the row's largest p = 1 / Z, so
-    # -sum p log p = log Z - sum p s' = -log(max p) - sum p s', both sums of non-negative terms (scores
-    # is this function's own tensor: the logits at most, which are not needed any more)
-    scores = scores.sub_(scores.amax(-1, keepdim=True))
-    p = torch.softmax(scores, dim=-1)
-    # over every row at once (0 * -1e30 is 0 where masked); a row with nothing to attend to (padding)
-    # came out uniform over S (entropy log S) and is taken back out
-    total = -float(p.amax(-1).log_().sum()) - float(torch.dot(p.reshape(-1), scores.reshape(-1)))
+    # one exp pass (softmax; exp() of the masked -1e30 would be 6x slower), shifting `scores` in place (this
+    # function's own tensor: the logits at most, which are not needed any more); over every row at once, a row
+    # with nothing to attend to (padding) came out uniform over S (entropy log S) and is taken back out
+    p, total = softmax_entropy(scores)
     rows = B * H * T
     if keep is not None and not (causal and mask is None and S >= T):  # a causal row always sees itself
         empty = int((~keep.any(-1)).expand(B, H, T).sum())
