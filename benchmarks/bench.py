@@ -156,11 +156,35 @@ def probe_share(times: list[tuple[float, bool]]) -> tuple[float, float]:
     return 1000 * extra / max(len(probed), 1), 100 * extra / (len(times) * base)
 
 
-def consecutive_share(cfg: RunConfig, steps: int, every: int = 10) -> tuple[float, float]:
+def cycle_share(times: list[tuple[float, bool]], every: int = 10, after: int = 2) -> tuple[float, float, float]:
+    """The probes' cost read off each probe cycle against its own quiet steps, inside one run: a cycle is a probe
+    step and the `every - 1` steps after it; its baseline the median of its last `every - 1 - after` steps (the
+    steps the probe step's caches and allocations no longer reach); its extra the probe step and the `after`
+    steps after it, over that baseline. Returns (the cycles' extra as % of their time without probes, a probe
+    step's own extra ms, the ms the `after` steps after it add): a slow spell of the machine lasting a cycle
+    (about 0.5-5 s here) raises the cycle and its baseline alike, and no second model instance enters."""
+    extra = base_total = own = later = 0.0
+    cycles = 0
+    for i, (_, probed) in enumerate(times):
+        cycle = [t for t, _ in times[i : i + every]]
+        if not probed or len(cycle) < every or any(p for _, p in times[i + 1 : i + every]):
+            continue
+        base = statistics.median(cycle[1 + after :])
+        extra += sum(cycle[: 1 + after]) - (1 + after) * base
+        base_total += every * base
+        own += cycle[0] - base
+        later += sum(cycle[1 : 1 + after]) - after * base
+        cycles += 1
+    if not cycles:
+        return float("nan"), float("nan"), float("nan")
+    return 100 * extra / base_total, 1000 * own / cycles, 1000 * later / cycles
+
+
+def consecutive_share(cfg: RunConfig, steps: int, every: int = 10) -> tuple[float, float, list[tuple[float, bool]]]:
     """(probes every `every` steps against probes off, % more time; a probe step's extra ms over the loop's other
-    steps): the two Trainer loops take turns in blocks of `every` consecutive steps, as a run trains (each block
-    holds one probe step, and a step finds the caches its own previous step left), the blocks alternating so
-    the machine's slow spells fall on both alike."""
+    steps; the probed loop's step times): the two Trainer loops take turns in blocks of `every` consecutive steps,
+    as a run trains (each block holds one probe step, and a step finds the caches its own previous step left), the
+    blocks alternating so the machine's slow spells fall on both alike."""
     probed, off = trainer_stepper(cfg, steps + 3, every), trainer_stepper(cfg, steps + 3, 0)
     for _ in range(3):
         probed(), off()
@@ -175,7 +199,7 @@ def consecutive_share(cfg: RunConfig, steps: int, every: int = 10) -> tuple[floa
                 spent[k] += took
                 if k:
                     times.append((took, out.probes is not None))
-    return 100 * (spent[1] / spent[0] - 1), probe_share(times)[0]
+    return 100 * (spent[1] / spent[0] - 1), probe_share(times)[0], times
 
 
 def plain_loop(cfg: RunConfig, steps: int) -> float:
@@ -188,6 +212,12 @@ def timed_steps(depth: int, quick: bool) -> int:
     probes every 10th step land on exactly n // 10 + 1 timed steps (a little over a tenth: the
     Trainer also probes its final step)."""
     return 7 if quick else {6: 57, 12: 37}.get(depth, 27)
+
+
+def consecutive_steps(depth: int, quick: bool) -> int:
+    """Timed steps of each loop in blocks of 10: enough probe cycles for the per-cycle cost (cycle_share) to
+    settle, 10-20 of them, about 15-40 s a loop."""
+    return 17 if quick else {6: 200, 12: 120}.get(depth, 100)
 
 
 def bench_steps(quick: bool, repeats: int) -> dict:
@@ -205,6 +235,7 @@ def bench_steps(quick: bool, repeats: int) -> dict:
         rates: dict[str, list[float]] = {k: [] for k in keys}
         within: dict[str, list[float]] = {k: [] for k in ("probe_step_extra_ms", "every_10_within_run_pct")}
         within |= {"consecutive_every_10_vs_off_pct": [], "consecutive_probe_step_extra_ms": []}
+        within |= {"cycle_cost_every_10_pct": [], "cycle_probe_step_ms": [], "cycle_after_ms": []}
         tb_error = None
         with tempfile.TemporaryDirectory() as tmp:
             for r in range(repeats):
@@ -225,9 +256,12 @@ def bench_steps(quick: bool, repeats: int) -> dict:
                 ms, pct = probe_share(times["probes_every_10"])
                 within["probe_step_extra_ms"].append(ms)
                 within["every_10_within_run_pct"].append(pct)
-                pct, ms = consecutive_share(cfg, steps)
+                pct, ms, probed_times = consecutive_share(cfg, consecutive_steps(depth, quick))
                 within["consecutive_every_10_vs_off_pct"].append(pct)
                 within["consecutive_probe_step_extra_ms"].append(ms)
+                for key, value in zip(("cycle_cost_every_10_pct", "cycle_probe_step_ms", "cycle_after_ms"),
+                                      cycle_share(probed_times)):  # fmt: skip
+                    within[key].append(value)
                 if "tensorboard_every_10" in steppers:
                     steppers["tensorboard_every_10"].close()
         row: dict = {"timed_steps": steps, **{k: stats(v) for k, v in rates.items() if v}}
@@ -255,14 +289,18 @@ def bench_steps(quick: bool, repeats: int) -> dict:
             f"  ({depth:2d}, {d:3d}) {steps} steps  plain {rate('plain')}  probes/1 {rate('probes_every_1')}"
             f"  probes/10 {rate('probes_every_10')}  probes off {rate('probes_off')}  TB/10 "
             f"{rate('tensorboard_every_10')}\n      cost against plain: probes/1 {pct('cost_every_1_pct')}, "
-            f"probes/10 {pct('cost_every_10_pct')} (every probe; the target: within 5 %), "
+            f"probes/10 {pct('cost_every_10_pct')} (every probe; two model instances: read the cost off the "
+            "probe cycles below), "
             f"Trainer without probes {pct('cost_trainer_no_probes_pct')}, "
             f"TensorBoard/10 {pct('tensorboard_cost_pct')}\n      inside the probes/10 run: a probe step takes "
             f"{fmt(row['probe_step_extra_ms'], 1)} ms more than the others, "
             f"{pct('every_10_within_run_pct')} of the run's time\n      as a run trains (blocks of 10 consecutive "
             "steps, "
             f"probes/10 against probes off): {pct('consecutive_every_10_vs_off_pct')} more time, a probe step "
-            f"{fmt(row['consecutive_probe_step_extra_ms'], 1)} ms more than the others",
+            f"{fmt(row['consecutive_probe_step_extra_ms'], 1)} ms more than the others\n      the probes' cost at "
+            f"every 10th step, each probe cycle against its own quiet steps (the target: within 5 %): "
+            f"{pct('cycle_cost_every_10_pct')}; a probe step {fmt(row['cycle_probe_step_ms'], 1)} ms, the two "
+            f"steps after it {fmt(row['cycle_after_ms'], 1)} ms over them",
             flush=True,
         )
     return out

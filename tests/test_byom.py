@@ -519,10 +519,11 @@ def test_the_slot_table_gives_the_slot_the_asinh_computation_gives_to_every_floa
 
 @pytest.mark.parametrize("case", ["flat", "flat, weight by weight", "mixed dtypes", "new storage"])
 def test_the_update_ratio_s_weight_copies_give_each_weight_s_own_norms_bit_for_bit(case, monkeypatch) -> None:
-    """The weights copied before an update (ln_viz.byom.measure.WeightCopies: one flat buffer laid out by
+    """The weights copied before an update (ln_viz.update_probes.WeightCopies: one flat buffer laid out by
     size, or a copy each) give ||before|| and ||after - before|| of each weight exactly as _foreach_norm of
     separate copies does: laid out flat (the difference by size group, or weight by weight past the group
-    limit), copied one by one (weights of two dtypes), and laid out anew after a weight got new storage."""
+    limit), copied one by one (weights of two dtypes), and laid out anew after a weight got new storage; and,
+    asked for, the angle each weight turned (arccos of the float64 cosine: the steps here are ~1e-3 rad)."""
     from ln_viz.byom.measure import WeightCopies
 
     g = torch.Generator().manual_seed(0)
@@ -540,9 +541,15 @@ def test_the_update_ratio_s_weight_copies_give_each_weight_s_own_norms_bit_for_b
         copies.take()
         for p in params:
             p.add_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 1e-3)
-        base, delta = copies.norms()
+        base, delta, turned = copies.norms(angles=bool(step % 2))  # the angles too on step 1 (ln-viz's own)
         assert base == [float(n.float()) for n in torch._foreach_norm(want_before)]  # as float32 norms
         assert delta == [float(n.float()) for n in torch._foreach_norm(torch._foreach_sub(want_before, params))]
+        if step % 2:
+            cos = [float((a.double() * b.double()).sum() / (a.double().norm() * b.double().norm()))
+                   for a, b in zip(want_before, params)]  # fmt: skip
+            np.testing.assert_allclose(turned, np.arccos(np.clip(cos, -1, 1)), rtol=2e-3)
+        else:
+            assert turned is None
 
 
 def test_a_step_s_summaries_finished_together_equal_tensor_summary_bit_for_bit() -> None:

@@ -37,12 +37,13 @@ from torch import nn
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
 from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
 from ln_viz.byom.forward import ForwardProbes
-from ln_viz.byom.measure import WeightCopies, grad_norms, is_probe_step, update_ratio
+from ln_viz.byom.measure import grad_norms, is_probe_step, update_ratio
 from ln_viz.config import RunConfig
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
 from ln_viz.snapshot import RunInfo, Snapshot
 from ln_viz.store import RunWriter
 from ln_viz.summaries import StepSummaries
+from ln_viz.update_probes import WeightCopies
 
 GRAD_NORM_APPLIED, GRAD_NORM_PRECLIP = "applied", "pre-clip"  # the grad_norm scalar: after clip, or before
 
