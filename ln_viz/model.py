@@ -127,7 +127,9 @@ def head_logit_max(
     unscaled scores q k^T (n, nh, T, T), n = min(B, chunk), their masked (upper) triangle 0, and each of those
     sequences' and heads' largest |q.k| (n, nh), unscaled: the attention probe's input (it may overwrite them)."""
     B, nh, T, hs = q.shape
-    qd, kd = q.detach(), k.detach()
+    # (B, nh, T, hs) laid out contiguously once (q, k come transposed from (B, T, nh, hs)): a chunk's reshape to
+    # (n nh, T, hs) is then a view, where it copied chunk by chunk
+    qd, kd = q.detach().contiguous(), k.detach().contiguous()
     buffer = _scores_buffer(min(B, chunk) * nh * T * T, q)
     parts = []
     for start in range(0, B, chunk):
