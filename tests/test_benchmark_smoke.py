@@ -2,6 +2,7 @@
 quick modes, on tiny sizes (the figures themselves are not checked)."""
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,25 @@ def test_benchmark_quick_mode_prints_and_writes_its_table(tmp_path):
     assert row["plain"]["median"] > 0 and row["probes_every_10"]["median"] > 0
     assert "median" in row["tensorboard_every_10"]  # the TensorBoard reference ran too
     assert "median" in row["consecutive_every_10_vs_off_pct"]  # and the probes' cost as a run trains
+    assert "median" in row["cycle_cost_every_10_pct"]  # and read off its probe cycles
     assert result["payload"]["live_refresh_bytes"] > 0
     assert "steps/s" in proc.stdout and "first snapshot" in proc.stdout
+
+
+def test_the_per_cycle_cost_is_the_probe_step_and_its_after_effect_over_each_cycle_s_own_quiet_steps():
+    """benchmarks.bench.cycle_share on made-up step times: 10 ms steps, a probe step 15 ms over them, the step after
+    it 2 ms over: 17 % of a cycle. A cycle that ran twice as slow throughout (a slow spell) weighs in at its own
+    baseline, and leaves the share as it was; a partial cycle at the end is not counted."""
+    from benchmarks.bench import cycle_share
+
+    def cycle(scale: float) -> list[tuple[float, bool]]:
+        return [(scale * t, k == 0) for k, t in enumerate([0.025, 0.012] + [0.010] * 8)]
+
+    pct, own, after = cycle_share(cycle(1.0) * 3 + [(0.025, True), (0.01, False)])
+    assert pct == pytest.approx(17.0) and own == pytest.approx(15.0) and after == pytest.approx(2.0)
+    pct, own, after = cycle_share(cycle(1.0) + cycle(2.0))
+    assert pct == pytest.approx(17.0) and own == pytest.approx(22.5)  # 15 and 30 ms over their own baselines
+    assert all(map(math.isnan, cycle_share([(0.01, False)] * 12)))  # no probe step: nothing to read
 
 
 @pytest.mark.slow  # six tiny runs in a subprocess: about 10 s
