@@ -215,8 +215,8 @@ def timed_steps(depth: int, quick: bool) -> int:
 
 
 def consecutive_steps(depth: int, quick: bool) -> int:
-    """Timed steps of each loop in blocks of 10: enough probe cycles for the per-cycle cost (cycle_share) to
-    settle, 10-20 of them, about 15-40 s a loop."""
+    """Timed steps of each loop in blocks of 10: enough whole probe cycles for the per-cycle cost (cycle_share) to
+    settle, 9-19 of them (the timed steps start at step 4, the probes at step 10), about 15-40 s a loop."""
     return 17 if quick else {6: 200, 12: 120}.get(depth, 100)
 
 

@@ -94,25 +94,28 @@ class WeightCopies:
     @torch.no_grad()
     def norms(self, angles: bool = False) -> tuple[list[float], list[float], list[float] | None]:
         """(||before||, ||after - before||, and with `angles` the angle in radians each weight turned, else None),
-        in the params' order, as float32 values. The angle is arccos(<before, after> / (|before| |after|)),
-        computed as 2 asin(|after/|after| - before/|before|| / 2), exact near 0 where arccos loses half the digits;
-        NaN where either is zero or not finite. The copies are overwritten (they are not needed after)."""
+        in the params' order: the norms float32 values, the angles float64 (float32 ones where the weights are not
+        one contiguous float32 layout). The angle is arccos(<before, after> / (|before| |after|)), computed as
+        2 asin(|after/|after| - before/|before|| / 2), exact near 0 where arccos loses half the digits; NaN where
+        either is zero or not finite. The copies are not needed after: they may be overwritten (a size group past
+        GROUP_LIMIT without angles, or the one-copy-each layout, takes the difference in place)."""
         if self._flat is None or self._flat.dtype != torch.float32:
             base = torch._foreach_norm(self.copies)
-            turned = angular_updates(self.copies, self.params, torch.stack(base).double().numpy()) if angles else None
+            turned = None
+            if angles:
+                turned = angular_updates(self.copies, self.params, torch.stack(base).double().cpu().numpy())
             torch._foreach_sub_(self.copies, self.params)
             values = as_floats((*base, *torch._foreach_norm(self.copies)))
             n = len(self.params)
             return values[:n], values[n:], None if turned is None else turned.astype(np.float64).tolist()
         rows: list[torch.Tensor] = []
         for indices, block, views in self._groups:
-            if block.numel() <= self.GROUP_LIMIT:
-                after = self._scratch[: block.numel()].view(block.shape)
+            if block.numel() <= self.GROUP_LIMIT or angles:
+                # the angles need the copies and the difference at once: past the limit, a scratch for the call
+                small = block.numel() <= self.GROUP_LIMIT
+                after = self._scratch[: block.numel()].view(block.shape) if small else torch.empty_like(block)
                 torch.cat(views, out=after.view(-1))
                 rows.append(_change(block, after, angles))
-            elif angles:
-                rows.append(torch.cat([_change(block[r : r + 1], v.view(1, -1).clone(), True) for r, v in
-                                       enumerate(views)], dim=1))  # fmt: skip
             else:  # the difference in place of the copies, weight by weight: no scratch the size of the group
                 rows.append(torch.linalg.vector_norm(block, dim=1)[None])
                 torch._foreach_sub_([self.copies[i] for i in indices], [self.params[i] for i in indices])
@@ -199,13 +202,13 @@ def angular_updates(
     computed as 2 asin(|a/|a| - b/|b|| / 2) (exact near 0, where arccos loses half the digits); NaN where
     either is zero or not finite. float32 (N,). `before_norms`: the `before` tensors' norms when already
     computed (torch._foreach_norm's, as float64), one pass over them fewer."""
-    nb = torch.stack(torch._foreach_norm(before)).double().numpy() if before_norms is None else before_norms
-    na = torch.stack(torch._foreach_norm(after)).double().numpy()
+    nb = torch.stack(torch._foreach_norm(before)).double().cpu().numpy() if before_norms is None else before_norms
+    na = torch.stack(torch._foreach_norm(after)).double().cpu().numpy()
     ok = (nb > 0) & (na > 0) & np.isfinite(nb) & np.isfinite(na)
     sb, sa = np.where(ok, nb, 1.0).tolist(), np.where(ok, na, 1.0).tolist()
     diff = torch._foreach_div(after, sa)
     torch._foreach_sub_(diff, torch._foreach_div(before, sb))
-    chord = torch.stack(torch._foreach_norm(diff)).double().numpy()
+    chord = torch.stack(torch._foreach_norm(diff)).double().cpu().numpy()
     angles = 2 * np.arcsin(np.clip(chord / 2, 0.0, 1.0))
     return np.where(ok, angles, np.nan).astype(np.float32)
 
@@ -281,7 +284,7 @@ class GradNorms:
         the total norm of all gradients together, returned (NaN or inf when any gradient is)."""
         grads = [p.grad for p in self.params if p.grad is not None]
         if len(grads) == len(self.params):
-            self.norms = torch.stack(torch._foreach_norm(grads)).double().numpy()
+            self.norms = torch.stack(torch._foreach_norm(grads)).double().cpu().numpy()
         else:
             self.norms = np.array([float(p.grad.norm()) if p.grad is not None else 0.0 for p in self.params])
         return float(np.sqrt(np.square(self.norms).sum()))

@@ -47,3 +47,26 @@ def test_a_traceback_of_the_app_is_kept_beside_a_dropped_websocket():
     assert kept.count("Traceback") == 1 and "ValueError: boom" in kept
     header = "Exception in ASGI application\n" + app  # even under the ASGI header
     assert "ValueError: boom" in tracebacks(header + CI_LOG)
+
+
+def test_an_exception_group_a_renamed_exception_or_a_cut_off_log_after_the_dropped_websocket_is_kept():
+    """What the filter must not hide (found in review): an exception group chained after it (anyio's task groups
+    print their frames behind `|`), an exception whose name the line pattern does not read, a log cut off inside
+    the chain, and an exception that only starts with the same name."""
+    group = (
+        "\nDuring handling of the above exception, another exception occurred:\n\n"
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/work/main/ln_viz/server/lifespan.py", line 9, in run\n'
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | ValueError: boom\n"
+        "    +------------------------------------\n"
+    )
+    assert "ValueError: boom" in tracebacks(CI_LOG + group)
+    gone = 'starlette.websockets.WebSocketDisconnected: Cannot call "send"'
+    renamed = CI_LOG.replace(gone, 'starlette.x.<locals>.Boom: Cannot call "send"')
+    assert renamed != CI_LOG and "Traceback" in tracebacks(renamed)
+    cut = CI_LOG[: CI_LOG.rindex("starlette.websockets.WebSocketDisconnected")]
+    assert "Traceback" in tracebacks(cut)
+    longer = CI_LOG.replace("WebSocketDisconnected: Cannot call", "WebSocketDisconnectedError: Cannot call")
+    assert longer != CI_LOG and "Traceback" in tracebacks(longer)

@@ -39,7 +39,7 @@ def grad_norms(
 
 def update_ratio(copies: WeightCopies, block_params: list[list[torch.Tensor]]) -> np.ndarray:
     """||w_after - w_before|| / ||w_before|| per block, from the copies taken before the step (`copies`:
-    the block weights in block order, overwritten with the difference: they are not needed after)."""
+    the block weights in block order, not needed after: WeightCopies.norms may overwrite them)."""
     base, delta, _ = copies.norms()
     out = np.zeros(len(block_params), np.float32)
     start = 0

@@ -43,13 +43,20 @@ def _block_end(lines: list[str], start: int) -> int:
 
 
 def _client_gone(block: list[str]) -> bool:
-    files = [m.group(1) for m in map(_FRAME.match, block) if m]
-    raised = [line for line in block[1:] if line and not line.startswith((" ", "\t")) and line not in _CHAIN]
+    """Streamlit's dropped-websocket traceback, and nothing else: every frame in the installed packages and none
+    of ln-viz's, every traceback of the chain ending on starlette's WebSocketDisconnected (one per "Traceback"),
+    the block ending on one, and no exception group (whose `|`-prefixed frames could hide anything)."""
+    lines = [line for line in block if line.strip()]
+    files = [m.group(1) for m in map(_FRAME.match, lines) if m]
+    raised = [line for line in lines[1:] if not line.startswith((" ", "\t")) and line not in _CHAIN]
+    gone = [line for line in raised if line == _CLIENT_GONE or line.startswith(_CLIENT_GONE + ":")]
+    ours = ("/ln_viz/", "/app.py", "/pages/", "/tests/")
     return (
         bool(files)
-        and all("site-packages" in f for f in files)
-        and bool(raised)
-        and all(line.startswith(_CLIENT_GONE) for line in raised)
+        and all("site-packages" in f and not any(o in f for o in ours) for f in files)
+        and not any(line.lstrip().startswith(("|", "+")) for line in lines)
+        and len(gone) == len(raised) == sum(line == _CHAIN[0] for line in lines)
+        and lines[-1] in gone
     )
 
 
