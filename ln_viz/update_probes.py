@@ -117,9 +117,9 @@ class WeightCopies:
                 torch.cat(views, out=after.view(-1))
                 rows.append(_change(block, after, angles))
             else:  # the difference in place of the copies, weight by weight: no scratch the size of the group
-                rows.append(torch.linalg.vector_norm(block, dim=1)[None])
+                b_norm = torch.linalg.vector_norm(block, dim=1)
                 torch._foreach_sub_([self.copies[i] for i in indices], [self.params[i] for i in indices])
-                rows[-1] = torch.cat([rows[-1], torch.linalg.vector_norm(block, dim=1)[None]])
+                rows.append(torch.stack([b_norm, torch.linalg.vector_norm(block, dim=1)]))
         order = [i for indices, _, _ in self._groups for i in indices]
         values = torch.cat(rows, dim=1).cpu().numpy()  # (2 or 4, weights): float32 norms, float64 if angles
         out = np.zeros((len(values), len(order)), values.dtype)
@@ -160,6 +160,20 @@ def as_floats(norms: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> list[floa
     return torch.stack([n.float() for n in norms]).cpu().tolist()
 
 
+def block_update_ratios(base: list[float], delta: list[float], sizes: list[int]) -> np.ndarray:
+    """(blocks,) float32: ||w_after - w_before|| / ||w_before|| over each block's parameters, from each parameter's
+    norm before (`base`) and of its change (`delta`), the blocks' parameters consecutive, `sizes[i]` of them in
+    block i; NaN for a block whose weights were all 0."""
+    out = np.zeros(len(sizes), np.float32)
+    start = 0
+    for i, size in enumerate(sizes):
+        d = sum(x * x for x in delta[start : start + size])
+        b = sum(x * x for x in base[start : start + size])
+        out[i] = math.sqrt(d / b) if b > 0 else math.nan
+        start += size
+    return out
+
+
 class UpdateRatio:
     """||delta w|| / ||w|| per block across one optimizer step: `before()` then `after()`; `after()` also
     leaves each block's largest angular update of its weight matrices in `angular` (L,), radians. The copies
@@ -182,16 +196,9 @@ class UpdateRatio:
     def after(self) -> np.ndarray:
         """(L,) float32; `angular` set too."""
         base, delta, turned = self.copies.norms(angles=True)
-        nb, nd = np.array(base), np.array(delta)
-        out = np.zeros(len(self.blocks), np.float32)
-        start = 0
-        for i, ps in enumerate(self.blocks):
-            d, b = np.square(nd[start : start + len(ps)]).sum(), np.square(nb[start : start + len(ps)]).sum()
-            out[i] = math.sqrt(d / b) if b > 0 else float("nan")
-            start += len(ps)
         angles = np.array(turned)[self.matrix_index.reshape(-1)]
         self.angular = angles.reshape(self.matrix_index.shape).max(axis=1).astype(np.float32)  # NaN when any is
-        return out
+        return block_update_ratios(base, delta, [len(ps) for ps in self.blocks])
 
 
 @torch.no_grad()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from ln_viz.update_probes import WeightCopies, as_floats
+from ln_viz.update_probes import WeightCopies, as_floats, block_update_ratios
 
 
 def _foreach_norm(tensors: list[torch.Tensor]) -> list[float]:
@@ -41,14 +41,7 @@ def update_ratio(copies: WeightCopies, block_params: list[list[torch.Tensor]]) -
     """||w_after - w_before|| / ||w_before|| per block, from the copies taken before the step (`copies`:
     the block weights in block order, not needed after: WeightCopies.norms may overwrite them)."""
     base, delta, _ = copies.norms()
-    out = np.zeros(len(block_params), np.float32)
-    start = 0
-    for i, ps in enumerate(block_params):
-        d = sum(x * x for x in delta[start : start + len(ps)])
-        b = sum(x * x for x in base[start : start + len(ps)])
-        out[i] = math.sqrt(d / b) if b > 0 else math.nan
-        start += len(ps)
-    return out
+    return block_update_ratios(base, delta, [len(ps) for ps in block_params])
 
 
 def is_probe_step(step: int, every: int, last: int | None) -> bool:
