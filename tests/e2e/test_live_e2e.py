@@ -6,6 +6,7 @@ import time
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import chart, chart_value, settled_screenshot, wait_idle
 
@@ -21,9 +22,12 @@ Z_SUM = """gd => (gd._fullData || []).reduce((n, tr) => n + (!tr.z ? 0 : Array.f
 
 
 def open_app(page, url: str) -> None:
+    """Open the app and wait until its first run has ended: right after `goto` the page can read as not running
+    before its script has started, so the wait for the start button comes first (CI, stop 40: the lecture view's
+    sidebar was read while the run that hides it was still drawing)."""
     page.goto(url)
-    wait_idle(page)
     page.wait_for_selector(".st-key-start button", timeout=30_000)
+    wait_idle(page)
 
 
 def points(page, key: str) -> int:
@@ -200,7 +204,7 @@ def test_a_second_start_and_closing_the_tab_leave_no_worker(server, browser):
 
 def test_the_lecture_view_hides_the_settings(server, page):
     open_app(page, server.url + "/?present=1")
-    assert not page.get_by_test_id("stSidebar").is_visible()
+    expect(page.get_by_test_id("stSidebar")).to_be_hidden(timeout=10_000)
     assert page.locator(".st-key-start button").is_visible()
     settled_screenshot(page, "live-lecture")
 
