@@ -8,7 +8,7 @@ import torch
 
 from ln_viz.config import RunConfig
 from ln_viz.model import build_model
-from ln_viz.probes import ENTROPY_SEQUENCES, GradNorms, UpdateRatio, attention_entropy, watch
+from ln_viz.probes import ENTROPY_SEQUENCES, GradNorms, UpdateRatio, attention_entropy, softmax_entropy, watch
 from ln_viz.schema import HIST_EDGES, HIST_LIMIT, PARAM_NAMES, Stat
 from ln_viz.summaries import tensor_summary
 
@@ -125,6 +125,24 @@ def naive_scores(q: torch.Tensor, k: torch.Tensor, heads: int) -> tuple[float, f
                 p = torch.softmax(s, dim=0)
                 total, largest = total + float(-(p * p.log()).sum()), max(largest, float(s.abs().max()))
     return total / (B * heads * T), largest
+
+
+@pytest.mark.parametrize("spread", [1.0, 30.0, 300.0])
+def test_the_one_exp_pass_entropy_and_probabilities_match_float64(spread):
+    """softmax_entropy (ln-viz's attention probe and attach's): the entropy summed over rows and the probabilities
+    match a float64 softmax, on causal rows (masked -1e30) whose scores spread over `spread` (300: most of a row
+    lies more than 80 under its max, where the exp floors at e^-80) and on a row with nothing to attend to."""
+    g = torch.Generator().manual_seed(5)
+    z = torch.randn(2, 3, 24, 24, generator=g) * spread
+    z.masked_fill_(torch.ones(24, 24, dtype=torch.bool).triu(1), -1e30)
+    z[1, 2, 5] = -1e30  # padding: uniform over the row, entropy log 24
+    ref = torch.softmax(z.double(), -1)
+    want = float(-(ref * torch.where(ref > 0, ref.log(), 0.0)).sum())
+    p, total = softmax_entropy(z.clone(), probs=True)
+    assert total == pytest.approx(want, rel=1e-6, abs=1e-5)
+    torch.testing.assert_close(p.double(), ref, rtol=1e-5, atol=1e-7)
+    assert softmax_entropy(z.clone())[0] is None
+    assert softmax_entropy(torch.full((1, 24), -1e30))[1] == pytest.approx(math.log(24), rel=1e-6)
 
 
 @pytest.mark.parametrize("d, qk_norm, scale", [(32, "none", 1.0), (64, "rmsnorm", 1.0), (32, "none", 30.0)])

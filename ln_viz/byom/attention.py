@@ -36,12 +36,13 @@ def attention_stats(
     scaling: float | None = None,
     softcap: float | None = None,
     causal: bool = False,
-) -> tuple[float, float, torch.Tensor]:
-    """(largest |logit|, mean entropy in nats, the probabilities) of softmax(q k^T * scaling) for
-    q (B, H, T, hs), k (B, Hkv, S, hs) on the first ENTROPY_SEQUENCES sequences; `mask` boolean (True:
-    attend) or additive, broadcastable to (B, H, T, S); `softcap` as Gemma 2's tanh cap; `causal` when
-    there is no mask but the implementation would apply a causal one. Reads q and k detached (no no_grad
-    context needed)."""
+    probs: bool = False,
+) -> tuple[float, float, torch.Tensor | None]:
+    """(largest |logit|, mean entropy in nats, the probabilities when `probs`, else None) of
+    softmax(q k^T * scaling) for q (B, H, T, hs), k (B, Hkv, S, hs) on the first ENTROPY_SEQUENCES sequences;
+    `mask` boolean (True: attend) or additive, broadcastable to (B, H, T, S); `softcap` as Gemma 2's tanh cap;
+    `causal` when there is no mask but the implementation would apply a causal one. Reads q and k detached (no
+    no_grad context needed)."""
     q = query.detach()[:ENTROPY_SEQUENCES].float()
     k = key.detach()[:ENTROPY_SEQUENCES].float()
     if k.shape[1] != q.shape[1]:  # grouped-query attention: each k head serves several q heads
@@ -72,10 +73,10 @@ def attention_stats(
         additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
         fast = finite and not additive
         scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, _MASKED)  # scores: our own
-    # one exp pass (softmax; exp() of the masked -1e30 would be 6x slower), shifting `scores` in place (this
-    # function's own tensor: the logits at most, which are not needed any more); over every row at once, a row
-    # with nothing to attend to (padding) came out uniform over S (entropy log S) and is taken back out
-    p, total = softmax_entropy(scores)
+    # one exp pass, shifting `scores` in place (this function's own tensor: the logits at most, which are not needed
+    # any more); over every row at once, a row with nothing to attend to (padding) came out uniform over S (entropy
+    # log S) and is taken back out
+    p, total = softmax_entropy(scores, probs)
     rows = B * H * T
     if keep is not None and not (causal and mask is None and S >= T):  # a causal row always sees itself
         empty = int((~keep.any(-1)).expand(B, H, T).sum())

@@ -175,10 +175,10 @@ class ForwardProbes:
     def _record_attention(self, i: int, q: Any, k: Any, mask: Any, scaling: Any, softcap: Any, causal: bool) -> None:
         if not (self._capturing and self._arrays is not None) or i >= len(self.blocks):
             return
-        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal)
+        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal, self._keep_attention)
         self._arrays["attn_logit_max"][i] = largest
         self._arrays["attn_entropy"][i] = entropy
-        if self._keep_attention:
+        if p is not None:
             self.attention_probs[i] = p
 
     def _on_hf_attention(self, i: int) -> Callable[..., None]:
