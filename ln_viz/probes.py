@@ -46,7 +46,8 @@ from ln_viz.schema import HIST_BINS, PARAM_NAMES, STAT_NAMES, blank_probes, prob
 from ln_viz.summaries import StepSummaries, tensor_stats
 from ln_viz.update_probes import GradNorms, UpdateRatio, grad_norms  # noqa: F401 (their old home: tests import them here)
 
-# Masked attention scores: a finite stand-in for -inf, so exp() gives exactly 0 and 0 * log 0 is 0.
+# Masked attention scores: a finite stand-in for -inf (adding it to a finite score gives it exactly); softmax_entropy
+# floors it at EXP_FLOOR, so a masked entry weighs e^-80 / Z (under 1.4e-33 nats), and -inf * 0 never makes a NaN.
 _MASKED = -1e30
 
 

@@ -143,6 +143,8 @@ def test_the_one_exp_pass_entropy_and_probabilities_match_float64(spread):
     torch.testing.assert_close(p.double(), ref, rtol=1e-5, atol=1e-7)
     assert softmax_entropy(z.clone())[0] is None
     assert softmax_entropy(torch.full((1, 24), -1e30))[1] == pytest.approx(math.log(24), rel=1e-6)
+    # scores of -inf where nothing masks them (no mask given): they weigh nothing, and no NaN comes of -inf * 0
+    assert softmax_entropy(torch.tensor([[0.0, 0.0, -math.inf]]))[1] == pytest.approx(math.log(2), rel=1e-6)
 
 
 @pytest.mark.parametrize("d, qk_norm, scale", [(32, "none", 1.0), (64, "rmsnorm", 1.0), (32, "none", 30.0)])
