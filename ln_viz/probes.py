@@ -48,7 +48,7 @@ from ln_viz.update_probes import GradNorms, UpdateRatio, grad_norms  # noqa: F40
 
 # Masked attention scores: a finite stand-in for -inf (adding it to a finite score gives it exactly); softmax_entropy
 # floors it at EXP_FLOOR, so a masked entry weighs e^-80 / Z (under 1.4e-33 nats), and -inf * 0 never makes a NaN.
-_MASKED = -1e30
+MASKED = -1e30
 
 
 def attention_entropy(q: torch.Tensor, k: torch.Tensor, heads: int) -> float:
@@ -72,7 +72,7 @@ def scores_summary(scores: torch.Tensor, largest: torch.Tensor, hs: int) -> tupl
     """(mean entropy in nats of causal softmax(s / sqrt(hs)) over batch, heads and positions, the largest
     |s| / sqrt(hs)) from head_logit_max's unscaled scores s (B, nh, T, T), their masked triangle 0 (overwritten
     here), and its per-sequence, per-head largest |s| (B, nh). The scaled, masked scores z are one pass (the mask
-    added as 0 or _MASKED), then softmax_entropy's one exp pass, as attach's (ln_viz.byom.attention)."""
+    added as 0 or MASKED), then softmax_entropy's one exp pass, as attach's (ln_viz.byom.attention)."""
     B, nh, T, _ = scores.shape
     z = torch.add(_causal_bias(T, scores.device), scores, alpha=1.0 / math.sqrt(hs), out=scores)
     _, total = softmax_entropy(z)
@@ -102,8 +102,8 @@ def softmax_entropy(z: torch.Tensor, probs: bool = False) -> tuple[torch.Tensor 
 
 @functools.lru_cache(maxsize=8)
 def _causal_bias(T: int, device: torch.device) -> torch.Tensor:
-    """(T, T) 0 where a query sees the key (on and below the diagonal), _MASKED above."""
-    return torch.full((T, T), _MASKED, device=device).triu_(1)
+    """(T, T) 0 where a query sees the key (on and below the diagonal), MASKED above."""
+    return torch.full((T, T), MASKED, device=device).triu_(1)
 
 
 def _saturated(x: torch.Tensor, alpha: float) -> float:

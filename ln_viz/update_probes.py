@@ -103,7 +103,7 @@ class WeightCopies:
             base = torch._foreach_norm(self.copies)
             turned = None
             if angles:
-                turned = angular_updates(self.copies, self.params, torch.stack(base).double().cpu().numpy())
+                turned = angular_updates(self.copies, self.params, as_float64(base))
             torch._foreach_sub_(self.copies, self.params)
             values = as_floats((*base, *torch._foreach_norm(self.copies)))
             n = len(self.params)
@@ -160,6 +160,11 @@ def as_floats(norms: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> list[floa
     return torch.stack([n.float() for n in norms]).cpu().tolist()
 
 
+def as_float64(norms: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> np.ndarray:
+    """0-d norms as one float64 numpy array, in one transfer (from any device)."""
+    return torch.stack(norms).double().cpu().numpy()
+
+
 def block_update_ratios(base: list[float], delta: list[float], sizes: list[int]) -> np.ndarray:
     """(blocks,) float32: ||w_after - w_before|| / ||w_before|| over each block's parameters, from each parameter's
     norm before (`base`) and of its change (`delta`), the blocks' parameters consecutive, `sizes[i]` of them in
@@ -209,13 +214,13 @@ def angular_updates(
     computed as 2 asin(|a/|a| - b/|b|| / 2) (exact near 0, where arccos loses half the digits); NaN where
     either is zero or not finite. float32 (N,). `before_norms`: the `before` tensors' norms when already
     computed (torch._foreach_norm's, as float64), one pass over them fewer."""
-    nb = torch.stack(torch._foreach_norm(before)).double().cpu().numpy() if before_norms is None else before_norms
-    na = torch.stack(torch._foreach_norm(after)).double().cpu().numpy()
+    nb = as_float64(torch._foreach_norm(before)) if before_norms is None else before_norms
+    na = as_float64(torch._foreach_norm(after))
     ok = (nb > 0) & (na > 0) & np.isfinite(nb) & np.isfinite(na)
     sb, sa = np.where(ok, nb, 1.0).tolist(), np.where(ok, na, 1.0).tolist()
     diff = torch._foreach_div(after, sa)
     torch._foreach_sub_(diff, torch._foreach_div(before, sb))
-    chord = torch.stack(torch._foreach_norm(diff)).double().cpu().numpy()
+    chord = as_float64(torch._foreach_norm(diff))
     angles = 2 * np.arcsin(np.clip(chord / 2, 0.0, 1.0))
     return np.where(ok, angles, np.nan).astype(np.float32)
 
@@ -291,7 +296,7 @@ class GradNorms:
         the total norm of all gradients together, returned (NaN or inf when any gradient is)."""
         grads = [p.grad for p in self.params if p.grad is not None]
         if len(grads) == len(self.params):
-            self.norms = torch.stack(torch._foreach_norm(grads)).double().cpu().numpy()
+            self.norms = as_float64(torch._foreach_norm(grads))
         else:
             self.norms = np.array([float(p.grad.norm()) if p.grad is not None else 0.0 for p in self.params])
         return float(np.sqrt(np.square(self.norms).sum()))

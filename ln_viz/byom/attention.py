@@ -21,9 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from ln_viz.probes import ENTROPY_SEQUENCES, softmax_entropy  # as ln-viz's own probes: the first 8 sequences
-
-_MASKED = -1e30  # a finite stand-in for -inf; softmax_entropy floors it at e^-80 (a masked entry: under 1.4e-33 nats)
+# as ln-viz's own probes: the first 8 sequences, the masked scores' stand-in for -inf, the one-exp-pass entropy
+from ln_viz.probes import ENTROPY_SEQUENCES, MASKED, softmax_entropy
 
 # id(attention module) -> callback(module, query, key, mask, scaling, softcap, causal); set while attached
 _LISTENERS: dict[int, Callable[..., None]] = {}
@@ -72,7 +71,7 @@ def attention_stats(
     if keep is not None:  # adding -1e30 to a finite score gives -1e30: as masked_fill, 8x cheaper
         additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
         fast = finite and not additive
-        scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, _MASKED)  # scores: our own
+        scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, MASKED)  # scores: our own
     # one exp pass, shifting `scores` in place (this function's own tensor: the logits at most, which are not needed
     # any more); over every row at once, a row with nothing to attend to (padding) came out uniform over S (entropy
     # log S) and is taken back out
@@ -90,7 +89,7 @@ def _bias(keep: torch.Tensor) -> torch.Tensor:
     """0 where `keep`, -1e30 elsewhere (the causal one cached with its mask)."""
     if keep.ndim == 2 and keep is _causal(*keep.shape, keep.device):
         return _causal_bias(*keep.shape, keep.device)
-    return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, _MASKED)
+    return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, MASKED)
 
 
 def _as_float(keep: torch.Tensor) -> torch.Tensor:
@@ -107,7 +106,7 @@ def _causal_float(T: int, S: int, device: torch.device) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=8)
 def _causal_bias(T: int, S: int, device: torch.device) -> torch.Tensor:
-    return torch.zeros(T, S, device=device).masked_fill_(~_causal(T, S, device), _MASKED)
+    return torch.zeros(T, S, device=device).masked_fill_(~_causal(T, S, device), MASKED)
 
 
 @functools.lru_cache(maxsize=8)
