@@ -21,7 +21,7 @@ from ln_viz.byom import LayoutError, UnsupportedModel, attach, describe  # noqa:
 from ln_viz.schema import HIST_EDGES, PROBES  # noqa: E402
 from ln_viz.store import Store  # noqa: E402
 from ln_viz.store.rows import blob_to_array  # noqa: E402
-from tests.byom_models import MORE, SPECS, build  # noqa: E402
+from tests.byom_models import MORE, SPECS, WIDE, build  # noqa: E402
 
 torch.set_num_threads(1)
 QUIET = {"attention_dropout": 0.0, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
@@ -70,11 +70,52 @@ def test_describe_names_the_placement_and_qk_norm_by_the_data(name: str) -> None
     assert model.training  # describe left the model's mode as it found it
 
 
-@pytest.mark.parametrize("name", ["gpt_neox", "opt", "qwen3", "roberta", "gemma2"])
+@pytest.mark.parametrize("name", ["gpt_neox", "opt", "qwen3", "roberta", "gemma2", "albert", "deepseek_v3"])
 def test_describe_on_more_architectures(name: str) -> None:
     _, _, placement, qk = MORE[name]
     card = describe(build(name))
     assert (card.placement, card.qk_norm) == (placement, qk)  # OPT's flattened FFN norm is no QK-norm
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(WIDE))
+def test_describe_names_the_placement_of_34_more_architectures(name: str) -> None:
+    """What each architecture's own code does (Megatron-BERT is Pre-LN; Phi, GPT-J, CodeGen, Cohere and this
+    Falcon parallel; EXAONE 4 reorders the norm as OLMo 2; OLMoE and Persimmon have QK-norm; ModernBERT's first
+    layer has no attention norm, so the second is read), from a tiny random config of each."""
+    _, _, placement, qk = WIDE[name]
+    card = describe(build(name))
+    assert (card.placement, card.qk_norm, card.depth, card.d_model) == (placement, qk, 2, 64)
+    assert {"attn.o", "ffn.out"} <= {m.role for m in card.matrices}
+
+
+@pytest.mark.parametrize("name", ["mixtral", "gpt_oss"])
+def test_an_moe_router_is_no_gate_and_the_experts_down_projection_is_the_ffn_output(name: str) -> None:
+    """Mixtral's `mlp.gate` and GPT-OSS's `mlp.router` choose experts: they were drawn as a SwiGLU's gate. The
+    experts' fused matrices are parameters of their own (`mlp.experts.down_proj`, no `.weight`): they had no role,
+    so Figure 3 had no FFN output matrix to draw."""
+    roles = {m.name: m.role for m in describe(build(name)).matrices}
+    router = "mlp.gate.weight" if name == "mixtral" else "mlp.router.weight"
+    assert roles[router] == "other" and "ffn.gate" not in roles.values()
+    assert roles["mlp.experts.down_proj"] == "ffn.out" and roles["mlp.experts.gate_up_proj"] == "ffn.in"
+
+
+def test_a_norm_inside_attention_that_a_matrix_reads_is_no_qk_norm() -> None:
+    """ALBERT's attention module holds the LayerNorm after its residual add (the FFN's matrix reads it): the
+    residual's, not QK-norm. DeepSeek V3's MLA normalises the compressed q and kv, which matrices then project up:
+    no QK-norm either (Kimi K2 clips its logits because MLA cannot have one), and not a residual norm to probe."""
+    albert = describe(build("albert"))
+    assert [(n.name.rsplit(".", 1)[-1], n.role) for n in albert.norms] == [
+        ("LayerNorm", "mid"),
+        ("full_layer_layer_norm", "post"),
+    ]
+    assert albert.depth == 1 and any("runs 3 times a forward" in note for note in albert.notes)
+    deepseek = describe(build("deepseek_v3"))
+    roles = {n.name: n.role for n in deepseek.norms}
+    assert roles["self_attn.q_a_layernorm"] == roles["self_attn.kv_a_layernorm"] == "latent"
+    assert deepseek.residual_norms == ("input_layernorm", "post_attention_layernorm")
+    for name in ("qwen3", "olmo2"):  # their q/k norms feed the attention product, no matrix
+        assert {n.role for n in describe(build(name)).norms if "q_norm" in n.name or "k_norm" in n.name} == {"qk"}
 
 
 def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> None:
@@ -222,6 +263,53 @@ def test_the_tapped_logits_softmax_is_the_model_s_own_attention(name: str, tmp_p
             torch.testing.assert_close(probe.attention_probs[i], eager.detach(), atol=1e-5, rtol=0)
         out.logits.sum().backward()
         opt.step()
+
+
+def test_gpt_oss_s_attention_sinks_are_in_the_tapped_softmax_and_its_entropy(tmp_path: Path) -> None:
+    """GPT-OSS's rows also spread over each head's sink logit: without it the tapped probabilities were 0.52 off
+    the model's own. The recorded entropy is of the whole row, the sink's share (1 - the row's sum of the model's
+    probabilities, which drop the sink) included, against float64."""
+    model = build("gpt_oss")
+    model.set_attn_implementation("eager")
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.sinks.normal_(0.0, 2.0)  # sinks that matter (from_config draws them near 0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    path = tmp_path / "runs.sqlite"
+    want = []
+    with attach(model, opt, store=path, every=1) as probe:
+        probe._keep_attention = True
+        out = model(input_ids=ids(batch=2), output_attentions=True)
+        for i, eager in enumerate(out.attentions):
+            torch.testing.assert_close(probe.attention_probs[i], eager.detach(), atol=1e-5, rtol=0)
+            p = eager.detach().double()
+            sink = (1 - p.sum(-1)).clamp(min=0)
+            assert float(sink.min()) > 1e-3  # the sink takes a visible share of every row
+            want.append(float((-(p * p.clamp(min=1e-300).log()).sum(-1) - sink * sink.clamp(min=1e-300).log()).mean()))
+        out.logits.sum().backward()
+        opt.step()
+    np.testing.assert_allclose(stored_probe(path, probe.run_id, "attn_entropy", 1), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["bloom", "llama"])
+def test_attention_written_by_hand_is_said_once_and_the_other_probes_are_recorded(name: str, tmp_path: Path) -> None:
+    model = build(name)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    path = tmp_path / "runs.sqlite"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with attach(model, opt, store=path, every=1) as probe:
+            for _ in range(3):
+                model(input_ids=ids(), labels=ids()).loss.backward()
+                opt.step()
+                opt.zero_grad()
+    said = [str(w.message) for w in caught if "computes attention by hand" in str(w.message)]
+    logits = np.stack([stored_probe(path, probe.run_id, "attn_logit_max", s) for s in (1, 2, 3)])
+    assert np.isfinite(stored_probe(path, probe.run_id, "resid_stats", 3)).all()
+    if name == "bloom":
+        assert len(said) == 1 and "BloomForCausalLM" in said[0] and np.isnan(logits).all()
+    else:
+        assert not said and np.isfinite(logits).all()
 
 
 def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_applied(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 # as ln-viz's own probes: the first 8 sequences, the masked scores' stand-in for -inf, the one-exp-pass entropy
 from ln_viz.probes import ENTROPY_SEQUENCES, MASKED, softmax_entropy
 
-# id(attention module) -> callback(module, query, key, mask, scaling, softcap, causal); set while attached
+# id(attention module) -> callback(module, query, key, mask, scaling, softcap, causal, sinks); set while attached
 _LISTENERS: dict[int, Callable[..., None]] = {}
 
 
@@ -36,12 +36,15 @@ def attention_stats(
     softcap: float | None = None,
     causal: bool = False,
     probs: bool = False,
+    sinks: torch.Tensor | None = None,
 ) -> tuple[float, float, torch.Tensor | None]:
     """(largest |logit|, mean entropy in nats, the probabilities when `probs`, else None) of
     softmax(q k^T * scaling) for q (B, H, T, hs), k (B, Hkv, S, hs) on the first ENTROPY_SEQUENCES sequences;
     `mask` boolean (True: attend) or additive, broadcastable to (B, H, T, S); `softcap` as Gemma 2's tanh cap;
-    `causal` when there is no mask but the implementation would apply a causal one. Reads q and k detached (no
-    no_grad context needed)."""
+    `causal` when there is no mask but the implementation would apply a causal one; `sinks` (H,) each head's
+    attention-sink logit (GPT-OSS), a column every row's softmax also spreads over: in the entropy, not among the
+    logits (the largest is of q.k), and dropped from the probabilities as the model's own are. Reads q and k
+    detached (no no_grad context needed)."""
     q = query.detach()[:ENTROPY_SEQUENCES].float()
     k = key.detach()[:ENTROPY_SEQUENCES].float()
     if k.shape[1] != q.shape[1]:  # grouped-query attention: each k head serves several q heads
@@ -72,17 +75,29 @@ def attention_stats(
         additive = mask is not None and mask.dtype != torch.bool  # finfo.min - 1e30 might round to -inf
         fast = finite and not additive
         scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, MASKED)  # scores: our own
-    # one exp pass, shifting `scores` in place (this function's own tensor: the logits at most, which are not needed
-    # any more); over every row at once, a row with nothing to attend to (padding) came out uniform over S (entropy
-    # log S) and is taken back out
+    entropy, p = _entropy(scores, keep, causal and mask is None and S >= T, probs, sinks)
+    return largest, entropy, p
+
+
+def _entropy(
+    scores: torch.Tensor, keep: torch.Tensor | None, all_seen: bool, probs: bool, sinks: torch.Tensor | None
+) -> tuple[float, torch.Tensor | None]:
+    """(mean entropy over the rows with something to attend to, the probabilities when `probs`) of the masked
+    scores (B, H, T, S), shifted in place; `all_seen`: every row attends to something (causal, S >= T)."""
+    B, H, T, S = scores.shape
+    if sinks is not None:  # the sink's column, seen by every row (one with nothing else to attend to too)
+        scores = torch.cat([scores, sinks.detach().float().reshape(1, -1, 1, 1).expand(B, H, T, 1)], dim=-1)
+    # one exp pass over every row at once; a row with nothing to attend to (padding) came out uniform over S
+    # (entropy log S), or all on the sink (entropy ~0), and is taken back out
     p, total = softmax_entropy(scores, probs)
     rows = B * H * T
-    if keep is not None and not (causal and mask is None and S >= T):  # a causal row always sees itself
+    if keep is not None and not all_seen:
         empty = int((~keep.any(-1)).expand(B, H, T).sum())
-        total -= empty * math.log(S)
+        total -= empty * math.log(S) if sinks is None else 0.0
         rows -= empty
-    entropy = total / rows if rows > 0 else math.nan
-    return largest, entropy, p
+    if p is not None and sinks is not None:
+        p = p[..., :-1]  # as the model's own probabilities: without the sink's
+    return (total / rows if rows > 0 else math.nan), p
 
 
 def _bias(keep: torch.Tensor) -> torch.Tensor:
@@ -121,9 +136,8 @@ def _tap_for(original: str) -> Callable[..., Any]:
     def tap(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
         listener = _LISTENERS.get(id(module))
         if listener is not None:
-            listener(
-                module, query, key, attention_mask, scaling, kwargs.get("softcap"), getattr(module, "is_causal", False)
-            )
+            causal = getattr(module, "is_causal", False)
+            listener(module, query, key, attention_mask, scaling, kwargs.get("softcap"), causal, kwargs.get("s_aux"))
         if original in ALL_ATTENTION_FUNCTIONS:
             fn = ALL_ATTENTION_FUNCTIONS[original]
         else:  # "eager": the model file's own function

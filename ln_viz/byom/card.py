@@ -12,8 +12,8 @@ numbers are untouched) with temporary hooks on the first block shows where the b
   `post`; a norm reads the block's input -> `pre`; block output = block input + the sum of some norms'
   outputs -> `reordered` (those norms only) or `peri` (with a norm on the input too); attention and FFN
   read the same input -> `parallel`; no norm -> `none`;
-- QK-norm: a norm inside the attention module that is not on the residual path (OPT's FFN norm, which
-  sees the residual flattened to (B*T, d), is on the residual path, so it is not one).
+- QK-norm: a norm inside the attention module, off the residual path, whose output no matrix reads (OPT's
+  flattened FFN norm and ALBERT's post-attention one are on the path; DeepSeek's MLA latent norms feed matrices).
 
 Blocks: a user `layout` (the dotted path of the block list) wins; else Hugging Face's `_no_split_modules`
 (the ModuleList whose children are of one of those classes); else the largest ModuleList of identical
@@ -25,7 +25,6 @@ outside it (a short table of the names HF, nanoGPT and Meta use); "other" where 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -40,9 +39,10 @@ from ln_viz.byom.layout import (
     LayoutError,
     UnsupportedModel,
     _close,
+    _feeds_matrix,
     _inside,
     _norm_kind,
-    _rows,
+    _output_sum,
     block_input,
     call_model,
     example_input,
@@ -66,10 +66,9 @@ _ATTN_ROLES = {
 }
 _FFN_ROLES = {
     "ffn.gate": {"gate_proj", "gate", "wi_0", "w_gate"},
-    "ffn.in": {"up_proj", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1", "w_in"},
+    "ffn.in": {"up_proj", "gate_up_proj", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1", "w_in"},
     "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out"},
 }
-_CLOSE = {"atol": 1e-5, "rtol": 1e-4}
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,8 @@ class NormCard:
 
     name: str
     role: str  # pre (reads the block input) | post (its output is the block output) | out (added to the
-    # residual) | mid (reads or writes the residual between the branches) | qk (inside attention, on q/k)
+    # residual) | mid (reads or writes the residual between the branches) | qk (inside attention, on q/k,
+    # no matrix reads its output) | latent (inside attention, a matrix reads its narrower output: MLA's q/kv)
     kind: str  # layernorm | rmsnorm | other (from the data: centred or not)
 
 
@@ -115,7 +115,7 @@ class ModelCard:
     @property
     def residual_norms(self) -> tuple[str, ...]:
         """The norms on the residual path (all but QK-norms): the ones whose inputs are probed."""
-        return tuple(n.name for n in self.norms if n.role != "qk")
+        return tuple(n.name for n in self.norms if n.role not in ("qk", "latent"))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,9 +152,14 @@ class _AttentionCalls(TorchFunctionMode):
         if where is not None:
             if func is F.scaled_dot_product_attention:
                 self.sdpa.append(where)
-            elif func in (torch.softmax, F.softmax, torch.Tensor.softmax) and args and args[0].ndim == 4:
+            elif func in (torch.softmax, F.softmax, torch.Tensor.softmax) and args and _scores_like(args[0]):
                 self.softmax.append(where)
         return func(*args, **kwargs)
+
+
+def _scores_like(x: torch.Tensor) -> bool:
+    """(batch, heads, query, key) scores, or XGLM's (batch * heads, query, key) over a square self-attention."""
+    return x.ndim == 4 or (x.ndim == 3 and x.shape[-1] == x.shape[-2] > 1)
 
 
 @dataclass
@@ -166,6 +171,7 @@ class _Trace:
     order: list[str]  # the modules in the order their forward started
     attention: str
     impl: str
+    runs: int = 1  # how often the block ran in the forward (ALBERT's shared layer: once per layer)
 
 
 @contextlib.contextmanager
@@ -223,7 +229,9 @@ def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
     attention = (calls.sdpa or calls.softmax or [""])[0]
     impl = "sdpa" if calls.sdpa else "softmax" if calls.softmax else "none"
     hf_impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
-    return _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl)
+    runs = order.count("")
+    order = list(dict.fromkeys(order))  # a block run twice (shared weights) lists its modules once
+    return _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl, runs)
 
 
 # --- the card -------------------------------------------------------------------------------------------
@@ -233,42 +241,22 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     for a model that does not take token ids."""
     compiled, model = is_compiled(model), unwrap(model)  # torch.compile's wrapper: its original module
     path, blocks, found_by, others = find_blocks(model, layout)
-    block = blocks[0]
-    trace = _trace_block(model, block, example if example is not None else example_input(model))
-    d = trace.y.shape[-1]
-    x, y = trace.x, trace.y
-    norms: dict[str, str] = {}
-    for name, m in block.named_modules():
-        if name and name in trace.inputs and name in trace.outputs:
-            kind = _norm_kind(m, trace.inputs[name], trace.outputs[name])
-            if kind is not None:
-                norms[name] = kind
-    # a norm inside another norm (a wrapper) counts once: the outer one
-    norms = {n: k for n, k in norms.items() if not any(_inside(n, o) and n != o for o in norms)}
-    ordered = [n for n in trace.order if n in norms]
-    on_path = [n for n in ordered if _close(trace.outputs[n], y, d) or _close(trace.inputs[n], x, d)]
-    resid_shaped = [n for n in ordered if trace.outputs[n].numel() == y.numel() and trace.outputs[n].shape[-1] == d]
-    out_sum = _output_sum(x, y, {n: trace.outputs[n] for n in resid_shaped if n not in on_path}, d)
-    attention = trace.attention
-    roles: dict[str, str] = {}
-    for n in ordered:
-        if _close(trace.outputs[n], y, d):
-            roles[n] = "post"
-        elif _close(trace.inputs[n], x, d):
-            roles[n] = "pre"
-        elif n in out_sum:
-            roles[n] = "out"
-        elif (attention and _inside(n, attention)) or (not attention and trace.inputs[n].shape[-1] != d):
-            roles[n] = "qk"
-        else:
-            roles[n] = "mid"
-    placement = _placement(roles, trace, block, d)
+    ex = example if example is not None else example_input(model)
+    block, (trace, norms, ordered, roles, placement) = blocks[0], _read_block(model, blocks[0], ex)
+    notes = []
+    if placement == "unknown" and len(blocks) > 1:  # ModernBERT's first layer has no attention norm
+        second = _read_block(model, blocks[1], ex)
+        if second[-1] != "unknown":
+            block, (trace, norms, ordered, roles, placement) = blocks[1], second
+            notes.append(f"{path}[0] differs from the others (its norms alone name no placement): read from [1]")
+    d, attention = trace.y.shape[-1], trace.attention
     matrices = _matrices(block, _attention_part(block, attention))
     config = getattr(model, "config", None)
     heads = getattr(config, "num_attention_heads", None) if config is not None else None
-    notes = []
     if others:
         notes.append(f"only {path} is probed; also found: {', '.join(others)}")
+    if trace.runs > 1:  # ALBERT: one block's weights shared by every layer
+        notes.append(f"{path}[0] runs {trace.runs} times a forward (shared weights): its probes keep the last run")
     return ModelCard(
         family=type(model).__name__,
         blocks=path,
@@ -289,15 +277,47 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     )
 
 
-def _output_sum(x: torch.Tensor, y: torch.Tensor, outs: dict[str, torch.Tensor], d: int) -> tuple[str, ...]:
-    """The norms whose outputs, added to the block input, make the block output (up to 4 tried)."""
-    names = list(outs)[:6]
-    for r in range(1, min(4, len(names)) + 1):
-        for subset in itertools.combinations(names, r):
-            total = _rows(x, d) + sum(_rows(outs[n], d) for n in subset)
-            if torch.allclose(total, _rows(y, d), **_CLOSE):
-                return subset
-    return ()
+def _read_block(model: nn.Module, block: nn.Module, example: Any) -> tuple[_Trace, dict, list, dict, str]:
+    """One block's trace, its norms (path -> kind), their forward order, roles, and the placement they make."""
+    trace = _trace_block(model, block, example)
+    d, x, y = trace.y.shape[-1], trace.x, trace.y
+    norms: dict[str, str] = {}
+    for name, m in block.named_modules():
+        if name and name in trace.inputs and name in trace.outputs:
+            kind = _norm_kind(m, trace.inputs[name], trace.outputs[name])
+            if kind is not None:
+                norms[name] = kind
+    # a norm inside another norm (a wrapper) counts once: the outer one
+    norms = {n: k for n, k in norms.items() if not any(_inside(n, o) and n != o for o in norms)}
+    ordered = [n for n in trace.order if n in norms]
+    on_path = [n for n in ordered if _close(trace.outputs[n], y, d) or _close(trace.inputs[n], x, d)]
+    resid_shaped = [n for n in ordered if trace.outputs[n].numel() == y.numel() and trace.outputs[n].shape[-1] == d]
+    out_sum = _output_sum(x, y, {n: trace.outputs[n] for n in resid_shaped if n not in on_path}, d)
+    roles = _roles(block, trace, ordered, out_sum, trace.attention, d)
+    return trace, norms, ordered, roles, _placement(roles, trace, block, d)
+
+
+def _roles(
+    block: nn.Module, trace: _Trace, ordered: list[str], out_sum: tuple[str, ...], attention: str, d: int
+) -> dict[str, str]:
+    """Each norm's role (NormCard.role) from where its input comes from and where its output goes."""
+    x, y = trace.x, trace.y
+    roles: dict[str, str] = {}
+    for n in ordered:
+        if _close(trace.outputs[n], y, d):
+            roles[n] = "post"
+        elif _close(trace.inputs[n], x, d):
+            roles[n] = "pre"
+        elif n in out_sum:
+            roles[n] = "out"
+        elif (attention and _inside(n, attention)) or (not attention and trace.inputs[n].shape[-1] != d):
+            # inside attention: a matrix reads its output -> the residual between the branches (ALBERT's
+            # attention module holds its output LayerNorm) or, narrower, a compressed q/kv (DeepSeek's MLA)
+            fed = _feeds_matrix(block, trace.inputs, trace.outputs[n])
+            roles[n] = "qk" if not fed else "mid" if trace.outputs[n].shape[-1] == d else "latent"
+        else:
+            roles[n] = "mid"
+    return roles
 
 
 def _attention_child(block: nn.Module, attention: str) -> str:
@@ -315,7 +335,7 @@ def _attention_part(block: nn.Module, attention: str) -> str:
 
 
 def _placement(roles: dict[str, str], trace: _Trace, block: nn.Module, d: int) -> str:
-    resid = [r for r in roles.values() if r != "qk"]
+    resid = [r for r in roles.values() if r not in ("qk", "latent")]
     if not resid:
         return "none"
     if resid.count("pre") >= 2 or _parallel(trace, block, d):
@@ -348,14 +368,17 @@ def _parallel(trace: _Trace, block: nn.Module, d: int) -> bool:
 def _matrices(block: nn.Module, attn_child: str) -> tuple[MatrixCard, ...]:
     names = [n for n, p in block.named_parameters() if p.ndim >= 2]
     leaves = {n.rsplit(".", 2)[-2] if n.count(".") else n for n in names}
+    experts = {m for m, _ in block.named_modules() if m.rsplit(".", 1)[-1] == "experts"}  # an MoE's
     out = []
-    for n, p in block.named_parameters():
+    for n, p in block.named_parameters():  # an MoE's router (mlp.gate beside mlp.experts) is no SwiGLU gate
         if p.ndim < 2:
             continue
         parts = n.split(".")
-        leaf = parts[-2].lower() if len(parts) >= 2 else parts[-1].lower()
-        parent = parts[-3].lower() if len(parts) >= 3 else ""
-        out.append(MatrixCard(n, _role(leaf, parent, _inside(n, attn_child), leaves), tuple(p.shape)))
+        own = len(parts) < 2 or parts[-1] != "weight"  # a bare parameter (the experts' fused down_proj): its name
+        leaf, parent = (parts[-1], parts[-2] if len(parts) >= 2 else "") if own else (parts[-2], ".".join(parts[-3:-2]))
+        router = leaf in ("gate", "router") and ".".join(parts[:-2] + ["experts"]).lstrip(".") in experts
+        role = "other" if router else _role(leaf.lower(), parent.lower(), _inside(n, attn_child), leaves)
+        out.append(MatrixCard(n, role, tuple(p.shape)))
     return tuple(out)
 
 

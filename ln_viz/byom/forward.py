@@ -172,18 +172,20 @@ class ForwardProbes:
 
         return hook
 
-    def _record_attention(self, i: int, q: Any, k: Any, mask: Any, scaling: Any, softcap: Any, causal: bool) -> None:
+    def _record_attention(
+        self, i: int, q: Any, k: Any, mask: Any, scaling: Any, softcap: Any, causal: bool, sinks: Any = None
+    ) -> None:
         if not (self._capturing and self._arrays is not None) or i >= len(self.blocks):
             return
-        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal, self._keep_attention)
+        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal, self._keep_attention, sinks)
         self._arrays["attn_logit_max"][i] = largest
         self._arrays["attn_entropy"][i] = entropy
         if p is not None:
             self.attention_probs[i] = p
 
     def _on_hf_attention(self, i: int) -> Callable[..., None]:
-        def listener(module, query, key, mask, scaling, softcap, causal) -> None:
-            self._record_attention(i, query, key, mask, scaling, softcap, causal)
+        def listener(module, query, key, mask, scaling, softcap, causal, sinks=None) -> None:
+            self._record_attention(i, query, key, mask, scaling, softcap, causal, sinks)
 
         return listener
 

@@ -186,3 +186,20 @@ def _close(a: torch.Tensor | None, b: torch.Tensor | None, d: int) -> bool:
 
 def _inside(name: str, parent: str) -> bool:
     return parent != "" and (name == parent or name.startswith(parent + "."))
+
+
+def _output_sum(x: torch.Tensor, y: torch.Tensor, outs: dict[str, torch.Tensor], d: int) -> tuple[str, ...]:
+    """The norms whose outputs, added to the block input, make the block output (up to 4 tried)."""
+    names = list(outs)[:6]
+    for r in range(1, min(4, len(names)) + 1):
+        for subset in itertools.combinations(names, r):
+            total = _rows(x, d) + sum(_rows(outs[n], d) for n in subset)
+            if torch.allclose(total, _rows(y, d), **_CLOSE):
+                return subset
+    return ()
+
+
+def _feeds_matrix(block: nn.Module, inputs: dict[str, torch.Tensor], y: torch.Tensor) -> bool:
+    """Some module of the block with a weight matrix of its own read `y` as its input (`inputs`: each module's)."""
+    mats = [n for n, m in block.named_modules() if any(p.ndim >= 2 for p in m.parameters(recurse=False))]
+    return any(_close(inputs.get(n), y, y.shape[-1]) for n in mats)

@@ -279,7 +279,25 @@ class Probe(ForwardProbes):
         if self._before is not None and "update" not in self._disabled:
             out["update_ratio"] = update_ratio(self._before, self.block_params)
         self._before = None
+        self._say_if_attention_unseen(out)
         return out, total
+
+    def _say_if_attention_unseen(self, out: dict[str, np.ndarray]) -> None:
+        """One warning, on the first probe step that captured the blocks, when no layer's attention was seen:
+        written by hand (BLOOM, MPT, DeBERTa), neither through Hugging Face's attention functions nor
+        F.scaled_dot_product_attention, so its attention probes stay empty (NaN), as the card cannot tell."""
+        resid, logits = out.get("resid_stats"), out.get("attn_logit_max")
+        if "unseen" in self._disabled or resid is None or logits is None or not np.isfinite(resid).any():
+            return
+        self._disabled.add("unseen")
+        if self.card.attention and "attention" not in self._disabled and np.isnan(logits).all():
+            warnings.warn(
+                f"ln-viz: {self.card.family} computes attention by hand (in {self.card.attention}), not through "
+                "Hugging Face's attention functions or F.scaled_dot_product_attention, so its attention probes "
+                "(largest logit, entropy) stay empty; the others are recorded.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     # --- scalars and the store ------------------------------------------------------------------------
     def log(self, *, loss: float | None = None, lr: float | None = None, grad_norm: float | None = None) -> None:
