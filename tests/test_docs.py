@@ -80,6 +80,21 @@ def test_the_run_file_page_names_every_measurement() -> None:
     assert not missing, f"docs/run-file.md's measurement table lacks {missing} (ln_viz/schema.py has them)"
 
 
+def test_the_architecture_table_of_your_own_model_is_what_the_tests_check() -> None:
+    """docs/your-model.md's table (placement, QK-norm, model types) is tests/byom_models.py's expectations, which
+    tests/test_byom.py checks against describe: no architecture claimed that no test reads."""
+    from tests.byom_models import MORE, SPECS, WIDE
+
+    want: dict[tuple[str, str], set[str]] = {}
+    for name, (_, _, placement, qk) in {**SPECS, **MORE, **WIDE}.items():
+        want.setdefault((placement, "yes" if qk else "no"), set()).add(name)
+    text = (DOCS / "your-model.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (pre|post|peri|reordered|parallel) \| (yes|no) \| ([^|]+) \|$", text, re.M)
+    shown = {(p, q): {n.strip() for n in names.split(",")} for p, q, names in rows}
+    assert shown == want
+    assert f"the {sum(map(len, want.values()))} architectures checked" in (DOCS / "index.md").read_text("utf-8")
+
+
 def _links(markdown: str) -> list[str]:
     """The targets of the Markdown links and images of a page, and of its HTML src/href attributes."""
     return re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", markdown) + re.findall(r'(?:src|href)="([^"]+)"', markdown)

@@ -38,6 +38,9 @@ def training(attached_server: Server) -> Iterator[int]:
         [sys.executable, "examples/plain_loop.py", "--store", str(attached_server.store), "--steps", "200000",
          "--every", "5"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        # SIGINT as Python expects it: a suite started in the background by a shell (SIGINT ignored, inherited)
+        # would leave the example deaf to the Ctrl-C below, killed 30 s later
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
