@@ -56,7 +56,7 @@ MORE = {
 GQA = dict(SMALL, num_key_value_heads=4)
 NAMED_IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sep_token_id=3, cls_token_id=4)
 GPTJ_LIKE = dict(n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=128)
-# 34 more architectures, read by describe alone (tests/test_byom.py): name -> (auto class, config, placement, QK-norm)
+# more architectures, read by describe alone (tests/test_byom.py): name -> (auto class, config, placement, QK-norm)
 WIDE = {
     **{n: ("AutoModelForCausalLM", GQA, "pre", False) for n in (
         "mistral", "qwen2", "mixtral", "starcoder2", "stablelm", "granite", "olmo", "nemotron", "seed_oss",
@@ -64,6 +64,10 @@ WIDE = {
     **{n: ("AutoModelForCausalLM", dict(GQA, head_dim=16, pad_token_id=0), "pre", False)
        for n in ("gemma", "helium", "smollm3", "glm")},
     "phi3": ("AutoModelForCausalLM", dict(GQA, pad_token_id=0), "pre", False),
+    "bitnet": ("AutoModelForCausalLM", GQA, "pre", False),
+    "dbrx": ("AutoModelForCausalLM", dict(d_model=64, n_layers=2, n_heads=4, vocab_size=128, max_seq_len=128,
+                                          attn_config={"kv_n_heads": 4, "rope_theta": 1e4, "clip_qkv": 8.0},
+                                          ffn_config={"ffn_hidden_size": 64, "moe_num_experts": 4}), "pre", False),
     "qwen2_moe": ("AutoModelForCausalLM", dict(GQA, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
                                                shared_expert_intermediate_size=64), "pre", False),
     "olmoe": ("AutoModelForCausalLM", dict(GQA, num_experts=4, num_experts_per_tok=2), "pre", True),

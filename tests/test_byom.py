@@ -79,7 +79,7 @@ def test_describe_on_more_architectures(name: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(WIDE))
-def test_describe_names_the_placement_of_34_more_architectures(name: str) -> None:
+def test_describe_names_the_placement_of_more_architectures_from_tiny_configs(name: str) -> None:
     """What each architecture's own code does (Megatron-BERT is Pre-LN; Phi, GPT-J, CodeGen, Cohere and this
     Falcon parallel; EXAONE 4 reorders the norm as OLMo 2; OLMoE and Persimmon have QK-norm; ModernBERT's first
     layer has no attention norm, so the second is read), from a tiny random config of each."""
@@ -100,6 +100,13 @@ def test_an_moe_router_is_no_gate_and_the_experts_down_projection_is_the_ffn_out
     assert roles["mlp.experts.down_proj"] == "ffn.out" and roles["mlp.experts.gate_up_proj"] == "ffn.in"
 
 
+def test_dbrx_s_experts_are_a_swiglu_by_their_bare_names() -> None:
+    """DBRX's experts hold bare w1 (gate), v1 (up) and w2 (down), its router `router.layer`."""
+    roles = {m.name.removeprefix("ffn."): m.role for m in describe(build("dbrx")).matrices if "ffn." in m.name}
+    assert roles == {"router.layer.weight": "other", "experts.mlp.w1": "ffn.gate", "experts.mlp.v1": "ffn.in",
+                     "experts.mlp.w2": "ffn.out"}  # fmt: skip
+
+
 def test_a_norm_inside_attention_that_a_matrix_reads_is_no_qk_norm() -> None:
     """ALBERT's attention module holds the LayerNorm after its residual add (the FFN's matrix reads it): the
     residual's, not QK-norm. DeepSeek V3's MLA normalises the compressed q and kv, which matrices then project up:
@@ -110,7 +117,9 @@ def test_a_norm_inside_attention_that_a_matrix_reads_is_no_qk_norm() -> None:
         ("full_layer_layer_norm", "post"),
     ]
     assert albert.depth == 1 and any("runs 3 times a forward" in note for note in albert.notes)
-    deepseek = describe(build("deepseek_v3"))
+    bitnet = {n.name: n.role for n in describe(build("bitnet")).norms}  # its sub-norm before o_proj
+    assert bitnet["self_attn.attn_sub_norm"] == "latent"
+    deepseek = describe(build("deepseek_v3", q_lora_rank=64))  # as wide as the residual: a latent all the same
     roles = {n.name: n.role for n in deepseek.norms}
     assert roles["self_attn.q_a_layernorm"] == roles["self_attn.kv_a_layernorm"] == "latent"
     assert deepseek.residual_norms == ("input_layernorm", "post_attention_layernorm")
@@ -303,7 +312,7 @@ def test_attention_written_by_hand_is_said_once_and_the_other_probes_are_recorde
                 model(input_ids=ids(), labels=ids()).loss.backward()
                 opt.step()
                 opt.zero_grad()
-    said = [str(w.message) for w in caught if "computes attention by hand" in str(w.message)]
+    said = [str(w.message) for w in caught if "attention probes (largest logit, entropy) stay empty" in str(w.message)]
     logits = np.stack([stored_probe(path, probe.run_id, "attn_logit_max", s) for s in (1, 2, 3)])
     assert np.isfinite(stored_probe(path, probe.run_id, "resid_stats", 3)).all()
     if name == "bloom":

@@ -66,9 +66,10 @@ _ATTN_ROLES = {
 }
 _FFN_ROLES = {
     "ffn.gate": {"gate_proj", "gate", "wi_0", "w_gate"},
-    "ffn.in": {"up_proj", "gate_up_proj", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1", "w_in"},
+    "ffn.in": {"up_proj", "gate_up_proj", "v1", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1",
+               "w_in"},
     "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out"},
-}
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class NormCard:
     name: str
     role: str  # pre (reads the block input) | post (its output is the block output) | out (added to the
     # residual) | mid (reads or writes the residual between the branches) | qk (inside attention, on q/k,
-    # no matrix reads its output) | latent (inside attention, a matrix reads its narrower output: MLA's q/kv)
+    # no matrix reads its output) | latent (inside attention, a matrix of attention reads its output: MLA's q/kv)
     kind: str  # layernorm | rmsnorm | other (from the data: centred or not)
 
 
@@ -311,10 +312,11 @@ def _roles(
         elif n in out_sum:
             roles[n] = "out"
         elif (attention and _inside(n, attention)) or (not attention and trace.inputs[n].shape[-1] != d):
-            # inside attention: a matrix reads its output -> the residual between the branches (ALBERT's
-            # attention module holds its output LayerNorm) or, narrower, a compressed q/kv (DeepSeek's MLA)
-            fed = _feeds_matrix(block, trace.inputs, trace.outputs[n])
-            roles[n] = "qk" if not fed else "mid" if trace.outputs[n].shape[-1] == d else "latent"
+            # inside attention, a matrix reads its output: one outside attention -> the residual between the
+            # branches (ALBERT's attention module holds its output LayerNorm); one inside -> a latent (DeepSeek's
+            # compressed q/kv, BitNet's sub-norm before the output projection)
+            reader = _feeds_matrix(block, trace.inputs, trace.outputs[n])
+            roles[n] = "qk" if reader is None else "latent" if _inside(reader, attention) else "mid"
         else:
             roles[n] = "mid"
     return roles
@@ -366,8 +368,8 @@ def _parallel(trace: _Trace, block: nn.Module, d: int) -> bool:
 
 
 def _matrices(block: nn.Module, attn_child: str) -> tuple[MatrixCard, ...]:
-    names = [n for n, p in block.named_parameters() if p.ndim >= 2]
-    leaves = {n.rsplit(".", 2)[-2] if n.count(".") else n for n in names}
+    names = [n.split(".") for n, p in block.named_parameters() if p.ndim >= 2]
+    leaves = {p[-2] if len(p) >= 2 and p[-1] == "weight" else p[-1] for p in names}
     experts = {m for m, _ in block.named_modules() if m.rsplit(".", 1)[-1] == "experts"}  # an MoE's
     out = []
     for n, p in block.named_parameters():  # an MoE's router (mlp.gate beside mlp.experts) is no SwiGLU gate
@@ -376,7 +378,7 @@ def _matrices(block: nn.Module, attn_child: str) -> tuple[MatrixCard, ...]:
         parts = n.split(".")
         own = len(parts) < 2 or parts[-1] != "weight"  # a bare parameter (the experts' fused down_proj): its name
         leaf, parent = (parts[-1], parts[-2] if len(parts) >= 2 else "") if own else (parts[-2], ".".join(parts[-3:-2]))
-        router = leaf in ("gate", "router") and ".".join(parts[:-2] + ["experts"]).lstrip(".") in experts
+        router = leaf in ("gate", "router") and ".".join(parts[: -1 if own else -2] + ["experts"]) in experts
         role = "other" if router else _role(leaf.lower(), parent.lower(), _inside(n, attn_child), leaves)
         out.append(MatrixCard(n, role, tuple(p.shape)))
     return tuple(out)
@@ -391,7 +393,7 @@ def _role(leaf: str, parent: str, in_attention: bool, leaves: set[str]) -> str:
     if leaf == "dense":  # BERT's FFN: intermediate.dense, output.dense
         return {"intermediate": "ffn.in", "output": "ffn.out"}.get(parent, "other")
     if leaf == "w1":  # Meta's SwiGLU: w1 gate, w3 up; a plain MLP's w1 is its input
-        return "ffn.gate" if "w3" in leaves else "ffn.in"
+        return "ffn.gate" if leaves & {"w3", "v1"} else "ffn.in"  # DBRX: w1 gate, v1 up, w2 down
     for role, words in _FFN_ROLES.items():
         if leaf in words:
             return role

@@ -199,7 +199,9 @@ def _output_sum(x: torch.Tensor, y: torch.Tensor, outs: dict[str, torch.Tensor],
     return ()
 
 
-def _feeds_matrix(block: nn.Module, inputs: dict[str, torch.Tensor], y: torch.Tensor) -> bool:
-    """Some module of the block with a weight matrix of its own read `y` as its input (`inputs`: each module's)."""
+def _feeds_matrix(block: nn.Module, inputs: dict[str, torch.Tensor], y: torch.Tensor) -> str | None:
+    """The module of the block, one with a weight matrix of its own, that read `y` as its input, as it is or
+    reshaped (`inputs`: each module's); None when none did."""
     mats = [n for n, m in block.named_modules() if any(p.ndim >= 2 for p in m.parameters(recurse=False))]
-    return any(_close(inputs.get(n), y, y.shape[-1]) for n in mats)
+    flat = y.reshape(-1, 1)
+    return next((n for n in mats if n in inputs and _close(inputs[n].reshape(-1, 1), flat, 1)), None)

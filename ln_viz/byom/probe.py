@@ -292,9 +292,10 @@ class Probe(ForwardProbes):
         self._disabled.add("unseen")
         if self.card.attention and "attention" not in self._disabled and np.isnan(logits).all():
             warnings.warn(
-                f"ln-viz: {self.card.family} computes attention by hand (in {self.card.attention}), not through "
-                "Hugging Face's attention functions or F.scaled_dot_product_attention, so its attention probes "
-                "(largest logit, entropy) stay empty; the others are recorded.",
+                f"ln-viz: no attention of {self.card.family} (in {self.card.attention}) ran where ln-viz taps it, "
+                "Hugging Face's attention functions or F.scaled_dot_product_attention (attention written by hand, "
+                "as BLOOM's, cannot be tapped), so its attention probes (largest logit, entropy) stay empty; the "
+                "others are recorded.",
                 RuntimeWarning,
                 stacklevel=3,
             )
