@@ -43,6 +43,7 @@ from ln_viz.byom.layout import (
     _inside,
     _norm_kind,
     _output_sum,
+    _scores_like,
     block_input,
     call_model,
     example_input,
@@ -156,11 +157,6 @@ class _AttentionCalls(TorchFunctionMode):
             elif func in (torch.softmax, F.softmax, torch.Tensor.softmax) and args and _scores_like(args[0]):
                 self.softmax.append(where)
         return func(*args, **kwargs)
-
-
-def _scores_like(x: torch.Tensor) -> bool:
-    """(batch, heads, query, key) scores, or XGLM's (batch * heads, query, key) over a square self-attention."""
-    return x.ndim == 4 or (x.ndim == 3 and x.shape[-1] == x.shape[-2] > 1)
 
 
 @dataclass
@@ -368,20 +364,24 @@ def _parallel(trace: _Trace, block: nn.Module, d: int) -> bool:
 
 
 def _matrices(block: nn.Module, attn_child: str) -> tuple[MatrixCard, ...]:
-    names = [n.split(".") for n, p in block.named_parameters() if p.ndim >= 2]
-    leaves = {p[-2] if len(p) >= 2 and p[-1] == "weight" else p[-1] for p in names}
+    params = [(n, n.split("."), p) for n, p in block.named_parameters() if p.ndim >= 2]
+    leaves = {_leaf(parts)[0] for _, parts, _ in params}
     experts = {m for m, _ in block.named_modules() if m.rsplit(".", 1)[-1] == "experts"}  # an MoE's
     out = []
-    for n, p in block.named_parameters():  # an MoE's router (mlp.gate beside mlp.experts) is no SwiGLU gate
-        if p.ndim < 2:
-            continue
-        parts = n.split(".")
-        own = len(parts) < 2 or parts[-1] != "weight"  # a bare parameter (the experts' fused down_proj): its name
-        leaf, parent = (parts[-1], parts[-2] if len(parts) >= 2 else "") if own else (parts[-2], ".".join(parts[-3:-2]))
-        router = leaf in ("gate", "router") and ".".join(parts[: -1 if own else -2] + ["experts"]) in experts
+    for n, parts, p in params:  # an MoE's router (mlp.gate beside mlp.experts) is no SwiGLU gate
+        leaf, parent, bare = _leaf(parts)
+        router = leaf in ("gate", "router") and ".".join(parts[: -1 if bare else -2] + ["experts"]) in experts
         role = "other" if router else _role(leaf.lower(), parent.lower(), _inside(n, attn_child), leaves)
         out.append(MatrixCard(n, role, tuple(p.shape)))
     return tuple(out)
+
+
+def _leaf(parts: list[str]) -> tuple[str, str, bool]:
+    """(name, parent's name, bare) of a matrix parameter's path: its module's (`mlp.down_proj.weight`), or a bare
+    parameter's own (the experts' fused `mlp.experts.down_proj`)."""
+    if len(parts) >= 2 and parts[-1] == "weight":
+        return parts[-2], ".".join(parts[-3:-2]), False
+    return parts[-1], ".".join(parts[-2:-1]), True
 
 
 def _role(leaf: str, parent: str, in_attention: bool, leaves: set[str]) -> str:

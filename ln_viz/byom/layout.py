@@ -205,3 +205,8 @@ def _feeds_matrix(block: nn.Module, inputs: dict[str, torch.Tensor], y: torch.Te
     mats = [n for n, m in block.named_modules() if any(p.ndim >= 2 for p in m.parameters(recurse=False))]
     flat = y.reshape(-1, 1)
     return next((n for n in mats if n in inputs and _close(inputs[n].reshape(-1, 1), flat, 1)), None)
+
+
+def _scores_like(x: torch.Tensor) -> bool:
+    """(batch, heads, query, key) scores, or XGLM's (batch * heads, query, key) over a square self-attention."""
+    return x.ndim == 4 or (x.ndim == 3 and x.shape[-1] == x.shape[-2] > 1)
