@@ -91,6 +91,20 @@ WIDE = {
     "electra": ("AutoModelForMaskedLM", dict(SMALL, embedding_size=64), "post", False),
     "xlm-roberta": ("AutoModelForMaskedLM", dict(SMALL, max_position_embeddings=130), "post", False),
     "deberta-v2": ("AutoModelForMaskedLM", dict(SMALL), "post", False),
+    # GLM-4: a norm after each branch and one before: the sandwich
+    "glm4": ("AutoModelForCausalLM", dict(GQA, head_dim=16, pad_token_id=0), "peri", False),
+    # DiffLlama: a group norm on each head's output, scaled before o_proj reads it: no QK-norm
+    "diffllama": ("AutoModelForCausalLM", GQA, "pre", False),
+    # DeepSeek V3.2's sparse attention: its indexer's key norm picks the keys to keep, no QK-norm of the attention
+    "deepseek_v32": ("AutoModelForCausalLM", dict(MORE["deepseek_v3"][1], index_n_heads=2, index_head_dim=16,
+                                                  index_topk=8), "pre", False),
+    # hybrids: the first layer is a Mamba (Jamba, Falcon-H1's beside attention) or a linear attention (Qwen3-Next)
+    "jamba": ("AutoModelForCausalLM", dict(GQA, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                                           expert_layer_offset=1, num_experts=4), "pre", False),
+    "qwen3_next": ("AutoModelForCausalLM", dict(GQA, head_dim=16, layer_types=["linear_attention", "full_attention"],
+                                                num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                                shared_expert_intermediate_size=32), "pre", True),
+    "falcon_h1": ("AutoModelForCausalLM", dict(GQA, head_dim=16), "pre", False),
 }  # fmt: skip
 
 

@@ -49,7 +49,7 @@ LAYERS: list[tuple[str, str]] = [
     # a model ln-viz did not build: its card (by data flow), the probes attached to it, the framework adapters
     (
         "byom",
-        "byom byom.layout byom.measure byom.card byom.attention byom.summaries byom.forward byom.probe "
+        "byom byom.layout byom.measure byom.roles byom.card byom.attention byom.summaries byom.forward byom.probe "
         "integrations integrations.hf integrations.lightning "
         "hf_init_lab byom.figure3",  # the Init lab on real architectures: its summaries, its measurement
     ),

@@ -127,6 +127,46 @@ def test_a_norm_inside_attention_that_a_matrix_reads_is_no_qk_norm() -> None:
         assert {n.role for n in describe(build(name)).norms if "q_norm" in n.name or "k_norm" in n.name} == {"qk"}
 
 
+def test_norms_off_the_residual_stream_are_latent_and_none_is_taken_for_qk_norm() -> None:
+    """BitNet's FFN sub-norm (at the FFN's width), DiffLlama's group norm (scaled by a number before o_proj reads
+    it) and DeepSeek V3.2's indexer key norm (inside a sub-network of the attention): latent, not QK-norm, not
+    among the residual norms the probes read."""
+    bitnet = describe(build("bitnet"))
+    assert {n.name: n.role for n in bitnet.norms}["mlp.ffn_sub_norm"] == "latent"
+    assert bitnet.residual_norms == ("input_layernorm", "post_attention_layernorm")
+    diff = describe(build("diffllama"))
+    assert {n.name: n.role for n in diff.norms}["self_attn.groupnorm"] == "latent" and not diff.qk_norm
+    dsa = describe(build("deepseek_v32"))
+    assert {n.name: n.role for n in dsa.norms}["self_attn.indexer.k_norm"] == "latent" and not dsa.qk_norm
+    falcon_h1 = describe(build("falcon_h1"))  # a Mamba beside attention on one input, the FFN after: not parallel
+    assert falcon_h1.placement == "pre" and falcon_h1.residual_norms == ("input_layernorm", "pre_ff_layernorm")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["jamba", "qwen3_next"])
+def test_a_hybrid_is_read_from_its_first_attention_layer_and_probed_where_it_has_attention(
+    name: str, tmp_path: Path
+) -> None:
+    """Jamba's first layer is a Mamba, Qwen3-Next's a linear attention: the card comes from layer 1 (a note says
+    so), and attach taps the attention where there is one, in the right layer, without the unseen warning."""
+    model = build(name)
+    card = describe(model)
+    assert card.attention == "self_attn" and any("[0] has no attention" in note for note in card.notes)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    path = tmp_path / "runs.sqlite"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with attach(model, opt, store=path, every=1) as probe:
+            for _ in range(2):
+                model(input_ids=ids(), labels=ids()).loss.backward()
+                opt.step()
+                opt.zero_grad()
+    assert not [w for w in caught if "ln-viz" in str(w.message)]
+    logits = stored_probe(path, probe.run_id, "attn_logit_max", 2)
+    assert np.isnan(logits[0]) and np.isfinite(logits[1])
+    assert np.isfinite(stored_probe(path, probe.run_id, "resid_stats", 2)).all()
+
+
 def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> None:
     model = build("llama")
     assert describe(model, layout="model.layers").found_by == "layout"

@@ -13,7 +13,10 @@ numbers are untouched) with temporary hooks on the first block shows where the b
   outputs -> `reordered` (those norms only) or `peri` (with a norm on the input too); attention and FFN
   read the same input -> `parallel`; no norm -> `none`;
 - QK-norm: a norm inside the attention module, off the residual path, whose output no matrix reads (OPT's
-  flattened FFN norm and ALBERT's post-attention one are on the path; DeepSeek's MLA latent norms feed matrices).
+  flattened FFN norm and ALBERT's post-attention one are on the path; DeepSeek's MLA latent norms feed matrices);
+  the roles and the placement are ln_viz.byom.roles';
+- a hybrid whose first block has no attention (Jamba's Mamba, Qwen3-Next's linear attention) is read from the
+  first block built otherwise that has.
 
 Blocks: a user `layout` (the dotted path of the block list) wins; else Hugging Face's `_no_split_modules`
 (the ModuleList whose children are of one of those classes); else the largest ModuleList of identical
@@ -39,7 +42,6 @@ from ln_viz.byom.layout import (
     LayoutError,
     UnsupportedModel,
     _close,
-    _feeds_matrix,
     _inside,
     _norm_kind,
     _output_sum,
@@ -52,25 +54,11 @@ from ln_viz.byom.layout import (
     is_compiled,
     unwrap,
 )
+from ln_viz.byom.roles import RESIDUAL_ROLES, attention_part, matrix_roles, norm_roles, placement
 
 __all__ = ["LayoutError", "UnsupportedModel", "block_input", "call_model", "first_tensor", "is_compiled", "unwrap"]
 
 PLACEMENTS = ("post", "pre", "peri", "reordered", "parallel", "none", "unknown")
-
-# attribute names of the matrices, by role (the last part of the module's path inside the block)
-_ATTN_ROLES = {
-    "attn.q": {"q_proj", "query", "q", "q_lin", "wq", "to_q"},
-    "attn.k": {"k_proj", "key", "k", "k_lin", "wk", "to_k"},
-    "attn.v": {"v_proj", "value", "v", "v_lin", "wv", "to_v"},
-    "attn.o": {"o_proj", "out_proj", "dense", "c_proj", "wo", "o", "out_lin", "to_out", "proj"},
-    "attn.qkv": {"c_attn", "query_key_value", "qkv", "wqkv", "qkv_proj", "in_proj", "w_pack"},
-}
-_FFN_ROLES = {
-    "ffn.gate": {"gate_proj", "gate", "wi_0", "w_gate"},
-    "ffn.in": {"up_proj", "gate_up_proj", "v1", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1",
-               "w_in"},
-    "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out"},
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -80,7 +68,7 @@ class NormCard:
     name: str
     role: str  # pre (reads the block input) | post (its output is the block output) | out (added to the
     # residual) | mid (reads or writes the residual between the branches) | qk (inside attention, on q/k,
-    # no matrix reads its output) | latent (inside attention, a matrix of attention reads its output: MLA's q/kv)
+    # no matrix reads its output) | latent (inside a branch, off the residual, no QK-norm: ln_viz.byom.roles)
     kind: str  # layernorm | rmsnorm | other (from the data: centred or not)
 
 
@@ -117,7 +105,7 @@ class ModelCard:
     @property
     def residual_norms(self) -> tuple[str, ...]:
         """The norms on the residual path (all but QK-norms): the ones whose inputs are probed."""
-        return tuple(n.name for n in self.norms if n.role not in ("qk", "latent"))
+        return tuple(n.name for n in self.norms if n.role in RESIDUAL_ROLES)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -239,15 +227,22 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     compiled, model = is_compiled(model), unwrap(model)  # torch.compile's wrapper: its original module
     path, blocks, found_by, others = find_blocks(model, layout)
     ex = example if example is not None else example_input(model)
-    block, (trace, norms, ordered, roles, placement) = blocks[0], _read_block(model, blocks[0], ex)
+    block, (trace, norms, ordered, roles, where) = blocks[0], _read_block(model, blocks[0], ex)
     notes = []
-    if placement == "unknown" and len(blocks) > 1:  # ModernBERT's first layer has no attention norm
+    if where == "unknown" and len(blocks) > 1:  # ModernBERT's first layer has no attention norm
         second = _read_block(model, blocks[1], ex)
         if second[-1] != "unknown":
-            block, (trace, norms, ordered, roles, placement) = blocks[1], second
+            block, (trace, norms, ordered, roles, where) = blocks[1], second
             notes.append(f"{path}[0] differs from the others (its norms alone name no placement): read from [1]")
+    if not trace.attention and (hybrid := _first_with_attention(model, blocks, ex)) is not None:
+        k, read = hybrid
+        block, (trace, norms, ordered, roles, where) = blocks[k], read
+        notes.append(
+            f"{path}[0] has no attention (a hybrid: Mamba or linear-attention layers between the attention "
+            f"ones): read from [{k}], the first that has; each block is probed where it has these modules"
+        )
     d, attention = trace.y.shape[-1], trace.attention
-    matrices = _matrices(block, _attention_part(block, attention))
+    matrices = tuple(MatrixCard(*m) for m in matrix_roles(block, attention_part(block, attention)))
     config = getattr(model, "config", None)
     heads = getattr(config, "num_attention_heads", None) if config is not None else None
     if others:
@@ -259,7 +254,7 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
         blocks=path,
         depth=len(blocks),
         d_model=int(d),
-        placement=placement,
+        placement=where,
         qk_norm=any(r == "qk" for r in roles.values()),
         norms=tuple(NormCard(n, roles[n], norms[n]) for n in ordered),
         matrices=matrices,
@@ -290,111 +285,20 @@ def _read_block(model: nn.Module, block: nn.Module, example: Any) -> tuple[_Trac
     on_path = [n for n in ordered if _close(trace.outputs[n], y, d) or _close(trace.inputs[n], x, d)]
     resid_shaped = [n for n in ordered if trace.outputs[n].numel() == y.numel() and trace.outputs[n].shape[-1] == d]
     out_sum = _output_sum(x, y, {n: trace.outputs[n] for n in resid_shaped if n not in on_path}, d)
-    roles = _roles(block, trace, ordered, out_sum, trace.attention, d)
-    return trace, norms, ordered, roles, _placement(roles, trace, block, d)
+    roles = norm_roles(block, trace, ordered, out_sum, d)
+    return trace, norms, ordered, roles, placement(roles, trace, block, d)
 
 
-def _roles(
-    block: nn.Module, trace: _Trace, ordered: list[str], out_sum: tuple[str, ...], attention: str, d: int
-) -> dict[str, str]:
-    """Each norm's role (NormCard.role) from where its input comes from and where its output goes."""
-    x, y = trace.x, trace.y
-    roles: dict[str, str] = {}
-    for n in ordered:
-        if _close(trace.outputs[n], y, d):
-            roles[n] = "post"
-        elif _close(trace.inputs[n], x, d):
-            roles[n] = "pre"
-        elif n in out_sum:
-            roles[n] = "out"
-        elif (attention and _inside(n, attention)) or (not attention and trace.inputs[n].shape[-1] != d):
-            # inside attention, a matrix reads its output: one outside attention -> the residual between the
-            # branches (ALBERT's attention module holds its output LayerNorm); one inside -> a latent (DeepSeek's
-            # compressed q/kv, BitNet's sub-norm before the output projection)
-            reader = _feeds_matrix(block, trace.inputs, trace.outputs[n])
-            roles[n] = "qk" if reader is None else "latent" if _inside(reader, attention) else "mid"
-        else:
-            roles[n] = "mid"
-    return roles
-
-
-def _attention_child(block: nn.Module, attention: str) -> str:
-    """The block's direct child that holds the attention module ("" when none was seen)."""
-    return attention.split(".")[0] if attention else ""
-
-
-def _attention_part(block: nn.Module, attention: str) -> str:
-    """The attention module with its output projection: its parent when that is a module of its own
-    (BERT's `attention` holds `self` and `output.dense`), else the attention module itself."""
-    if "." not in attention:
-        return attention
-    parent = attention.rsplit(".", 1)[0]
-    return attention if isinstance(block.get_submodule(parent), (nn.ModuleList, nn.Sequential)) else parent
-
-
-def _placement(roles: dict[str, str], trace: _Trace, block: nn.Module, d: int) -> str:
-    resid = [r for r in roles.values() if r not in ("qk", "latent")]
-    if not resid:
-        return "none"
-    if resid.count("pre") >= 2 or _parallel(trace, block, d):
-        return "parallel"
-    if "post" in resid:
-        return "post"
-    if "out" in resid:
-        return "peri" if "pre" in resid else "reordered"
-    if "pre" in resid:
-        return "pre"
-    return "unknown"
-
-
-def _parallel(trace: _Trace, block: nn.Module, d: int) -> bool:
-    """Attention and the FFN (the other direct child with the most matrix weights) read the same input."""
-    attn = _attention_child(block, trace.attention)
-    if not attn:
-        return False
-    sizes = {
-        n: sum(p.numel() for p in c.parameters() if p.ndim >= 2)
-        for n, c in block.named_children()
-        if n != attn and n in trace.inputs
-    }
-    if not sizes:
-        return False
-    ffn = max(sizes, key=sizes.get)
-    return sizes[ffn] > 0 and _close(trace.inputs[attn], trace.inputs[ffn], d)
-
-
-def _matrices(block: nn.Module, attn_child: str) -> tuple[MatrixCard, ...]:
-    params = [(n, n.split("."), p) for n, p in block.named_parameters() if p.ndim >= 2]
-    leaves = {_leaf(parts)[0] for _, parts, _ in params}
-    experts = {m for m, _ in block.named_modules() if m.rsplit(".", 1)[-1] == "experts"}  # an MoE's
-    out = []
-    for n, parts, p in params:  # an MoE's router (mlp.gate beside mlp.experts) is no SwiGLU gate
-        leaf, parent, bare = _leaf(parts)
-        router = leaf in ("gate", "router") and ".".join(parts[: -1 if bare else -2] + ["experts"]) in experts
-        role = "other" if router else _role(leaf.lower(), parent.lower(), _inside(n, attn_child), leaves)
-        out.append(MatrixCard(n, role, tuple(p.shape)))
-    return tuple(out)
-
-
-def _leaf(parts: list[str]) -> tuple[str, str, bool]:
-    """(name, parent's name, bare) of a matrix parameter's path: its module's (`mlp.down_proj.weight`), or a bare
-    parameter's own (the experts' fused `mlp.experts.down_proj`)."""
-    if len(parts) >= 2 and parts[-1] == "weight":
-        return parts[-2], ".".join(parts[-3:-2]), False
-    return parts[-1], ".".join(parts[-2:-1]), True
-
-
-def _role(leaf: str, parent: str, in_attention: bool, leaves: set[str]) -> str:
-    if in_attention:
-        for role, words in _ATTN_ROLES.items():
-            if leaf in words:
-                return role
-        return "other"
-    if leaf == "dense":  # BERT's FFN: intermediate.dense, output.dense
-        return {"intermediate": "ffn.in", "output": "ffn.out"}.get(parent, "other")
-    if leaf == "w1":  # Meta's SwiGLU: w1 gate, w3 up; a plain MLP's w1 is its input
-        return "ffn.gate" if leaves & {"w3", "v1"} else "ffn.in"  # DBRX: w1 gate, v1 up, w2 down
-    for role, words in _FFN_ROLES.items():
-        if leaf in words:
-            return role
-    return "other"
+def _first_with_attention(model: nn.Module, blocks: list[nn.Module], example: Any) -> tuple[int, tuple] | None:
+    """(index, _read_block) of the first block with attention among the blocks built unlike the first (a hybrid's
+    attention layers: one trace a kind of block, not one a block), or None."""
+    kinds = {tuple(n for n, _ in blocks[0].named_modules())}
+    for k, block in enumerate(blocks[1:], 1):
+        kind = tuple(n for n, _ in block.named_modules())
+        if kind in kinds:
+            continue
+        kinds.add(kind)
+        read = _read_block(model, block, example)
+        if read[0].attention:
+            return k, read
+    return None

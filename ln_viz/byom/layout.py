@@ -4,6 +4,7 @@ is known by its data (its output rows are its input rows normalised)."""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import torch
@@ -204,7 +205,19 @@ def _feeds_matrix(block: nn.Module, inputs: dict[str, torch.Tensor], y: torch.Te
     reshaped (`inputs`: each module's); None when none did."""
     mats = [n for n, m in block.named_modules() if any(p.ndim >= 2 for p in m.parameters(recurse=False))]
     flat = y.reshape(-1, 1)
-    return next((n for n in mats if n in inputs and _close(inputs[n].reshape(-1, 1), flat, 1)), None)
+    return next((n for n in mats if n in inputs and _scaled(inputs[n].reshape(-1, 1), flat)), None)
+
+
+def _scaled(a: torch.Tensor, y: torch.Tensor) -> bool:
+    """a is y, or y times one number (DiffLlama's group norm, scaled by 1 - lambda_init before its output
+    projection reads it); both (n, 1)."""
+    if a.numel() != y.numel():
+        return False
+    if _close(a, y, 1):
+        return True
+    yy = float(y.double().square().sum())
+    c = float((a.double() * y.double()).sum()) / yy if yy > 0 else 0.0
+    return c != 0.0 and math.isfinite(c) and torch.allclose(a.double(), y.double() * c, **_CLOSE)
 
 
 def _scores_like(x: torch.Tensor) -> bool:
