@@ -127,6 +127,13 @@ def test_a_norm_inside_attention_that_a_matrix_reads_is_no_qk_norm() -> None:
         assert {n.role for n in describe(build(name)).norms if "q_norm" in n.name or "k_norm" in n.name} == {"qk"}
 
 
+def test_a_norm_s_kind_is_read_from_its_data_with_its_epsilon() -> None:
+    """OLMo 2's RMSNorms at init see activations whose mean square is not far above their eps (1e-6): their rows
+    come out shorter than unit RMS, and they were called "other". BERT's are LayerNorms, Llama's RMSNorms."""
+    kinds = {name: {n.kind for n in describe(build(name)).norms} for name in ("olmo2", "bert", "llama", "exaone4")}
+    assert kinds == {"olmo2": {"rmsnorm"}, "bert": {"layernorm"}, "llama": {"rmsnorm"}, "exaone4": {"rmsnorm"}}
+
+
 def test_norms_off_the_residual_stream_are_latent_and_none_is_taken_for_qk_norm() -> None:
     """BitNet's FFN sub-norm (at the FFN's width), DiffLlama's group norm (scaled by a number before o_proj reads
     it) and DeepSeek V3.2's indexer key norm (inside a sub-network of the attention): latent, not QK-norm, not

@@ -163,20 +163,34 @@ def _norm_kind(module: nn.Module, inp: torch.Tensor, out: torch.Tensor) -> str |
     weights = [None] + [w for v in vectors[:1] for w in (v, 1 + v)]
     biases = [None] + vectors[1:2]
     centred = x - x.mean(-1, keepdim=True)
-    ln = centred / centred.pow(2).mean(-1, keepdim=True).sqrt().clamp_min(1e-12)
-    rms = x / x.pow(2).mean(-1, keepdim=True).sqrt().clamp_min(1e-12)
+    eps = _eps(module)
+    refs = []
+    for kind, v in (("layernorm", centred), ("rmsnorm", x)):
+        ms = v.pow(2).mean(-1, keepdim=True)
+        # the norm divides by sqrt(ms + eps): where ms is not much above its eps (OLMo 2's tiny activations at
+        # init, eps 1e-6), the output rows are shorter than unit RMS by sqrt(ms / (ms + eps))
+        refs.append((kind, v / ms.sqrt().clamp_min(1e-12), (ms / (ms + eps)).sqrt().squeeze(-1)))
     for w, b in itertools.product(weights, biases):
         z = y - b if b is not None else y
         if w is not None:
             if w.abs().min() < 1e-6:
                 continue
             z = z / w
-        for kind, ref in (("layernorm", ln), ("rmsnorm", rms)):
+        for kind, ref, shrink in refs:
             cos = F.cosine_similarity(z, ref, dim=-1)
             scale = z.pow(2).mean(-1).sqrt() / ref.pow(2).mean(-1).sqrt().clamp_min(1e-12)
-            if bool((cos > 0.9999).all()) and bool(((scale - 1).abs() < 0.1).all()):
+            if bool((cos > 0.9999).all()) and bool(((scale / shrink - 1).abs() < 0.1).all()):
                 return kind
     return "other" if named else None
+
+
+def _eps(module: nn.Module) -> float:
+    """The epsilon a norm adds to its mean square (`eps`, HF's `variance_epsilon`), 0 where it names none."""
+    for attr in ("eps", "variance_epsilon", "epsilon"):
+        value = getattr(module, attr, None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1:
+            return float(value)
+    return 0.0
 
 
 def _close(a: torch.Tensor | None, b: torch.Tensor | None, d: int) -> bool:
