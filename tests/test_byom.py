@@ -149,6 +149,36 @@ def test_norms_off_the_residual_stream_are_latent_and_none_is_taken_for_qk_norm(
     assert falcon_h1.placement == "pre" and falcon_h1.residual_norms == ("input_layernorm", "pre_ff_layernorm")
 
 
+def test_a_lora_model_from_peft_is_described_by_its_wrapped_matrices_and_probed(tmp_path: Path) -> None:
+    """PEFT's LoRA wraps q_proj and v_proj (base_layer frozen, lora_A and lora_B trained): the card finds the blocks
+    through the PeftModel and names the wrapped weights by their roles; attach records the adapters' gradient norms
+    and leaves the frozen matrices' empty (no gradient was applied to them), and takes its hooks off after."""
+    peft = pytest.importorskip("peft")
+    model = peft.get_peft_model(build("llama"), peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    card = describe(model)
+    roles = {m.name: m.role for m in card.matrices}
+    assert card.blocks.endswith("model.layers") and card.placement == "pre"
+    assert (
+        roles["self_attn.q_proj.base_layer.weight"] == "attn.q"
+        and roles["self_attn.v_proj.base_layer.weight"] == "attn.v"
+    )
+    assert roles["self_attn.q_proj.lora_A.default.weight"] == "other"
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    baseline = hook_sizes(model, opt)
+    path = tmp_path / "runs.sqlite"
+    with attach(model, opt, store=path, every=1) as probe:
+        for _ in range(2):
+            model(input_ids=ids(), labels=ids()).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    grads = stored_probe(path, probe.run_id, "grad_norm", 2)
+    trained = dict(model.base_model.model.model.layers[0].named_parameters())
+    for j, matrix in enumerate(m.name for m in card.matrices):
+        assert np.isfinite(grads[:, j]).all() == trained[matrix].requires_grad, matrix
+    assert np.isfinite(stored_probe(path, probe.run_id, "attn_logit_max", 2)).all()
+    assert hook_sizes(model, opt) == baseline
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["jamba", "qwen3_next"])
 def test_a_hybrid_is_read_from_its_first_attention_layer_and_probed_where_it_has_attention(

@@ -32,8 +32,8 @@ _ATTN_ROLES = {
 _FFN_ROLES = {
     "ffn.gate": {"gate_proj", "gate", "wi_0", "w_gate"},
     "ffn.in": {"up_proj", "gate_up_proj", "v1", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1",
-               "w_in"},
-    "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out"},
+               "w_in", "input_linear"},
+    "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out", "output_linear"},
 }  # fmt: skip
 RESIDUAL_ROLES = ("pre", "post", "out", "mid")  # the others (qk, latent) are off the residual path
 
@@ -154,7 +154,9 @@ def matrix_roles(block: nn.Module, attn_part: str) -> list[tuple[str, str, tuple
 
 def _leaf(parts: list[str]) -> tuple[str, str, bool]:
     """(name, parent's name, bare) of a matrix parameter's path: its module's (`mlp.down_proj.weight`), or a bare
-    parameter's own (the experts' fused `mlp.experts.down_proj`)."""
+    parameter's own (the experts' fused `mlp.experts.down_proj`). PEFT's LoRA wraps a matrix: its frozen weight
+    `q_proj.base_layer.weight` is q_proj's (its adapters, `q_proj.lora_A.default.weight`, are named for no role)."""
+    parts = [p for p in parts if p != "base_layer"]
     if len(parts) >= 2 and parts[-1] == "weight":
         return parts[-2], ".".join(parts[-3:-2]), False
     return parts[-1], ".".join(parts[-2:-1]), True
