@@ -65,7 +65,7 @@ def _ranges(*extras: str | None) -> dict[str, Requirement]:
         ("requirements.txt", [None]),
         ("requirements-ray.txt", [None, "ray"]),
         ("requirements-test.txt", [None, "test"]),
-        ("requirements-hf.txt", [None, "hf", "lightning"]),  # your own model's integrations (issue 31)
+        ("requirements-hf.txt", [None, "hf", "lightning", "peft"]),  # your own model's integrations (issue 31)
     ],
 )
 def test_every_pin_has_a_range_that_admits_it(pinned, extras):

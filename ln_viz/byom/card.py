@@ -242,7 +242,7 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
             f"ones): read from [{k}], the first that has; each block is probed where it has these modules"
         )
     d, attention = trace.y.shape[-1], trace.attention
-    matrices = tuple(MatrixCard(*m) for m in matrix_roles(block, attention_part(block, attention)))
+    matrices = tuple(MatrixCard(*m) for m in matrix_roles(block, attention, attention_part(block, attention)))
     config = getattr(model, "config", None)
     heads = getattr(config, "num_attention_heads", None) if config is not None else None
     if others:

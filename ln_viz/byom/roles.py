@@ -75,13 +75,26 @@ def norm_roles(block: nn.Module, trace: Traced, ordered: list[str], out_sum: tup
     return roles
 
 
-def _in_sub_network(block: nn.Module, norm: str, attention: str) -> bool:
-    """The norm sits in a module below the attention module that has matrices of its own: a sub-network beside
-    the dot product (DeepSeek V3.2's indexer, which scores the keys to keep), not on q's or k's way to it."""
-    parent = norm.rsplit(".", 1)[0] if "." in norm else ""
-    if parent == attention or not _inside(parent, attention):
+def _in_sub_network(block: nn.Module, module: str, attention: str) -> bool:
+    """The module (a norm, a matrix's Linear) sits in a module below the attention module that has matrices of its
+    own: a sub-network beside the dot product (DeepSeek V3.2's indexer, which scores the keys to keep), not on q's
+    or k's way to it. A list or dict of modules is no sub-network (diffusers' `to_out.0`)."""
+    parent = module.rsplit(".", 1)[0] if "." in module else ""
+    if parent == attention or not _inside(parent, attention) or not _projects(block, attention):
         return False
-    return any(p.ndim >= 2 for p in block.get_submodule(parent).parameters())
+    sub = block.get_submodule(parent)
+    return not isinstance(sub, _CONTAINERS) and any(p.ndim >= 2 for p in sub.parameters())
+
+
+def _projects(block: nn.Module, attention: str) -> bool:
+    """The attention module holds projections of its own, named as attention's (DeepSeek's o_proj): the modules
+    below it are sub-networks. Where it holds none (BigBird's `attention` holds `self` with q, k, v and `output`),
+    they are its parts."""
+    words = set().union(*_ATTN_ROLES.values())
+    return any(n in words for n, _ in block.get_submodule(attention).named_children())
+
+
+_CONTAINERS = (nn.ModuleList, nn.Sequential, nn.ModuleDict)
 
 
 def attention_child(attention: str) -> str:
@@ -138,8 +151,9 @@ def _parallel(trace: Traced, block: nn.Module, d: int) -> bool:
     return candidates[ffn] > 0 and _close(trace.inputs[attn], trace.inputs[ffn], d)
 
 
-def matrix_roles(block: nn.Module, attn_part: str) -> list[tuple[str, str, tuple[int, ...]]]:
-    """(parameter path, role, shape) of each weight matrix of the block, in parameter order."""
+def matrix_roles(block: nn.Module, attention: str, attn_part: str) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(parameter path, role, shape) of each weight matrix of the block, in parameter order; `attention` the
+    attention module, `attn_part` it with its output projection (attention_part)."""
     params = [(n, n.split("."), p) for n, p in block.named_parameters() if p.ndim >= 2]
     leaves = {_leaf(parts)[0] for _, parts, _ in params}
     experts = {m for m, _ in block.named_modules() if m.rsplit(".", 1)[-1] == "experts"}  # an MoE's
@@ -148,6 +162,9 @@ def matrix_roles(block: nn.Module, attn_part: str) -> list[tuple[str, str, tuple
         leaf, parent, bare = _leaf(parts)
         router = leaf in ("gate", "router") and ".".join(parts[: -1 if bare else -2] + ["experts"]) in experts
         role = "other" if router else _role(leaf.lower(), parent.lower(), _inside(n, attn_part), leaves)
+        module = ".".join(q for q in parts[:-1] if q != "base_layer")  # its Linear's path (LoRA's wrapper's)
+        if role.startswith("attn.") and attention and _in_sub_network(block, module, attention):
+            role = "other"  # DeepSeek V3.2's indexer's wk is not the attention's k
         out.append((n, role, tuple(p.shape)))
     return out
 
