@@ -93,6 +93,8 @@ WIDE = {
     "deberta-v2": ("AutoModelForMaskedLM", dict(SMALL), "post", False),
     # BigBird: its attention module holds `self` (q, k, v) and `output` (the projection and the LayerNorm)
     "big_bird": ("AutoModelForMaskedLM", dict(SMALL, attention_type="original_full"), "post", False),
+    # Gemma 4: the sandwich with QK-norm and a norm on the values (V-norm, role v)
+    "gemma4_text": ("AutoModelForCausalLM", dict(GQA, head_dim=16, pad_token_id=0), "peri", True),
     # GLM-4: a norm after each branch and one before: the sandwich
     "glm4": ("AutoModelForCausalLM", dict(GQA, head_dim=16, pad_token_id=0), "peri", False),
     # DiffLlama: a group norm on each head's output, scaled before o_proj reads it: no QK-norm

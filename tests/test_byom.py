@@ -148,6 +148,13 @@ def test_norms_off_the_residual_stream_are_latent_and_none_is_taken_for_qk_norm(
     assert {m.name: m.role for m in dsa.matrices}["self_attn.indexer.wk.weight"] == "other"  # not the attention's k
     big_bird = {m.name: m.role for m in describe(build("big_bird")).matrices}  # its attention's parts: no sub-network
     assert big_bird["attention.self.query.weight"] == "attn.q" and big_bird["attention.output.dense.weight"] == "attn.o"
+    gemma4 = describe(build("gemma4_text"))  # its v_norm: on the values attention is given, not a QK-norm
+    assert {n.name: n.role for n in gemma4.norms if n.name.startswith("self_attn.")} == {
+        "self_attn.q_norm": "qk",
+        "self_attn.k_norm": "qk",
+        "self_attn.v_norm": "v",
+    }
+    assert "self_attn.v_norm" not in gemma4.residual_norms
     falcon_h1 = describe(build("falcon_h1"))  # a Mamba beside attention on one input, the FFN after: not parallel
     assert falcon_h1.placement == "pre" and falcon_h1.residual_norms == ("input_layernorm", "pre_ff_layernorm")
 

@@ -68,7 +68,8 @@ class NormCard:
     name: str
     role: str  # pre (reads the block input) | post (its output is the block output) | out (added to the
     # residual) | mid (reads or writes the residual between the branches) | qk (inside attention, on q/k,
-    # no matrix reads its output) | latent (inside a branch, off the residual, no QK-norm: ln_viz.byom.roles)
+    # no matrix reads its output) | v (V-norm: its output is attention's values, Gemma 4) | latent (inside a
+    # branch, off the residual, no QK-norm: ln_viz.byom.roles)
     kind: str  # layernorm | rmsnorm | other (from the data: centred or not)
 
 
@@ -135,6 +136,7 @@ class _AttentionCalls(TorchFunctionMode):
         self.stack = stack
         self.sdpa: list[str] = []
         self.softmax: list[str] = []
+        self.values: torch.Tensor | None = None  # the first sdpa call's values (a V-norm's output flows there)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -142,6 +144,8 @@ class _AttentionCalls(TorchFunctionMode):
         if where is not None:
             if func is F.scaled_dot_product_attention:
                 self.sdpa.append(where)
+                if self.values is None and len(args) > 2 and isinstance(args[2], torch.Tensor):
+                    self.values = args[2].detach().clone()
             elif func in (torch.softmax, F.softmax, torch.Tensor.softmax) and args and _scores_like(args[0]):
                 self.softmax.append(where)
         return func(*args, **kwargs)
@@ -157,6 +161,7 @@ class _Trace:
     attention: str
     impl: str
     runs: int = 1  # how often the block ran in the forward (ALBERT's shared layer: once per layer)
+    values: torch.Tensor | None = None  # the values its attention's sdpa was given, where it called one
 
 
 @contextlib.contextmanager
@@ -216,7 +221,7 @@ def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
     hf_impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
     runs = order.count("")
     order = list(dict.fromkeys(order))  # a block run twice (shared weights) lists its modules once
-    return _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl, runs)
+    return _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl, runs, calls.values)
 
 
 # --- the card -------------------------------------------------------------------------------------------

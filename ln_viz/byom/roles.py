@@ -3,10 +3,11 @@
 - a norm's role, from where its input comes from and where its output goes: `post` (its output is the block's
   output), `pre` (it reads the block's input), `out` (its output is added to the residual), `mid` (it reads or
   writes the residual between the branches), `qk` (QK-norm: inside the attention module, off the residual path,
-  its output read by no matrix), `latent` (inside a branch, off the residual stream, and no QK-norm: DeepSeek's
-  MLA latents and BitNet's attention sub-norm, which a matrix reads; a norm at another width than the residual's
-  outside attention, as BitNet's FFN sub-norm and a Mamba mixer's; DeepSeek V3.2's indexer keys, inside a
-  sub-network of the attention with matrices of its own);
+  its output read by no matrix), `v` (V-norm: its output is the values attention is given, Gemma 4), `latent`
+  (inside a branch, off the residual stream, and no QK-norm: DeepSeek's MLA latents and BitNet's attention
+  sub-norm, which a matrix reads; a norm at another width than the residual's outside attention, as BitNet's FFN
+  sub-norm and a Mamba mixer's; DeepSeek V3.2's indexer keys, inside a sub-network of the attention with
+  matrices of its own);
 - the placement, from the residual norms' roles and whether attention and the FFN read the same input;
 - a matrix's role (q, k, v, o, fused qkv, FFN in, gate, out) from its attribute name inside the attention module
   or outside it (a short table of the names HF, nanoGPT and Meta use); "other" where the name says nothing.
@@ -35,7 +36,7 @@ _FFN_ROLES = {
                "w_in", "input_linear"},
     "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out", "output_linear"},
 }  # fmt: skip
-RESIDUAL_ROLES = ("pre", "post", "out", "mid")  # the others (qk, latent) are off the residual path
+RESIDUAL_ROLES = ("pre", "post", "out", "mid")  # the others (qk, v, latent) are off the residual path
 
 
 class Traced(Protocol):
@@ -46,6 +47,7 @@ class Traced(Protocol):
     inputs: dict[str, torch.Tensor]
     outputs: dict[str, torch.Tensor]
     attention: str
+    values: torch.Tensor | None
 
 
 def norm_roles(block: nn.Module, trace: Traced, ordered: list[str], out_sum: tuple[str, ...], d: int) -> dict[str, str]:
@@ -64,7 +66,9 @@ def norm_roles(block: nn.Module, trace: Traced, ordered: list[str], out_sum: tup
             # attention module holds its output LayerNorm); one inside -> a latent (DeepSeek's compressed q/kv,
             # BitNet's sub-norm before the output projection, DiffLlama's scaled group norm)
             reader = _feeds_matrix(block, trace.inputs, trace.outputs[n])
-            if reader is None:
+            if reader is None and _same_values(trace.outputs[n], trace.values):
+                roles[n] = "v"  # a V-norm (Gemma 4): on the values, not the logits
+            elif reader is None:
                 roles[n] = "latent" if _in_sub_network(block, n, attention) else "qk"
             else:
                 roles[n] = "latent" if _inside(reader, attention) else "mid"
@@ -73,6 +77,17 @@ def norm_roles(block: nn.Module, trace: Traced, ordered: list[str], out_sum: tup
         else:
             roles[n] = "mid"
     return roles
+
+
+def _same_values(out: torch.Tensor, values: torch.Tensor | None) -> bool:
+    """The norm's output is the values attention was given, laid out otherwise ((B, T, H, hs) or (B, H, T, hs)) and
+    each kv head repeated for its query heads where the values were: the same numbers, so the same when sorted."""
+    if values is None or out.numel() == 0 or values.numel() % out.numel():
+        return False
+    repeat = values.numel() // out.numel()
+    a = out.detach().double().reshape(-1).sort().values
+    b = values.double().reshape(-1).sort().values[::repeat]
+    return a.shape == b.shape and torch.allclose(a, b, atol=1e-6, rtol=1e-5)
 
 
 def _in_sub_network(block: nn.Module, module: str, attention: str) -> bool:
