@@ -49,6 +49,18 @@ def stored_names(path: Path, run_id: int) -> set[str]:
         return {r[0] for r in db.execute("SELECT DISTINCT name FROM probes WHERE run_id = ?", (run_id,))}
 
 
+def train_attached(model, opt, path: Path, steps: int) -> tuple[int, list[str]]:
+    """`steps` optimizer steps of `model` on ids() under attach(every=1): the run's id and the warnings said."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with attach(model, opt, store=path, every=1) as probe:
+            for _ in range(steps):
+                model(input_ids=ids(), labels=ids()).loss.backward()
+                opt.step()
+                opt.zero_grad()
+    return probe.run_id, [str(w.message) for w in caught]
+
+
 def stored_probe(path: Path, run_id: int, name: str, step: int) -> np.ndarray:
     with Store(path) as store, store._read() as db:
         row = db.execute(
@@ -176,16 +188,12 @@ def test_a_lora_model_from_peft_is_described_by_its_wrapped_matrices_and_probed(
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     baseline = hook_sizes(model, opt)
     path = tmp_path / "runs.sqlite"
-    with attach(model, opt, store=path, every=1) as probe:
-        for _ in range(2):
-            model(input_ids=ids(), labels=ids()).loss.backward()
-            opt.step()
-            opt.zero_grad()
-    grads = stored_probe(path, probe.run_id, "grad_norm", 2)
+    run_id, _ = train_attached(model, opt, path, 2)
+    grads = stored_probe(path, run_id, "grad_norm", 2)
     trained = dict(model.base_model.model.model.layers[0].named_parameters())
     for j, matrix in enumerate(m.name for m in card.matrices):
         assert np.isfinite(grads[:, j]).all() == trained[matrix].requires_grad, matrix
-    assert np.isfinite(stored_probe(path, probe.run_id, "attn_logit_max", 2)).all()
+    assert np.isfinite(stored_probe(path, run_id, "attn_logit_max", 2)).all()
     assert hook_sizes(model, opt) == baseline
 
 
@@ -201,17 +209,11 @@ def test_a_hybrid_is_read_from_its_first_attention_layer_and_probed_where_it_has
     assert card.attention == "self_attn" and any("[0] has no attention" in note for note in card.notes)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     path = tmp_path / "runs.sqlite"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with attach(model, opt, store=path, every=1) as probe:
-            for _ in range(2):
-                model(input_ids=ids(), labels=ids()).loss.backward()
-                opt.step()
-                opt.zero_grad()
-    assert not [w for w in caught if "ln-viz" in str(w.message)]
-    logits = stored_probe(path, probe.run_id, "attn_logit_max", 2)
+    run_id, said = train_attached(model, opt, path, 2)
+    assert not [w for w in said if "ln-viz" in w]
+    logits = stored_probe(path, run_id, "attn_logit_max", 2)
     assert np.isnan(logits[0]) and np.isfinite(logits[1])
-    assert np.isfinite(stored_probe(path, probe.run_id, "resid_stats", 2)).all()
+    assert np.isfinite(stored_probe(path, run_id, "resid_stats", 2)).all()
 
 
 def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> None:
@@ -392,16 +394,10 @@ def test_attention_written_by_hand_is_said_once_and_the_other_probes_are_recorde
     model = build(name)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     path = tmp_path / "runs.sqlite"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with attach(model, opt, store=path, every=1) as probe:
-            for _ in range(3):
-                model(input_ids=ids(), labels=ids()).loss.backward()
-                opt.step()
-                opt.zero_grad()
-    said = [str(w.message) for w in caught if "attention probes (largest logit, entropy) stay empty" in str(w.message)]
-    logits = np.stack([stored_probe(path, probe.run_id, "attn_logit_max", s) for s in (1, 2, 3)])
-    assert np.isfinite(stored_probe(path, probe.run_id, "resid_stats", 3)).all()
+    run_id, warned = train_attached(model, opt, path, 3)
+    said = [w for w in warned if "attention probes (largest logit, entropy) stay empty" in w]
+    logits = np.stack([stored_probe(path, run_id, "attn_logit_max", s) for s in (1, 2, 3)])
+    assert np.isfinite(stored_probe(path, run_id, "resid_stats", 3)).all()
     if name == "bloom":
         assert len(said) == 1 and "BloomForCausalLM" in said[0] and np.isnan(logits).all()
     else:

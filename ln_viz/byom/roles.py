@@ -149,16 +149,13 @@ def _parallel(trace: Traced, block: nn.Module, d: int) -> bool:
     attn = attention_child(trace.attention)
     if not attn:
         return False
-    sizes, ffn_like = {}, set()
-    for n, c in block.named_children():
-        if n == attn or n not in trace.inputs:
-            continue
-        params = [(name, p) for name, p in c.named_parameters() if p.ndim >= 2]
-        sizes[n] = sum(p.numel() for _, p in params)
-        named = [_leaf(name.split(".")) for name, _ in params]
-        leaves = {leaf for leaf, _, _ in named}
-        if any(_role(leaf.lower(), parent.lower(), False, leaves).startswith("ffn.") for leaf, parent, _ in named):
-            ffn_like.add(n)
+    sizes = {
+        n: sum(p.numel() for p in c.parameters() if p.ndim >= 2)
+        for n, c in block.named_children()
+        if n != attn and n in trace.inputs
+    }
+    roles = matrix_roles(block, trace.attention, attention_part(block, trace.attention))
+    ffn_like = {name.split(".")[0] for name, role, _ in roles if role.startswith("ffn.")}
     candidates = {n: s for n, s in sizes.items() if n in ffn_like} or sizes
     if not candidates:
         return False
@@ -169,7 +166,11 @@ def _parallel(trace: Traced, block: nn.Module, d: int) -> bool:
 def matrix_roles(block: nn.Module, attention: str, attn_part: str) -> list[tuple[str, str, tuple[int, ...]]]:
     """(parameter path, role, shape) of each weight matrix of the block, in parameter order; `attention` the
     attention module, `attn_part` it with its output projection (attention_part)."""
-    params = [(n, n.split("."), p) for n, p in block.named_parameters() if p.ndim >= 2]
+    # PEFT's LoRA wraps a matrix: its frozen `q_proj.base_layer.weight` is q_proj's (the adapters,
+    # `q_proj.lora_A.default.weight`, are named for no role)
+    params = [
+        (n, [q for q in n.split(".") if q != "base_layer"], p) for n, p in block.named_parameters() if p.ndim >= 2
+    ]
     leaves = {_leaf(parts)[0] for _, parts, _ in params}
     experts = {m for m, _ in block.named_modules() if m.rsplit(".", 1)[-1] == "experts"}  # an MoE's
     out = []
@@ -177,8 +178,7 @@ def matrix_roles(block: nn.Module, attention: str, attn_part: str) -> list[tuple
         leaf, parent, bare = _leaf(parts)
         router = leaf in ("gate", "router") and ".".join(parts[: -1 if bare else -2] + ["experts"]) in experts
         role = "other" if router else _role(leaf.lower(), parent.lower(), _inside(n, attn_part), leaves)
-        module = ".".join(q for q in parts[:-1] if q != "base_layer")  # its Linear's path (LoRA's wrapper's)
-        if role.startswith("attn.") and attention and _in_sub_network(block, module, attention):
+        if role.startswith("attn.") and attention and _in_sub_network(block, ".".join(parts[:-1]), attention):
             role = "other"  # DeepSeek V3.2's indexer's wk is not the attention's k
         out.append((n, role, tuple(p.shape)))
     return out
@@ -186,9 +186,7 @@ def matrix_roles(block: nn.Module, attention: str, attn_part: str) -> list[tuple
 
 def _leaf(parts: list[str]) -> tuple[str, str, bool]:
     """(name, parent's name, bare) of a matrix parameter's path: its module's (`mlp.down_proj.weight`), or a bare
-    parameter's own (the experts' fused `mlp.experts.down_proj`). PEFT's LoRA wraps a matrix: its frozen weight
-    `q_proj.base_layer.weight` is q_proj's (its adapters, `q_proj.lora_A.default.weight`, are named for no role)."""
-    parts = [p for p in parts if p != "base_layer"]
+    parameter's own (the experts' fused `mlp.experts.down_proj`)."""
     if len(parts) >= 2 and parts[-1] == "weight":
         return parts[-2], ".".join(parts[-3:-2]), False
     return parts[-1], ".".join(parts[-2:-1]), True
