@@ -3,6 +3,7 @@ second Start leave no worker behind; a depth-24 run leaves the page responsive; 
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -73,7 +74,41 @@ def status_text(page) -> str:
 
 
 def worker_count(server) -> int:
-    return len(server.children())
+    """The server's living descendants (a worker that has exited but is not reaped yet does not count)."""
+    return len([p for p in server.children() if process_state(p) not in ("Z", "X", "?")])
+
+
+def process_state(pid: int) -> str:
+    """The state letter of a process (R, S, Z ...), '?' where it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
+def settled_worker_count(server, still: float = 2.0, limit: float = 20.0) -> int:
+    """worker_count once it has held for `still` seconds (the warm pool refills in the background after a
+    page opens or a run takes its worker), or after `limit` seconds, whatever it is then."""
+    deadline = time.monotonic() + limit
+    count, since = worker_count(server), time.monotonic()
+    while time.monotonic() - since < still and time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = worker_count(server)
+        if now != count:
+            count, since = now, time.monotonic()
+    return count
+
+
+def processes(server) -> str:
+    """The server's descendants, one per line (pid, state, command line): what a failed count was made of."""
+    lines = []
+    for pid in sorted(server.children()):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            cmd = "(gone)"
+        lines.append(f"{pid} {process_state(pid)} {cmd}")
+    return "\n".join(lines)
 
 
 def test_start_shows_moving_charts_then_stop(server, page):
@@ -81,7 +116,7 @@ def test_start_shows_moving_charts_then_stop(server, page):
     # machine 1000 ended too, after 78 s of watching; 5000 ended at 37 steps/s before the instability
     # expander was opened and watched)
     open_app(page, server.url + "/?steps=10000")  # the most a Live run may have
-    baseline = worker_count(server)
+    baseline = settled_worker_count(server)
     t0 = time.monotonic()
     page.locator(".st-key-start button").click()
     page.wait_for_selector(".st-key-loss_chart .js-plotly-plot", timeout=60_000)
@@ -105,8 +140,10 @@ def test_start_shows_moving_charts_then_stop(server, page):
         "() => [...document.querySelectorAll('strong')].some(e => e.innerText.includes('stopped'))", timeout=30_000
     )
     assert page.locator("[data-testid='stException']").count() == 0
-    time.sleep(1.5)
-    assert worker_count(server) <= baseline  # the run's worker is gone (the warm one may stay)
+    deadline = time.monotonic() + 30  # the run's worker is gone (the warm one may stay)
+    while worker_count(server) > baseline and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert worker_count(server) <= baseline, processes(server)
     print(f"first chart {first_chart_s:.2f} s, first data {first_data_s:.2f} s after Start")
 
 
@@ -187,7 +224,8 @@ def test_a_second_start_and_closing_the_tab_leave_no_worker(server, browser):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     open_app(page, server.url)
-    baseline = worker_count(server)
+    baseline = settled_worker_count(server)
+    before = processes(server)
     page.locator(".st-key-start button").click()
     wait_points(page, "loss_chart", 0)
     wait_idle(page)
@@ -196,10 +234,10 @@ def test_a_second_start_and_closing_the_tab_leave_no_worker(server, browser):
     running = worker_count(server)
     assert running <= baseline + 2
     context.close()  # the tab goes: its session is released and its run stopped
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while worker_count(server) > baseline and time.monotonic() < deadline:
         time.sleep(0.3)
-    assert worker_count(server) <= baseline
+    assert worker_count(server) <= baseline, f"before:\n{before}\nnow:\n{processes(server)}"
 
 
 def test_the_lecture_view_hides_the_settings(server, page):
