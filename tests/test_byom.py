@@ -458,6 +458,96 @@ def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_app
     again.close()  # idempotent
 
 
+def test_a_step_s_loss_is_the_mean_of_its_own_forwards_losses_to_the_last_step(tmp_path: Path) -> None:
+    """Without `log(loss=...)`, a step's loss is the mean of the losses its training forwards returned (two here,
+    gradient accumulation), not the next step's (as it was: each step showed the next one's, the last none); an
+    evaluation pass under no_grad is not counted."""
+    model = build("llama")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    want = []
+    with attach(model, opt, store=tmp_path / "runs.sqlite", every=2) as probe:
+        for s in range(5):
+            losses = []
+            for micro in range(2):
+                x = ids(seed=10 * s + micro)
+                loss = model(input_ids=x, labels=x).loss
+                (loss / 2).backward()
+                losses.append(float(loss.detach()))
+            with torch.no_grad():
+                model(input_ids=ids(seed=99), labels=ids(seed=99))
+            opt.step()
+            opt.zero_grad()
+            want.append(sum(losses) / 2)
+    with Store(tmp_path / "runs.sqlite") as store:
+        data, _ = store.open_attached_run(probe.run_id)
+    np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-6)
+    assert (np.abs(np.diff(want)) > 1e-3).all()  # each step's loss differs from the next: a shift would show
+
+
+def test_a_model_trained_in_eval_mode_is_probed_with_one_warning_and_a_training_forward_wins(
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """A model trained after model.eval() (dropout off, or model.train() forgotten after an evaluation) had its
+    activation probes silently empty: its forward passes with gradients are probed now, with one warning. In a
+    model trained in training mode, an eval-mode forward with gradients earlier in the step is replaced by the
+    training forward: the stored activations are the ones a run without it stores."""
+    model = build("llama")
+    model.eval()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    run_id, said = train_attached(model, opt, tmp_path / "eval.sqlite", steps=3)
+    assert len([w for w in said if "eval mode" in w]) == 1 and len([w for w in said if "ln-viz" in w]) == 1
+    for step in (1, 2, 3):
+        assert np.isfinite(stored_probe(tmp_path / "eval.sqlite", run_id, "resid_stats", step)).all()
+        assert np.isfinite(stored_probe(tmp_path / "eval.sqlite", run_id, "attn_logit_max", step)).all()
+    stats = []
+    for extra in (False, True):
+        model = build("llama")
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        path = tmp_path / f"train-{extra}.sqlite"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with attach(model, opt, store=path, every=1) as probe:
+                for s in range(2):
+                    if extra:  # an evaluation with gradients on another batch, in eval mode, before the step's forward
+                        model.eval()
+                        model(input_ids=ids(seed=50 + s))
+                        model.train()
+                    model(input_ids=ids(seed=s), labels=ids(seed=s)).loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+        assert not [w for w in caught if "ln-viz" in str(w.message)]
+        stats.append([stored_probe(path, probe.run_id, "resid_stats", step) for step in (1, 2)])
+    np.testing.assert_array_equal(stats[0], stats[1])
+
+
+def test_a_second_attach_to_the_same_model_closes_the_first_in_one_sentence(tmp_path: Path) -> None:
+    """Two probes on one model would tap the same attention layers (the first recorded none and said its
+    attention was never seen): a second attach (a notebook cell run again) stops the first with one warning."""
+    model = build("llama")
+    model(input_ids=ids())  # HF's own hooks, installed at the first forward
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    baseline = hook_sizes(model, opt)
+    path = tmp_path / "runs.sqlite"
+    first = attach(model, opt, store=path, every=1)
+    model(input_ids=ids(), labels=ids()).loss.backward()
+    opt.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with attach(model, opt, store=path, every=1) as second:
+            for _ in range(2):
+                model(input_ids=ids(), labels=ids()).loss.backward()
+                opt.step()
+                opt.zero_grad()
+    said = [str(w.message) for w in caught if "ln-viz" in str(w.message)]
+    assert len(said) == 1 and f"already attached (run {first.run_id})" in said[0]
+    assert hook_sizes(model, opt) == baseline
+    with Store(path) as store:
+        assert (store.summary(first.run_id).status, store.summary(first.run_id).steps_done) == ("stopped", 1)
+        assert store.summary(second.run_id).status == "completed" and store.probe_steps(second.run_id) == [1, 2]
+    assert np.isfinite(stored_probe(path, second.run_id, "attn_logit_max", 2)).all()
+    first.close()  # closed already: nothing more happens
+
+
 def test_the_steps_between_probe_steps_run_without_the_activation_hooks(tmp_path: Path) -> None:
     """The blocks' and norms' hooks are there for a probe step's forward only (armed at the post-hook of the
     step before, removed at the post-hook before a step that does not probe), so the forwards in between pay

@@ -8,6 +8,7 @@ guards); kept apart so each file stays one concern.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -40,8 +41,9 @@ class ForwardProbes:
     _blank: dict[str, np.ndarray] | None = None  # the forward arrays, all NaN, copied each probe step
     _keep_attention: bool
     attention_probs: dict[int, torch.Tensor]
-    _loss_sum: torch.Tensor | None
-    _loss_n: int
+    _losses: dict[bool, tuple[torch.Tensor, int]]  # the step's losses by training mode: (their sum, how many)
+    _eval_capture: bool  # the step's capture is of a forward in eval mode (a model trained after model.eval())
+    _said_eval: bool
     _guard: Callable[[str, Callable[..., Any]], Callable[..., Any]]  # Probe's: a failing probe turns itself off
 
     def _set_tap(self) -> str | None:
@@ -67,10 +69,17 @@ class ForwardProbes:
                 handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
 
     def _on_model_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        if not (module.training and torch.is_grad_enabled()):
+        """A probe step captures its first forward with gradients in training mode. A forward with gradients in
+        eval mode (a model trained after `model.eval()`, dropout off, or an evaluation run without no_grad) is
+        captured too, for a step that has none in training mode: one in training mode later in the step replaces
+        it. Under no_grad nothing is captured."""
+        if not torch.is_grad_enabled() or self._capturing:
             return
-        if self._armed and not self._capturing:
-            self._armed = False
+        if module.training and (self._armed or self._eval_capture):
+            self._armed = self._eval_capture = False
+            self._begin_capture()
+        elif not module.training and self._armed:
+            self._armed, self._eval_capture = False, True
             self._begin_capture()
 
     def _begin_capture(self) -> None:
@@ -86,14 +95,33 @@ class ForwardProbes:
             self._sdpa.__enter__()
 
     def _on_model_out(self, module: nn.Module, args: tuple, out: Any) -> None:
-        if not (module.training and torch.is_grad_enabled()):
+        if not torch.is_grad_enabled():
             return
         loss = getattr(out, "loss", None) if not isinstance(out, torch.Tensor) else None
         if isinstance(loss, torch.Tensor) and loss.numel() == 1:
-            d = loss.detach().float()
-            self._loss_sum = d if self._loss_sum is None else self._loss_sum + d
-            self._loss_n += 1
-        self._end_capture(out)
+            d, mode = loss.detach().float(), module.training
+            total, n = self._losses.get(mode, (None, 0))
+            self._losses[mode] = (d if total is None else total + d, n + 1)
+        if module.training or self._eval_capture:
+            self._end_capture(out)
+
+    def _step_loss(self) -> float | None:
+        """The mean loss of the step's forwards with gradients in training mode (the model's own output's
+        `loss`), or of those in eval mode where there were none; None without any."""
+        total, n = self._losses.get(True) or self._losses.get(False) or (None, 0)
+        return float(total) / n if total is not None else None
+
+    def _say_if_trained_in_eval_mode(self) -> None:
+        """One warning, the first probe step whose capture was of a forward in eval mode."""
+        if self._eval_capture and not self._said_eval:
+            self._said_eval = True
+            warnings.warn(
+                "ln-viz: the model's forward passes with gradients ran in eval mode (model.eval(): dropout off); "
+                "its activations are probed on those passes, as it trained; call model.train() if it should train "
+                "with dropout.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
 
     def _end_capture(self, out: Any) -> None:
         if self._capturing and self._arrays is not None and "logz" not in self._disabled:

@@ -27,6 +27,7 @@ import math
 import os
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, Self
 
@@ -46,6 +47,20 @@ from ln_viz.summaries import StepSummaries
 from ln_viz.update_probes import WeightCopies
 
 GRAD_NORM_APPLIED, GRAD_NORM_PRECLIP = "applied", "pre-clip"  # the grad_norm scalar: after clip, or before
+_ATTACHED: weakref.WeakKeyDictionary[nn.Module, Probe] = weakref.WeakKeyDictionary()  # model -> its open probe
+
+
+def _close_earlier(model: nn.Module) -> None:
+    """Close the probe still attached to `model`, with one warning: two would tap the same attention layers (the
+    first recorded none), and a notebook cell run again has lost the first."""
+    if (earlier := _ATTACHED.get(model)) is not None and not earlier._closed:
+        warnings.warn(
+            f"ln-viz: this model was already attached (run {earlier.run_id}); that probe is closed now, its run "
+            "stopped at its last step, and this one records from here.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        earlier.close("stopped")
 
 
 class Probe(ForwardProbes):
@@ -72,20 +87,19 @@ class Probe(ForwardProbes):
         self.model, self.optimizer = unwrap(model), optimizer
         self.every, self.steps = int(every), steps
         self.card: ModelCard = describe(model, layout=layout, example=example)
+        _close_earlier(self.model)
         self.blocks = list(self.model.get_submodule(self.card.blocks))
         self.norm_names = self.card.residual_norms
         self.matrix_names = tuple(m.name for m in self.card.matrices)
         self._init_params()
         self.step = 0  # optimizer steps taken while attached
-        self.run_id: int | None = None
         self._traced = False  # a forward hook was traced by torch.compile (the model compiled after attach)
-        self._closed = self._armed = self._capturing = False
+        self._closed = self._armed = self._capturing = self._eval_capture = self._said_eval = False
         self._arrays: dict[str, np.ndarray] | None = None
         self._before: WeightCopies | None = None  # the copies taken before a probe step's update
         self._copies: WeightCopies | None = None  # the block weights' copies, reused each probe step
         self._pending: Snapshot | None = None
-        self._loss_sum: torch.Tensor | None = None
-        self._loss_n = 0
+        self._losses: dict[bool, tuple[torch.Tensor, int]] = {}
         self._logged: dict[str, float] = {}
         self._preclip: float | None = None
         self._t0 = time.monotonic()
@@ -104,13 +118,14 @@ class Probe(ForwardProbes):
         # committed once a second (the writer's default is twice): its thread's time is the user's too, and the
         # app's live view follows a run at that pace
         self._writer = RunWriter(store, flush_every=1.0)
-        self.run_id = self._writer.begin(self._info(label), label=label, model_card=self.card.to_dict())
+        self.run_id: int | None = self._writer.begin(self._info(label), label=label, model_card=self.card.to_dict())
         try:
             self._attach_hooks()
         except BaseException:  # the hooks added so far come off; the run's row says it failed
             self.close("failed")
             raise
         self._arm(is_probe_step(1, self.every, self.steps))
+        _ATTACHED[self.model] = self
         atexit.register(self.close)
 
     def _init_params(self) -> None:
@@ -188,7 +203,7 @@ class Probe(ForwardProbes):
         """Whether the next step probes: its activation hooks and attention listeners are on from now until
         the step's post-hook, and off otherwise, so the forwards between probe steps run without them (a
         compiled model's are added per shadow forward)."""
-        self._armed = armed
+        self._armed, self._eval_capture = armed, False
         if armed and not self._closed:
             _LISTENERS.update(self._listeners)
             if self.compiled is None and not self.shadowed and not self._step_handles:
@@ -250,7 +265,10 @@ class Probe(ForwardProbes):
         lr = float(self.optimizer.param_groups[0].get("lr", math.nan))
         if self._preclip is not None:
             grad_norm, self._preclip = self._preclip, None
-        self._pending = Snapshot(self.step, math.nan, lr, grad_norm, 0.0, 0.0, probes=probes)
+        # the loss of the forwards since the last step's post-hook: this step's (a `log(loss=...)` after it wins)
+        loss, self._losses = self._step_loss(), {}
+        loss = math.nan if loss is None else loss
+        self._pending = Snapshot(self.step, loss, lr, grad_norm, 0.0, 0.0, probes=probes)
         self._stop_capture()
         self._arm(is_probe_step(self.step + 1, self.every, self.steps))
 
@@ -280,6 +298,7 @@ class Probe(ForwardProbes):
             out["update_ratio"] = update_ratio(self._before, self.block_params)
         self._before = None
         self._say_if_attention_unseen(out)
+        self._say_if_trained_in_eval_mode()
         return out, total
 
     def _say_if_attention_unseen(self, out: dict[str, np.ndarray]) -> None:
@@ -331,13 +350,11 @@ class Probe(ForwardProbes):
         self._pending = None
         if "loss" in self._logged:
             snap.loss = self._logged["loss"]
-        elif self._loss_sum is not None:
-            snap.loss = float(self._loss_sum) / self._loss_n
         if "lr" in self._logged:
             snap.lr = self._logged["lr"]
         if "grad_norm" in self._logged:
             snap.grad_norm = self._logged["grad_norm"]
-        self._logged, self._loss_sum, self._loss_n = {}, None, 0
+        self._logged = {}
         snap.elapsed = time.monotonic() - self._t0
         snap.steps_per_sec = snap.step / snap.elapsed if snap.elapsed > 0 else 0.0
         self._writer.add(snap)
@@ -349,6 +366,8 @@ class Probe(ForwardProbes):
             return
         self._stop_capture()
         self._closed = True
+        if _ATTACHED.get(self.model) is self:
+            del _ATTACHED[self.model]
         atexit.unregister(self.close)
         for h in self._handles:
             h.remove()
