@@ -616,6 +616,52 @@ def test_a_model_without_hf_attention_is_tapped_at_sdpa(tmp_path: Path) -> None:
     assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", probe.run_id, "attn_entropy", 1)).all()
 
 
+def test_log_z_and_the_loss_are_found_in_a_tuple_and_hidden_states_get_no_log_z(tmp_path: Path) -> None:
+    """nanoGPT's forward returns (logits, loss), and Hugging Face's with return_dict=False (loss, logits, ...):
+    their log Z was never recorded (it was read only from a tensor or an output's `.logits`). A model whose
+    output is its hidden states (the head outside it) has no log Z, where the hidden states' was stored as one."""
+    from examples.plain_loop import TinyGPT
+
+    class NanoGPT(TinyGPT):  # nanoGPT's signature: forward(idx, targets) -> (logits, loss)
+        def forward(self, idx, targets=None):  # noqa: ANN001, ANN202
+            logits = super().forward(idx)
+            if targets is None:
+                return logits, None
+            return logits, torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    class Body(TinyGPT):  # the blocks and final norm only: the head is the user's, outside the attached module
+        def forward(self, idx):  # noqa: ANN001, ANN202
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            for block in self.blocks:
+                x = block(x)
+            return self.ln_f(x)
+
+    x = torch.randint(0, 64, (4, 16), generator=torch.Generator().manual_seed(0))
+    found = {}
+    for name, model in (("nano", NanoGPT()), ("body", Body()), ("hf", build("llama"))):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        path = tmp_path / f"{name}.sqlite"
+        with attach(model, opt, store=path, every=1) as probe:
+            if name == "nano":
+                logits, loss = model(x, x)
+            elif name == "body":
+                logits = model.head(model(x))
+                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), x.flatten())
+            else:
+                loss, logits = model(input_ids=x, labels=x, return_dict=False)[:2]
+            loss.backward()
+            opt.step()
+        with Store(path) as store:
+            data, _ = store.open_attached_run(probe.run_id)
+        found[name] = (stored_probe(path, probe.run_id, "logz_stats", 1), data.scalars["loss"][0])
+        want = torch.logsumexp(logits.detach().double(), -1)
+        if name != "body":
+            mean, std, rms, largest = want.mean(), want.std(correction=0), want.square().mean().sqrt(), want.abs().max()
+            np.testing.assert_allclose(found[name][0][:4], [mean, std, rms, largest], rtol=1e-5)  # in Stat's order
+            assert found[name][1] == pytest.approx(float(loss.detach()), rel=1e-6)  # the loss, without log(loss=)
+    assert np.isnan(found["body"][0]).all() and np.isnan(found["body"][1])
+
+
 def test_an_attached_run_is_listed_and_opens_with_its_card(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"
     model = build("olmo2")

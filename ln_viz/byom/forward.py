@@ -39,6 +39,8 @@ class ForwardProbes:
     _sdpa: SdpaTap | None
     _summaries: StepSummaries
     _blank: dict[str, np.ndarray] | None = None  # the forward arrays, all NaN, copied each probe step
+    _vocabs: frozenset[int] | None = None  # the model's vocabulary size (none or one), found once
+    card: Any  # Probe's ModelCard
     _keep_attention: bool
     attention_probs: dict[int, torch.Tensor]
     _losses: dict[bool, tuple[torch.Tensor, int]]  # the step's losses by training mode: (their sum, how many)
@@ -97,8 +99,8 @@ class ForwardProbes:
     def _on_model_out(self, module: nn.Module, args: tuple, out: Any) -> None:
         if not torch.is_grad_enabled():
             return
-        loss = getattr(out, "loss", None) if not isinstance(out, torch.Tensor) else None
-        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+        loss = self._logits_and_loss(out)[1]
+        if loss is not None and loss.numel() == 1:
             d, mode = loss.detach().float(), module.training
             total, n = self._losses.get(mode, (None, 0))
             self._losses[mode] = (d if total is None else total + d, n + 1)
@@ -125,10 +127,35 @@ class ForwardProbes:
 
     def _end_capture(self, out: Any) -> None:
         if self._capturing and self._arrays is not None and "logz" not in self._disabled:
-            logits = getattr(out, "logits", None) if not isinstance(out, torch.Tensor) else out
-            if isinstance(logits, torch.Tensor) and logits.ndim >= 2:
-                self._guard("logz", self._logz)(logits, getattr(out, "loss", None))
+            logits, loss = self._logits_and_loss(out)
+            if logits is not None:
+                self._guard("logz", self._logz)(logits, loss)
         self._stop_capture()
+
+    def _logits_and_loss(self, out: Any) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(the logits, the loss) among the model's outputs, each None where there is none: a Hugging Face output's
+        `logits` and `loss`; in a tuple or list (nanoGPT's (logits, loss), `return_dict=False`'s (loss, logits,
+        ...)) the first floating tensor of 2 or more axes that is logits, and the first 0-d floating tensor. A
+        tensor is logits unless its last axis is the residual stream's width and not the vocabulary's size (the row
+        count of its largest embedding, or its config's vocab_size): hidden states have no log Z."""
+        if self._vocabs is None:  # the config's vocab_size, else the largest embedding's rows (not the positions')
+            size = getattr(getattr(self.model, "config", None), "vocab_size", None)
+            rows = [m.num_embeddings for m in self.model.modules() if isinstance(m, nn.Embedding)]
+            self._vocabs = frozenset([size] if isinstance(size, int) else [max(rows)] if rows else [])
+
+        def is_logits(t: Any) -> bool:
+            return (
+                isinstance(t, torch.Tensor) and t.is_floating_point() and t.ndim >= 2
+                and (t.shape[-1] != self.card.d_model or t.shape[-1] in self._vocabs)
+            )  # fmt: skip
+
+        if isinstance(out, (tuple, list)):
+            loss = next((t for t in out if isinstance(t, torch.Tensor) and t.is_floating_point() and t.ndim == 0), None)
+            return next((t for t in out if is_logits(t)), None), loss
+        if isinstance(out, torch.Tensor):
+            return (out if is_logits(out) else None), None
+        logits, loss = getattr(out, "logits", None), getattr(out, "loss", None)
+        return (logits if is_logits(logits) else None), (loss if isinstance(loss, torch.Tensor) else None)
 
     def _on_compiled_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         """The compiled wrapper's forward pre-hook: on a probe step's first training forward, the shadow."""
