@@ -461,11 +461,12 @@ def test_a_plain_loop_records_step_1_every_n_and_the_last_with_the_gradients_app
 def test_a_step_s_loss_is_the_mean_of_its_own_forwards_losses_to_the_last_step(tmp_path: Path) -> None:
     """Without `log(loss=...)`, a step's loss is the mean of the losses its training forwards returned (two here,
     gradient accumulation), not the next step's (as it was: each step showed the next one's, the last none); an
-    evaluation pass under no_grad is not counted."""
+    evaluation pass under no_grad is not counted. A loop that runs past its planned `steps` is stored as planned
+    to the steps it took (it read 5 of 4)."""
     model = build("llama")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     want = []
-    with attach(model, opt, store=tmp_path / "runs.sqlite", every=2) as probe:
+    with attach(model, opt, store=tmp_path / "runs.sqlite", every=2, steps=4) as probe:  # one step past its plan
         for s in range(5):
             losses = []
             for micro in range(2):
@@ -480,6 +481,9 @@ def test_a_step_s_loss_is_the_mean_of_its_own_forwards_losses_to_the_last_step(t
             want.append(sum(losses) / 2)
     with Store(tmp_path / "runs.sqlite") as store:
         data, _ = store.open_attached_run(probe.run_id)
+        summary = store.summary(probe.run_id)
+    assert (summary.steps, summary.steps_done) == (5, 5)  # a loop that ran past its planned steps: 5 of 5, not of 4
+    assert data.probe_steps == [1, 2, 4]  # step 4 was the planned last; 5 is no multiple of 2
     np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-6)
     assert (np.abs(np.diff(want)) > 1e-3).all()  # each step's loss differs from the next: a shift would show
 

@@ -379,7 +379,7 @@ class Probe(ForwardProbes):
         self._emit_pending()
         self._closed = True
         self._writer.finish(status or "completed")
-        if self.steps is None and self.run_id is not None:
+        if (self.steps is None or self.step > self.steps) and self.run_id is not None:  # unknown, or run past
             from ln_viz.store import Store
 
             with Store(self._writer.store.path) as store:
