@@ -363,6 +363,67 @@ def test_the_tapped_logits_softmax_is_the_model_s_own_attention(name: str, tmp_p
         opt.step()
 
 
+class TorchEncoder(torch.nn.Module):
+    """A language model on PyTorch's own nn.TransformerEncoderLayer (nn.MultiheadAttention inside)."""
+
+    def __init__(self, norm_first: bool, batch_first: bool) -> None:
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=batch_first, norm_first=norm_first)
+        self.emb, self.head, self.batch_first = torch.nn.Embedding(50, 32), torch.nn.Linear(32, 50), batch_first
+        self.enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, idx: torch.Tensor, pad: torch.Tensor | None = None, mask: torch.Tensor | None = None):  # noqa: ANN201
+        x = self.emb(idx) if self.batch_first else self.emb(idx).transpose(0, 1)
+        y = self.enc(x, mask=mask, src_key_padding_mask=pad)
+        return self.head(y if self.batch_first else y.transpose(0, 1))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_pytorch_s_own_transformer_layers_are_described_and_their_attention_tapped(
+    batch_first: bool, tmp_path: Path
+) -> None:  # fmt: skip
+    """nn.TransformerEncoderLayer: its nn.MultiheadAttention runs its sdpa where the sdpa mode cannot see it, so no
+    attention was found (and no warning said so), and its matrices (in_proj_weight, linear1, linear2) had no role.
+    Now its placement, attention and roles are named, and the tapped probabilities are its own (need_weights),
+    under a causal float mask, a boolean one, and a key padding mask, on the first 8 of 10 sequences."""
+    x = torch.randint(0, 50, (10, 12), generator=torch.Generator().manual_seed(0))
+    pad = torch.zeros(10, 12, dtype=torch.bool)
+    pad[0, 9:] = True  # the last three keys of the first sequence are padding
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(12)  # float: 0 and -inf
+    calls: list[tuple[tuple, dict]] = []  # each attention call's arguments, as its module got them
+    for norm_first, want in ((False, "post"), (True, "pre")):
+        torch.manual_seed(0)
+        model = TorchEncoder(norm_first, batch_first)
+        card = describe(model)
+        assert (card.blocks, card.placement, card.attention, card.attention_impl, card.heads) == (
+            "enc.layers", want, "self_attn", "mha", 4,
+        )  # fmt: skip
+        assert [m.role for m in card.matrices] == ["attn.qkv", "attn.o", "ffn.in", "ffn.out"]
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        seen = [m.register_forward_pre_hook(lambda m, a, k: calls.append((a, k)), with_kwargs=True)
+                for m in (layer.self_attn for layer in model.enc.layers)]  # fmt: skip
+        for mask, padding in ((causal, None), (causal, pad), (causal > -1, None)):  # (boolean: True attends)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with attach(model, opt, store=tmp_path / "runs.sqlite", every=1) as probe:
+                    probe._keep_attention = True
+                    calls.clear()  # attach's describe ran the model once
+                    bool_mask = None if mask.dtype != torch.bool else ~mask  # MHA's booleans: True is masked
+                    model(x, padding, bool_mask if bool_mask is not None else mask).sum().backward()
+                    opt.step()
+            assert not [w for w in caught if "ln-viz" in str(w.message)]
+            assert len(calls) == 2  # one a layer
+            for i, (a, k) in enumerate(list(calls)):  # (the calls below add to it)
+                own = model.enc.layers[i].self_attn(*a, **(k | {"need_weights": True, "average_attn_weights": False}))
+                torch.testing.assert_close(probe.attention_probs[i], own[1][:8].detach(), atol=1e-5, rtol=0)
+            logits = stored_probe(tmp_path / "runs.sqlite", probe.run_id, "attn_logit_max", 1)
+            assert np.isfinite(logits).all() and np.isfinite(
+                stored_probe(tmp_path / "runs.sqlite", probe.run_id, "attn_entropy", 1)
+            ).all()  # fmt: skip
+        for h in seen:
+            h.remove()
+
+
 def test_gpt_oss_s_attention_sinks_are_in_the_tapped_softmax_and_its_entropy(tmp_path: Path) -> None:
     """GPT-OSS's rows also spread over each head's sink logit: without it the tapped probabilities were 0.52 off
     the model's own. The recorded entropy is of the whole row, the sink's share (1 - the row's sum of the model's

@@ -5,6 +5,8 @@ happens, without changing what the model computes.
   `lnviz_<original>` with the original's mask function in `AttentionMaskInterface` (without it a custom name
   gets no mask: Gemma 2 silently lost its causal mask in the design note's measurement), which summarises q
   and k (after RoPE and QK-norm, as the dot product sees them) and then calls the original implementation.
+- PyTorch's nn.MultiheadAttention (its TransformerEncoderLayer and DecoderLayer): a forward pre-hook on the module,
+  which projects q and k as its forward does (`mha_query_key`).
 - Anything else: a TorchFunctionMode over `F.scaled_dot_product_attention`, entered only for a probed
   forward pass; it cannot see attention written as matmul and softmax by hand (those layers stay NaN).
 """
@@ -165,6 +167,50 @@ def hf_tap_name(model: Any) -> str | None:
         if original in ALL_MASK_ATTENTION_FUNCTIONS:
             AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[original])
     return name
+
+
+def mha_query_key(
+    mha: torch.nn.MultiheadAttention, args: tuple, kwargs: dict
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, bool] | None:
+    """(q (B, H, T, hs), k (B, H, S, hs), mask, causal) of the first ENTROPY_SEQUENCES sequences of an
+    nn.MultiheadAttention call (its forward's arguments, as its pre-hook gets them: PyTorch's
+    TransformerEncoderLayer and DecoderLayer), q and k projected as its forward projects them, the mask in
+    attention_stats' terms (True: attend, or additive) from its attn_mask and key_padding_mask (True: ignore, or
+    additive); None where its keys are not all projected ones (bias_k, add_zero_attn)."""
+    names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask", "average_attn_weights")
+    given = dict(zip(names, args)) | kwargs
+    if mha.bias_k is not None or mha.add_zero_attn:
+        return None
+    query, key = given["query"].detach(), given["key"].detach()
+    if query.dim() == 2:  # unbatched (T, E)
+        query, key = query.unsqueeze(1), key.unsqueeze(1)
+    elif mha.batch_first:
+        query, key = query.transpose(0, 1), key.transpose(0, 1)  # (T, B, E), as its forward computes
+    n = min(query.shape[1], ENTROPY_SEQUENCES)
+    query, key = query[:, :n], key[:, :n]
+    E, H = mha.embed_dim, mha.num_heads
+    bias = mha.in_proj_bias.detach().chunk(3) if mha.in_proj_bias is not None else (None, None, None)
+    if mha._qkv_same_embed_dim:
+        w_q, w_k, _ = mha.in_proj_weight.detach().chunk(3)
+    else:
+        w_q, w_k = mha.q_proj_weight.detach(), mha.k_proj_weight.detach()
+    q = F.linear(query, w_q, bias[0]).view(query.shape[0], n, H, E // H).permute(1, 2, 0, 3)
+    k = F.linear(key, w_k, bias[1]).view(key.shape[0], n, H, E // H).permute(1, 2, 0, 3)
+    masks = []
+    attn_mask, padding = given.get("attn_mask"), given.get("key_padding_mask")
+    if attn_mask is not None:  # (T, S), or (B * H, T, S)
+        m = attn_mask.detach()
+        masks.append(m.view(-1, H, *m.shape[-2:])[:n] if m.dim() == 3 else m[None, None])
+    if padding is not None:  # (B, S), or (S,) unbatched
+        masks.append(padding.detach().reshape(-1, padding.shape[-1])[:n, None, None, :])
+    causal = bool(given.get("is_causal", False)) and attn_mask is None
+    if not masks:
+        return q, k, None, causal
+    if all(m.dtype == torch.bool for m in masks):
+        keep = ~masks[0] if len(masks) == 1 else ~(masks[0] | masks[1])
+        return q, k, keep, causal
+    added = [torch.zeros(m.shape).masked_fill_(m, -math.inf) if m.dtype == torch.bool else m.float() for m in masks]
+    return q, k, added[0] if len(added) == 1 else added[0] + added[1], causal
 
 
 class SdpaTap(TorchFunctionMode):

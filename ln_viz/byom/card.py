@@ -95,7 +95,9 @@ class ModelCard:
     norms: tuple[NormCard, ...]  # of one block, in forward order
     matrices: tuple[MatrixCard, ...]  # of one block, in parameter order
     attention: str  # the attention module's path inside a block ("" when none was seen)
-    attention_impl: str  # HF's config._attn_implementation, else "sdpa" | "softmax" | "none"
+    attention_impl: (
+        str  # HF's config._attn_implementation, else "sdpa" | "mha" (nn.MultiheadAttention) | "softmax" | "none"
+    )
     heads: int | None
     n_params: int
     found_by: str  # layout | _no_split_modules | largest ModuleList
@@ -135,6 +137,7 @@ class _AttentionCalls(TorchFunctionMode):
         super().__init__()
         self.stack = stack
         self.sdpa: list[str] = []
+        self.mha: list[str] = []  # nn.MultiheadAttention's (its sdpa runs inside, unseen by the mode)
         self.softmax: list[str] = []
         self.values: torch.Tensor | None = None  # the first sdpa call's values (a V-norm's output flows there)
 
@@ -146,6 +149,8 @@ class _AttentionCalls(TorchFunctionMode):
                 self.sdpa.append(where)
                 if self.values is None and len(args) > 2 and isinstance(args[2], torch.Tensor):
                     self.values = args[2].detach().clone()
+            elif func is F.multi_head_attention_forward:
+                self.mha.append(where)
             elif func in (torch.softmax, F.softmax, torch.Tensor.softmax) and args and _scores_like(args[0]):
                 self.softmax.append(where)
         return func(*args, **kwargs)
@@ -216,8 +221,8 @@ def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
             h.remove()
     if "" not in inputs or "" not in outputs:
         raise LayoutError(f"the forward pass did not run the blocks of {type(model).__name__}: pass layout=.")
-    attention = (calls.sdpa or calls.softmax or [""])[0]
-    impl = "sdpa" if calls.sdpa else "softmax" if calls.softmax else "none"
+    attention = (calls.sdpa or calls.mha or calls.softmax or [""])[0]
+    impl = "sdpa" if calls.sdpa else "mha" if calls.mha else "softmax" if calls.softmax else "none"
     hf_impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
     runs = order.count("")
     order = list(dict.fromkeys(order))  # a block run twice (shared weights) lists its modules once
@@ -250,6 +255,8 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     matrices = tuple(MatrixCard(*m) for m in matrix_roles(block, attention, attention_part(block, attention)))
     config = getattr(model, "config", None)
     heads = getattr(config, "num_attention_heads", None) if config is not None else None
+    if attention and isinstance(mha := block.get_submodule(attention), nn.MultiheadAttention):
+        heads = mha.num_heads
     if others:
         notes.append(f"only {path} is probed; also found: {', '.join(others)}")
     if trace.runs > 1:  # ALBERT: one block's weights shared by every layer

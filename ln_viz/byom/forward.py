@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ln_viz.byom.attention import SdpaTap, attention_stats
+from ln_viz.byom.attention import SdpaTap, attention_stats, mha_query_key
 from ln_viz.byom.card import block_input, first_tensor
 from ln_viz.byom.measure import _mode_stack
 from ln_viz.byom.summaries import log_z
@@ -63,10 +63,12 @@ class ForwardProbes:
         )
         for i, block in enumerate(self.blocks):
             handles.append(block.register_forward_hook(self._guard("activations", self._on_block(i))))
+            attention = _submodule(block, self.card.attention)  # None in a hybrid's Mamba layer
+            if isinstance(attention, nn.MultiheadAttention):  # its sdpa runs where the sdpa mode cannot see it
+                hook = self._guard("attention", self._on_mha(i))
+                handles.append(attention.register_forward_pre_hook(hook, with_kwargs=True))
             for j, name in enumerate(self.norm_names):
-                try:
-                    norm = block.get_submodule(name)
-                except AttributeError:
+                if (norm := _submodule(block, name)) is None:
                     continue
                 handles.append(norm.register_forward_pre_hook(self._guard("activations", self._on_norm(i, j))))
 
@@ -244,5 +246,21 @@ class ForwardProbes:
 
         return listener
 
+    def _on_mha(self, i: int) -> Callable[..., None]:
+        def hook(module: nn.MultiheadAttention, args: tuple, kwargs: dict) -> None:
+            if self._capturing and self._arrays is not None and (seen := mha_query_key(module, args, kwargs)):
+                q, k, mask, causal = seen
+                self._record_attention(i, q, k, mask, None, None, causal)
+
+        return hook
+
     def _on_sdpa(self, i: int, q: Any, k: Any, mask: Any, scale: Any, causal: bool) -> None:
         self._record_attention(i, q, k, mask, scale, None, causal)
+
+
+def _submodule(block: nn.Module, path: str) -> nn.Module | None:
+    """The block's module at `path`, or None where it has none (a hybrid's layers differ) or `path` is empty."""
+    try:
+        return block.get_submodule(path) if path else None
+    except AttributeError:
+        return None

@@ -10,7 +10,8 @@
   matrices of its own);
 - the placement, from the residual norms' roles and whether attention and the FFN read the same input;
 - a matrix's role (q, k, v, o, fused qkv, FFN in, gate, out) from its attribute name inside the attention module
-  or outside it (a short table of the names HF, nanoGPT and Meta use); "other" where the name says nothing.
+  or outside it (a short table of the names HF, nanoGPT, Meta and PyTorch's own layers use); "other" where the
+  name says nothing.
 """
 
 from __future__ import annotations
@@ -24,17 +25,18 @@ from ln_viz.byom.layout import _close, _feeds_matrix, _inside
 
 # attribute names of the matrices, by role (the last part of the module's path inside the block)
 _ATTN_ROLES = {
-    "attn.q": {"q_proj", "query", "q", "q_lin", "wq", "to_q"},
-    "attn.k": {"k_proj", "key", "k", "k_lin", "wk", "to_k"},
-    "attn.v": {"v_proj", "value", "v", "v_lin", "wv", "to_v"},
+    "attn.q": {"q_proj", "query", "q", "q_lin", "wq", "to_q", "q_proj_weight"},
+    "attn.k": {"k_proj", "key", "k", "k_lin", "wk", "to_k", "k_proj_weight"},
+    "attn.v": {"v_proj", "value", "v", "v_lin", "wv", "to_v", "v_proj_weight"},
     "attn.o": {"o_proj", "out_proj", "dense", "c_proj", "wo", "o", "out_lin", "to_out", "proj"},
-    "attn.qkv": {"c_attn", "query_key_value", "qkv", "wqkv", "qkv_proj", "in_proj", "w_pack"},
+    "attn.qkv": {"c_attn", "query_key_value", "qkv", "wqkv", "qkv_proj", "in_proj", "w_pack", "in_proj_weight"},
 }
 _FFN_ROLES = {
     "ffn.gate": {"gate_proj", "gate", "wi_0", "w_gate"},
     "ffn.in": {"up_proj", "gate_up_proj", "v1", "fc1", "c_fc", "dense_h_to_4h", "fc_in", "wi", "wi_1", "w3", "lin1",
-               "w_in", "input_linear"},
-    "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out", "output_linear"},
+               "w_in", "input_linear", "linear1"},
+    "ffn.out": {"down_proj", "fc2", "c_proj", "dense_4h_to_h", "fc_out", "wo", "w2", "lin2", "w_out", "output_linear",
+                "linear2"},
 }  # fmt: skip
 RESIDUAL_ROLES = ("pre", "post", "out", "mid")  # the others (qk, v, latent) are off the residual path
 
