@@ -8,7 +8,10 @@ happens, without changing what the model computes.
 - PyTorch's nn.MultiheadAttention (its TransformerEncoderLayer and DecoderLayer): a forward pre-hook on the module,
   which projects q and k as its forward does (`mha_query_key`).
 - Anything else: a TorchFunctionMode over `F.scaled_dot_product_attention`, entered only for a probed
-  forward pass; it cannot see attention written as matmul and softmax by hand (those layers stay NaN).
+  forward pass.
+- Attention written by hand (matmul and softmax: BLOOM, MPT, DeBERTa-v2, research code): the same mode sees the
+  softmax a running attention module gives its scores (`softmax_input_stats`), for the layers no tap above saw;
+  for a Hugging Face model, entered for its first probed pass, and kept on only where it was needed.
 """
 
 from __future__ import annotations
@@ -213,18 +216,39 @@ def mha_query_key(
     return q, k, added[0] if len(added) == 1 else added[0] + added[1], causal
 
 
+def softmax_input_stats(z: torch.Tensor, probs: bool = False) -> tuple[float, float, torch.Tensor | None]:
+    """attention_stats' (largest |logit|, mean entropy, the probabilities when `probs`) from the scores (B, H, T, S)
+    that attention written by hand gives a softmax over its last axis, on the first ENTROPY_SEQUENCES sequences.
+    Masked entries are those at or below half the most negative number of the scores' dtype (-inf, or finfo.min
+    as Hugging Face's eager masks); a NaN stays (the largest is NaN then). The logits are the scores as given:
+    scaled, and with any additive bias in them (BLOOM's ALiBi)."""
+    z = z.detach()[:ENTROPY_SEQUENCES]
+    keep = ~(z <= torch.finfo(z.dtype).min / 2)
+    z = z.float()
+    largest = float(torch.where(keep, z, 0.0).abs().amax())
+    entropy, p = _entropy(z.masked_fill(~keep, MASKED), keep, False, probs, None)
+    return largest, entropy, p
+
+
+_SOFTMAX = (torch.softmax, F.softmax, torch.Tensor.softmax)
+
+
 class SdpaTap(TorchFunctionMode):
     """Sees every F.scaled_dot_product_attention call while entered; `on_call(i, q, k, mask, scale, causal)`
-    with i counting the calls of this forward pass (the layer, for a model that calls it once a block)."""
+    with i counting the calls of this forward pass (the layer, for a model that calls it once a block); and, with
+    `on_softmax`, every softmax: `on_softmax(x, dim)` (attention written by hand, where the caller knows which
+    attention module is running). `on_call` None: the softmax alone."""
 
-    def __init__(self, on_call: Callable[..., None]) -> None:
+    def __init__(self, on_call: Callable[..., None] | None, on_softmax: Callable[..., None] | None = None) -> None:
         super().__init__()
-        self.on_call = on_call
+        self.on_call, self.on_softmax = on_call, on_softmax
         self.calls = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is F.scaled_dot_product_attention:
+        if func in _SOFTMAX and self.on_softmax is not None and args and isinstance(args[0], torch.Tensor):
+            self.on_softmax(args[0], kwargs.get("dim", args[1] if len(args) > 1 else None))
+        elif func is F.scaled_dot_product_attention and self.on_call is not None:
             q, k = args[0], args[1]
             mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
             causal = kwargs.get("is_causal", args[5] if len(args) > 5 else False)

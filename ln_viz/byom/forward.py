@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ln_viz.byom.attention import SdpaTap, attention_stats, mha_query_key
+from ln_viz.byom.attention import SdpaTap, attention_stats, mha_query_key, softmax_input_stats
 from ln_viz.byom.card import block_input, first_tensor
 from ln_viz.byom.measure import _mode_stack
 from ln_viz.byom.summaries import log_z
@@ -40,6 +40,11 @@ class ForwardProbes:
     _summaries: StepSummaries
     _blank: dict[str, np.ndarray] | None = None  # the forward arrays, all NaN, copied each probe step
     _vocabs: frozenset[int] | None = None  # the model's vocabulary size (none or one), found once
+    # attention written by hand: its softmax is watched in the first probed pass, and after it only where it was seen
+    _watch_softmax = True
+    _softmax_used = False
+    _in_attention: int | None = None  # the block whose attention module is running
+    _attn_seen: set[int]  # the blocks whose attention this pass recorded (a set per pass)
     card: Any  # Probe's ModelCard
     _keep_attention: bool
     attention_probs: dict[int, torch.Tensor]
@@ -67,6 +72,9 @@ class ForwardProbes:
             if isinstance(attention, nn.MultiheadAttention):  # its sdpa runs where the sdpa mode cannot see it
                 hook = self._guard("attention", self._on_mha(i))
                 handles.append(attention.register_forward_pre_hook(hook, with_kwargs=True))
+            elif attention is not None and self._watch_softmax:  # which block a softmax of scores belongs to
+                handles.append(attention.register_forward_pre_hook(lambda m, a, i=i: setattr(self, "_in_attention", i)))
+                handles.append(attention.register_forward_hook(lambda m, a, o: setattr(self, "_in_attention", None)))
             for j, name in enumerate(self.norm_names):
                 if (norm := _submodule(block, name)) is None:
                     continue
@@ -94,9 +102,11 @@ class ForwardProbes:
             self._blank = {n: np.full(PROBES[n].shape_for(dims), np.nan, np.float32) for n in forward}
         self._arrays = {n: a.copy() for n, a in self._blank.items()}
         self._summaries.clear()
+        self._attn_seen, self._softmax_used = set(), False
         if self._sdpa is not None and "attention" not in self._disabled:
-            self._sdpa.calls = 0
-            self._sdpa.__enter__()
+            if self._sdpa.on_call is not None or (self._watch_softmax and self.card.attention):
+                self._sdpa.calls = 0
+                self._sdpa.__enter__()
 
     def _on_model_out(self, module: nn.Module, args: tuple, out: Any) -> None:
         if not torch.is_grad_enabled():
@@ -203,6 +213,7 @@ class ForwardProbes:
         self._summaries.clear()
         if self._capturing and self._sdpa is not None and self._sdpa in _mode_stack():
             self._sdpa.__exit__(None, None, None)
+            self._watch_softmax = self._softmax_used  # after the first pass: on only where it was needed
         self._capturing = False
 
     def _on_input(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -234,11 +245,25 @@ class ForwardProbes:
     ) -> None:
         if not (self._capturing and self._arrays is not None) or i >= len(self.blocks):
             return
-        largest, entropy, p = attention_stats(q, k, mask, scaling, softcap, causal, self._keep_attention, sinks)
+        self._store_attention(i, *attention_stats(q, k, mask, scaling, softcap, causal, self._keep_attention, sinks))
+
+    def _store_attention(self, i: int, largest: float, entropy: float, p: torch.Tensor | None) -> None:
+        assert self._arrays is not None
         self._arrays["attn_logit_max"][i] = largest
         self._arrays["attn_entropy"][i] = entropy
         if p is not None:
             self.attention_probs[i] = p
+        self._attn_seen.add(i)
+
+    def _on_softmax(self, z: torch.Tensor, dim: Any) -> None:
+        """A softmax over the last axis of (B, H, T, S) scores while block i's attention module runs, where no
+        other tap recorded that block in this pass: attention written by hand."""
+        i = self._in_attention
+        if i is None or i in self._attn_seen or not (self._capturing and self._arrays is not None):
+            return
+        if self._watch_softmax and z.ndim == 4 and dim in (-1, 3) and z.is_floating_point():
+            self._store_attention(i, *softmax_input_stats(z, self._keep_attention))
+            self._softmax_used = True
 
     def _on_hf_attention(self, i: int) -> Callable[..., None]:
         def listener(module, query, key, mask, scaling, softcap, causal, sinks=None) -> None:

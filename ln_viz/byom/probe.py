@@ -183,8 +183,10 @@ class Probe(ForwardProbes):
                 self._listeners[key] = self._guard("attention", self._on_hf_attention(i))
             self.attention_tap = "AttentionInterface"
         else:
-            self._sdpa = SdpaTap(self._guard("attention", self._on_sdpa))
             self.attention_tap = "sdpa"
+        # sdpa's calls where the AttentionInterface does not drive the model; the softmax of attention written by hand
+        on_sdpa = self._guard("attention", self._on_sdpa) if self._tap is None else None
+        self._sdpa = SdpaTap(on_sdpa, self._guard("attention", self._on_softmax))
         if self.shadowed:  # nothing on the model: its activation hooks are added per `shadow` call
             return
         if self.compiled is not None:  # only the wrapper's hooks, which run eagerly; the rest per shadow forward
@@ -302,19 +304,19 @@ class Probe(ForwardProbes):
         return out, total
 
     def _say_if_attention_unseen(self, out: dict[str, np.ndarray]) -> None:
-        """One warning, on the first probe step that captured the blocks, when no layer's attention was seen:
-        written by hand (BLOOM, MPT, DeBERTa), neither through Hugging Face's attention functions nor
-        F.scaled_dot_product_attention, so its attention probes stay empty (NaN), as the card cannot tell."""
+        """One warning, on the first probe step that captured the blocks, when no layer's attention was seen: through
+        neither Hugging Face's attention functions, F.scaled_dot_product_attention, nn.MultiheadAttention nor a
+        softmax of (batch, heads, query, key) scores, so its attention probes stay empty (NaN)."""
         resid, logits = out.get("resid_stats"), out.get("attn_logit_max")
         if "unseen" in self._disabled or resid is None or logits is None or not np.isfinite(resid).any():
             return
         self._disabled.add("unseen")
         if self.card.attention and "attention" not in self._disabled and np.isnan(logits).all():
             warnings.warn(
-                f"ln-viz: no attention of {self.card.family} (in {self.card.attention}) ran where ln-viz taps it, "
-                "Hugging Face's attention functions or F.scaled_dot_product_attention (attention written by hand, "
-                "as BLOOM's, cannot be tapped), so its attention probes (largest logit, entropy) stay empty; the "
-                "others are recorded.",
+                f"ln-viz: no attention of {self.card.family} (in {self.card.attention}) ran where ln-viz taps it "
+                "(Hugging Face's attention functions, F.scaled_dot_product_attention, nn.MultiheadAttention, or a "
+                "softmax of (batch, heads, query, key) scores), so its attention probes (largest logit, entropy) stay "
+                "empty; the others are recorded.",
                 RuntimeWarning,
                 stacklevel=3,
             )
