@@ -896,6 +896,28 @@ def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
 
 
+def test_a_flex_attention_block_mask_gives_what_its_dense_mask_gives() -> None:
+    """Flex attention hands its attention function a BlockMask, not a tensor (the probe failed on it, and turned
+    itself off): its mask_mod is evaluated per position, for each of the first 8 sequences (a document mask)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    from ln_viz.byom.attention import attention_stats
+
+    docs = torch.tensor([[0] * 6 + [1] * 10] * 5 + [[0] * 11 + [1] * 5] * 5)  # two documents a sequence, 10 sequences
+
+    def same_document_causal(b, h, q, kv):  # noqa: ANN001, ANN202
+        return (q >= kv) & (docs[b, q] == docs[b, kv])
+
+    block = create_block_mask(same_document_causal, B=10, H=None, Q_LEN=16, KV_LEN=16, device="cpu")
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(10, 4, 16, 8, generator=g), torch.randn(10, 4, 16, 8, generator=g)
+    b, qi, ki = torch.meshgrid(torch.arange(10), torch.arange(16), torch.arange(16), indexing="ij")
+    dense = same_document_causal(b, None, qi, ki)[:, None]  # (10, 1, 16, 16)
+    got, want = attention_stats(q, k, block, probs=True), attention_stats(q, k, dense, probs=True)
+    assert got[:2] == want[:2] and torch.equal(got[2], want[2])
+    assert got[1] < attention_stats(q, k, causal=True)[1]  # fewer keys per row than causal alone: lower entropy
+
+
 def test_the_trimmed_tensor_summary_equals_the_one_before_bit_for_bit() -> None:
     from ln_viz.schema import HIST_LIMIT
     from ln_viz.summaries import tensor_stats, tensor_summary

@@ -36,7 +36,7 @@ _LISTENERS: dict[int, Callable[..., None]] = {}
 def attention_stats(
     query: torch.Tensor,
     key: torch.Tensor,
-    mask: torch.Tensor | None = None,
+    mask: Any = None,
     scaling: float | None = None,
     softcap: float | None = None,
     causal: bool = False,
@@ -45,13 +45,16 @@ def attention_stats(
 ) -> tuple[float, float, torch.Tensor | None]:
     """(largest |logit|, mean entropy in nats, the probabilities when `probs`, else None) of
     softmax(q k^T * scaling) for q (B, H, T, hs), k (B, Hkv, S, hs) on the first ENTROPY_SEQUENCES sequences;
-    `mask` boolean (True: attend) or additive, broadcastable to (B, H, T, S); `softcap` as Gemma 2's tanh cap;
+    `mask` boolean (True: attend) or additive, broadcastable to (B, H, T, S), or flex attention's BlockMask;
+    `softcap` as Gemma 2's tanh cap;
     `causal` when there is no mask but the implementation would apply a causal one; `sinks` (H,) each head's
     attention-sink logit (GPT-OSS), a column every row's softmax also spreads over: in the entropy, not among the
     logits (the largest is of q.k), and dropped from the probabilities as the model's own are. Reads q and k
     detached (no no_grad context needed)."""
     q = query.detach()[:ENTROPY_SEQUENCES].float()
     k = key.detach()[:ENTROPY_SEQUENCES].float()
+    if mask is not None and not isinstance(mask, torch.Tensor):  # flex attention's BlockMask
+        mask = dense_block_mask(mask, q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.device)
     if k.shape[1] != q.shape[1]:  # grouped-query attention: each k head serves several q heads
         k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
     scale = scaling if scaling is not None else 1.0 / math.sqrt(q.shape[-1])
@@ -82,6 +85,15 @@ def attention_stats(
         scores = scores.add_(_bias(keep)) if fast else scores.masked_fill(~keep, MASKED)  # scores: our own
     entropy, p = _entropy(scores, keep, causal and mask is None and S >= T, probs, sinks)
     return largest, entropy, p
+
+
+def dense_block_mask(block_mask: Any, batch: int, heads: int, T: int, S: int, device: torch.device) -> torch.Tensor:
+    """Flex attention's BlockMask as booleans (batch or 1, heads or 1, T, S), True where a query attends: its
+    mask_mod evaluated at every position of the first `batch` sequences (a document mask differs by sequence)."""
+    from torch.nn.attention.flex_attention import create_mask
+
+    b, h = block_mask.shape[:2]
+    return create_mask(block_mask.mask_mod, min(b, batch) if b > 1 else None, heads if h > 1 else None, T, S, device)
 
 
 def _entropy(
