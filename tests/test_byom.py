@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -626,6 +627,22 @@ def test_a_model_trained_in_eval_mode_is_probed_with_one_warning_and_a_training_
     np.testing.assert_array_equal(stats[0], stats[1])
 
 
+@pytest.mark.slow  # a compiled model: ~5 s
+def test_a_compiled_model_trained_in_eval_mode_is_probed_by_its_shadow_with_one_warning(tmp_path: Path) -> None:
+    """The compiled model's shadow forward claims a probe step's forward as the eager model's hooks do: one with
+    gradients in eval mode too (every probe of it was NaN, with no word)."""
+    model = build("llama")
+    model.eval()
+    compiled = torch.compile(model, backend="eager")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    run_id, said = train_attached(compiled, opt, tmp_path / "runs.sqlite", steps=2)
+    assert [w for w in said if "ln-viz" in w] == [w for w in said if "eval mode" in w] and len(said) >= 1
+    assert len([w for w in said if "eval mode" in w]) == 1
+    for step in (1, 2):
+        assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", run_id, "resid_stats", step)).all()
+        assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", run_id, "attn_logit_max", step)).all()
+
+
 def test_a_second_attach_to_the_same_model_closes_the_first_in_one_sentence(tmp_path: Path) -> None:
     """Two probes on one model would tap the same attention layers (the first recorded none and said its
     attention was never seen): a second attach (a notebook cell run again) stops the first with one warning."""
@@ -646,6 +663,7 @@ def test_a_second_attach_to_the_same_model_closes_the_first_in_one_sentence(tmp_
                 opt.zero_grad()
     said = [str(w.message) for w in caught if "ln-viz" in str(w.message)]
     assert len(said) == 1 and f"already attached (run {first.run_id})" in said[0]
+    assert second.card.attention_impl == first.card.attention_impl == "sdpa"  # not the first's tap's name
     assert hook_sizes(model, opt) == baseline
     with Store(path) as store:
         assert (store.summary(first.run_id).status, store.summary(first.run_id).steps_done) == ("stopped", 1)
@@ -894,6 +912,23 @@ def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
     out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
     return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
+
+
+@pytest.mark.parametrize("fill", ["-inf", "finfo", "float16 min", "-1e9", "bert -10000 added"])
+def test_a_mask_filled_by_hand_is_no_logit_at_the_softmax_tap(fill: str) -> None:
+    """Hand-written attention masks with what its authors write: -inf, the dtype's minimum, float16's after a cast
+    to float32 (MPT under autocast: its largest logit read 65504), -1e9, or BERT's -10000 added to the score."""
+    from ln_viz.byom.attention import softmax_input_stats
+
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randn(2, 4, 16, 16, generator=g)
+    future = torch.ones(16, 16, dtype=torch.bool).triu(1)
+    value = {"-inf": -math.inf, "finfo": torch.finfo(torch.float32).min, "float16 min": torch.finfo(torch.float16).min,
+             "-1e9": -1e9}.get(fill)  # fmt: skip
+    z = scores + future * -10000.0 if value is None else scores.masked_fill(future, value)
+    largest, entropy, p = softmax_input_stats(z, probs=True)
+    assert largest == pytest.approx(float(scores.masked_fill(future, 0).abs().amax()))
+    torch.testing.assert_close(p, torch.softmax(scores.masked_fill(future, -math.inf), -1), atol=1e-6, rtol=0)
 
 
 def test_a_flex_attention_block_mask_gives_what_its_dense_mask_gives() -> None:

@@ -224,18 +224,22 @@ def mha_query_key(
     if all(m.dtype == torch.bool for m in masks):
         keep = ~masks[0] if len(masks) == 1 else ~(masks[0] | masks[1])
         return q, k, keep, causal
-    added = [torch.zeros(m.shape).masked_fill_(m, -math.inf) if m.dtype == torch.bool else m.float() for m in masks]
+    added = [
+        torch.zeros(m.shape, device=m.device).masked_fill_(m, -math.inf) if m.dtype == torch.bool else m.float()
+        for m in masks
+    ]
     return q, k, added[0] if len(added) == 1 else added[0] + added[1], causal
 
 
 def softmax_input_stats(z: torch.Tensor, probs: bool = False) -> tuple[float, float, torch.Tensor | None]:
     """attention_stats' (largest |logit|, mean entropy, the probabilities when `probs`) from the scores (B, H, T, S)
     that attention written by hand gives a softmax over its last axis, on the first ENTROPY_SEQUENCES sequences.
-    Masked entries are those at or below half the most negative number of the scores' dtype (-inf, or finfo.min
-    as Hugging Face's eager masks); a NaN stays (the largest is NaN then). The logits are the scores as given:
-    scaled, and with any additive bias in them (BLOOM's ALiBi)."""
+    Masked entries are those at or below HAND_MASKED: the fills such code adds or writes (-inf, a dtype's minimum
+    as Hugging Face's eager masks, float16's after a cast to float32 as MPT's under autocast, -1e9, BERT's -10000
+    added to a score); a real logit down there would be taken for masked. A NaN stays (the largest is NaN then).
+    The logits are the scores as given: scaled, and with any additive bias in them (BLOOM's ALiBi)."""
     z = z.detach()[:ENTROPY_SEQUENCES]
-    keep = ~(z <= torch.finfo(z.dtype).min / 2)
+    keep = ~(z <= HAND_MASKED)
     z = z.float()
     largest = float(torch.where(keep, z, 0.0).abs().amax())
     entropy, p = _entropy(z.masked_fill(~keep, MASKED), keep, False, probs, None)
@@ -243,6 +247,7 @@ def softmax_input_stats(z: torch.Tensor, probs: bool = False) -> tuple[float, fl
 
 
 _SOFTMAX = (torch.softmax, F.softmax, torch.Tensor.softmax)
+HAND_MASKED = -5000.0  # softmax_input_stats: a score at or below it is a mask's fill, not a logit
 
 
 class SdpaTap(TorchFunctionMode):

@@ -85,14 +85,21 @@ class ForwardProbes:
         eval mode (a model trained after `model.eval()`, dropout off, or an evaluation run without no_grad) is
         captured too, for a step that has none in training mode: one in training mode later in the step replaces
         it. Under no_grad nothing is captured."""
+        if self._claim(module.training):
+            self._begin_capture()
+
+    def _claim(self, training: bool) -> bool:
+        """Whether a forward with this training mode starting now is the one the probe step captures (see
+        _on_model_in), the flags set for it."""
         if not torch.is_grad_enabled() or self._capturing:
-            return
-        if module.training and (self._armed or self._eval_capture):
+            return False
+        if training and (self._armed or self._eval_capture):
             self._armed = self._eval_capture = False
-            self._begin_capture()
-        elif not module.training and self._armed:
+            return True
+        if not training and self._armed:
             self._armed, self._eval_capture = False, True
-            self._begin_capture()
+            return True
+        return False
 
     def _begin_capture(self) -> None:
         self._capturing = True
@@ -170,9 +177,8 @@ class ForwardProbes:
         return (logits if is_logits(logits) else None), (loss if isinstance(loss, torch.Tensor) else None)
 
     def _on_compiled_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        """The compiled wrapper's forward pre-hook: on a probe step's first training forward, the shadow."""
-        if module.training and torch.is_grad_enabled() and self._armed and not self._capturing:
-            self._armed = False
+        """The compiled wrapper's forward pre-hook: on the forward a probe step captures (_on_model_in), the shadow."""
+        if self._claim(module.training):
             self._shadow(lambda: self.model(*args, **kwargs))
 
     def _shadow(self, run: Callable[[], Any]) -> None:

@@ -85,9 +85,9 @@ class Probe(ForwardProbes):
         self.compiled = model if is_compiled(model) else None  # torch.compile's wrapper: a shadow forward
         self.shadowed = shadowed  # compiled with no wrapper to hook: no hook on the model, the adapter's `shadow`
         self.model, self.optimizer = unwrap(model), optimizer
+        _close_earlier(self.model)  # before describe: the first's attention tap is not this model's own
         self.every, self.steps = int(every), steps
         self.card: ModelCard = describe(model, layout=layout, example=example)
-        _close_earlier(self.model)
         self.blocks = list(self.model.get_submodule(self.card.blocks))
         self.norm_names = self.card.residual_norms
         self.matrix_names = tuple(m.name for m in self.card.matrices)
