@@ -643,6 +643,28 @@ def test_a_compiled_model_trained_in_eval_mode_is_probed_by_its_shadow_with_one_
         assert np.isfinite(stored_probe(tmp_path / "runs.sqlite", run_id, "attn_logit_max", step)).all()
 
 
+def test_attach_refuses_what_it_cannot_count_in_one_sentence(tmp_path: Path) -> None:
+    """A model that is no module, an optimizer that is none (None, a name), a fractional or textual `every`, a
+    `steps` under 1: one sentence each, where they failed deep inside (AttributeError, TypeError) or were taken
+    silently (every=2.5 probed every 2, steps=0 never probed its last); numpy's integers are whole numbers."""
+    model = build("llama")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    store = tmp_path / "runs.sqlite"
+    refused = [
+        ("nn.Module", dict(model="a model")), ("not a NoneType", dict(optimizer=None)),
+        ("not a str", dict(optimizer="adam")),
+        ("every=2.5", dict(every=2.5)), ("every='10'", dict(every="10")), ("every=0", dict(every=0)),
+        ("steps=0", dict(steps=0)), ("steps=-3", dict(steps=-3)), ("every=True", dict(every=True)),
+    ]  # fmt: skip
+    for want, given in refused:
+        args = {"model": model, "optimizer": opt} | given
+        with pytest.raises((TypeError, ValueError)) as caught:
+            attach(args.pop("model"), args.pop("optimizer"), store=store, **args)
+        assert want in str(caught.value), str(caught.value)
+    with attach(model, opt, store=store, every=np.int64(2), steps=np.int64(3)) as probe:
+        assert (probe.every, probe.steps) == (2, 3)
+
+
 def test_a_second_attach_to_the_same_model_closes_the_first_in_one_sentence(tmp_path: Path) -> None:
     """Two probes on one model would tap the same attention layers (the first recorded none and said its
     attention was never seen): a second attach (a notebook cell run again) stops the first with one warning."""

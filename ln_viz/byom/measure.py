@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -42,6 +43,21 @@ def update_ratio(copies: WeightCopies, block_params: list[list[torch.Tensor]]) -
     the block weights in block order, not needed after: WeightCopies.norms may overwrite them)."""
     base, delta, _ = copies.norms()
     return block_update_ratios(base, delta, [len(ps) for ps in block_params])
+
+
+def check_attach_args(model: object, optimizer: object, every: object, steps: object) -> None:
+    """attach's arguments, each refused in one sentence where it is not what it must be."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"ln-viz: attach needs the torch.nn.Module you train, not a {type(model).__name__}.")
+    if not all(hasattr(optimizer, a) for a in ("param_groups", "register_step_pre_hook", "register_step_post_hook")):
+        raise TypeError(
+            f"ln-viz: attach needs the torch.optim.Optimizer that trains the model (its steps are what it counts), "
+            f"not a {type(optimizer).__name__}."
+        )
+    if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+        raise ValueError(f"every={every!r}: probe every N >= 1 optimizer steps, N a whole number.")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1):
+        raise ValueError(f"steps={steps!r}: the optimizer steps the run will take, a whole number >= 1, or None.")
 
 
 def is_probe_step(step: int, every: int, last: int | None) -> bool:

@@ -38,7 +38,7 @@ from torch import nn
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
 from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
 from ln_viz.byom.forward import ForwardProbes
-from ln_viz.byom.measure import grad_norms, is_probe_step, update_ratio
+from ln_viz.byom.measure import check_attach_args, grad_norms, is_probe_step, update_ratio
 from ln_viz.config import RunConfig
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
 from ln_viz.snapshot import RunInfo, Snapshot
@@ -80,13 +80,12 @@ class Probe(ForwardProbes):
         example: Any = None,
         shadowed: bool = False,
     ) -> None:
-        if every < 1:
-            raise ValueError(f"every={every!r}: probe every N >= 1 optimizer steps.")
+        check_attach_args(model, optimizer, every, steps)
         self.compiled = model if is_compiled(model) else None  # torch.compile's wrapper: a shadow forward
         self.shadowed = shadowed  # compiled with no wrapper to hook: no hook on the model, the adapter's `shadow`
         self.model, self.optimizer = unwrap(model), optimizer
         _close_earlier(self.model)  # before describe: the first's attention tap is not this model's own
-        self.every, self.steps = int(every), steps
+        self.every, self.steps = int(every), None if steps is None else int(steps)
         self.card: ModelCard = describe(model, layout=layout, example=example)
         self.blocks = list(self.model.get_submodule(self.card.blocks))
         self.norm_names = self.card.residual_norms
