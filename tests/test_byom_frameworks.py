@@ -117,6 +117,65 @@ def test_lightning_probes_optimizer_steps_with_the_clipped_gradients(tmp_path: P
 
 
 @pytest.mark.slow
+def test_hf_trainer_s_steps_keep_their_own_loss_where_the_trainer_logs_a_mean_of_several(tmp_path: Path) -> None:
+    """With logging_steps=4 the Trainer logs the mean loss of the last four steps: stored at the logging step, it
+    replaced that step's own. Each step keeps its own loss: the Trainer gives the model num_items_in_batch, the
+    label tokens of both batches of the step, so each batch's output loss is its share of the step's mean, and the
+    step's loss is their sum (the mean of the two, as stored between logs before, was half of it)."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+    from examples.hf_trainer import trainer
+
+    path = tmp_path / "runs.sqlite"
+    t = trainer(str(path), steps=8, every=4, out=str(tmp_path / "out"))
+    t.args.logging_steps = 4
+    batches: list[float] = []
+    hook = t.model.register_forward_hook(
+        lambda m, a, out: batches.append(float(out.loss.detach())) if m.training and out.loss is not None else None
+    )
+    t.train()
+    hook.remove()
+    with Store(path) as store:
+        data, _ = store.open_attached_run(store.list_runs()[0].id)
+    want = [a + b for a, b in zip(batches[::2], batches[1::2])]
+    assert len(want) == 8 and want[0] == pytest.approx(np.log(128), rel=0.05)  # a random model's: log of the vocabulary
+    np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_lightning_s_step_loss_is_the_mean_of_its_accumulated_batches_losses(tmp_path: Path) -> None:
+    """Under accumulate_grad_batches=2 the stored loss of a step was the next step's first batch's, halved (Lightning
+    hands callbacks the loss divided by the accumulation count): now the mean of the step's own two batches'."""
+    pytest.importorskip("lightning", reason="lightning is not installed (pip install -r requirements-hf.txt)")
+    import lightning as L
+
+    from examples.lightning_module import LitGPT, loader
+    from ln_viz.integrations.lightning import LnVizCallback
+
+    returned: list[float] = []
+
+    class Recorded(LitGPT):
+        def training_step(self, batch, batch_idx):  # noqa: ANN001, ANN201
+            loss = super().training_step(batch, batch_idx)
+            returned.append(float(loss.detach()))
+            return loss
+
+    path = tmp_path / "runs.sqlite"
+    torch.manual_seed(0)
+    trainer = L.Trainer(
+        max_steps=6, accumulate_grad_batches=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp_path),
+        callbacks=[LnVizCallback(store=str(path), every=3, module="model")],
+    )  # fmt: skip
+    trainer.fit(Recorded(), loader())
+    assert len(returned) == 12  # two batches a step
+    with Store(path) as store:
+        data, _ = store.open_attached_run(store.list_runs()[0].id)
+    want = [(a + b) / 2 for a, b in zip(returned[::2], returned[1::2])]
+    np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-6)
+    assert min(want) > 3.5  # about log(64) at the start: not halved
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "example, extra",
     [("plain_loop.py", []), pytest.param("plain_loop.py", ["--compile", "aot_eager"], marks=pytest.mark.slow)],

@@ -8,6 +8,7 @@ guards); kept apart so each file stays one concern.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -46,9 +47,11 @@ class ForwardProbes:
     _in_attention: int | None = None  # the block whose attention module is running
     _attn_seen: set[int]  # the blocks whose attention this pass recorded (a set per pass)
     card: Any  # Probe's ModelCard
+    _pending: Any  # Probe's Snapshot of the step just taken, stored at the next step's post-hook
     _keep_attention: bool
     attention_probs: dict[int, torch.Tensor]
-    _losses: dict[bool, tuple[torch.Tensor, int]]  # the step's losses by training mode: (their sum, how many)
+    _losses: dict[bool, tuple[torch.Tensor, int, bool]]  # by training mode: (their sum, how many, shares of a mean)
+    _share = False  # the forward running was given num_items_in_batch: its loss is its share of the step's mean
     _eval_capture: bool  # the step's capture is of a forward in eval mode (a model trained after model.eval())
     _said_eval: bool
     _guard: Callable[[str, Callable[..., Any]], Callable[..., Any]]  # Probe's: a failing probe turns itself off
@@ -85,6 +88,7 @@ class ForwardProbes:
         eval mode (a model trained after `model.eval()`, dropout off, or an evaluation run without no_grad) is
         captured too, for a step that has none in training mode: one in training mode later in the step replaces
         it. Under no_grad nothing is captured."""
+        self._share = kwargs.get("num_items_in_batch") is not None
         if self._claim(module.training):
             self._begin_capture()
 
@@ -121,16 +125,22 @@ class ForwardProbes:
         loss = self._logits_and_loss(out)[1]
         if loss is not None and loss.numel() == 1:
             d, mode = loss.detach().float(), module.training
-            total, n = self._losses.get(mode, (None, 0))
-            self._losses[mode] = (d if total is None else total + d, n + 1)
+            total, n, shares = self._losses.get(mode, (None, 0, True))
+            self._losses[mode] = (d if total is None else total + d, n + 1, shares and self._share)
         if module.training or self._eval_capture:
             self._end_capture(out)
 
     def _step_loss(self) -> float | None:
         """The mean loss of the step's forwards with gradients in training mode (the model's own output's
-        `loss`), or of those in eval mode where there were none; None without any."""
-        total, n = self._losses.get(True) or self._losses.get(False) or (None, 0)
-        return float(total) / n if total is not None else None
+        `loss`), or of those in eval mode where there were none; None without any. Where each forward was given
+        `num_items_in_batch` (the Hugging Face Trainer under gradient accumulation: a batch's loss is its summed
+        token losses over the step's count), their sum: each is its share of the step's mean."""
+        total, n, shares = self._losses.get(True) or self._losses.get(False) or (None, 0, False)
+        return None if total is None else float(total) if shares else float(total) / n
+
+    def step_has_loss(self) -> bool:
+        """Whether the optimizer step just taken has a loss of its own forwards (their output's `loss`)."""
+        return self._pending is not None and math.isfinite(self._pending.loss)
 
     def _say_if_trained_in_eval_mode(self) -> None:
         """One warning, the first probe step whose capture was of a forward in eval mode."""
@@ -178,6 +188,7 @@ class ForwardProbes:
 
     def _on_compiled_in(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         """The compiled wrapper's forward pre-hook: on the forward a probe step captures (_on_model_in), the shadow."""
+        self._share = kwargs.get("num_items_in_batch") is not None
         if self._claim(module.training):
             self._shadow(lambda: self.model(*args, **kwargs))
 

@@ -98,7 +98,7 @@ class Probe(ForwardProbes):
         self._before: WeightCopies | None = None  # the copies taken before a probe step's update
         self._copies: WeightCopies | None = None  # the block weights' copies, reused each probe step
         self._pending: Snapshot | None = None
-        self._losses: dict[bool, tuple[torch.Tensor, int]] = {}
+        self._losses: dict[bool, tuple[torch.Tensor, int, bool]] = {}
         self._logged: dict[str, float] = {}
         self._preclip: float | None = None
         self._t0 = time.monotonic()

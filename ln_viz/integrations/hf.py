@@ -33,9 +33,11 @@ class LnVizCallback(TrainerCallback):
     ) -> None:
         self.store, self.every, self.label, self.layout = store, every, label, layout
         self.probe: Probe | None = None
+        self._last_log = 0  # the step of the last logged loss
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None, **kw: Any):
         inner = getattr(optimizer, "optimizer", optimizer)  # Accelerate's AcceleratedOptimizer wraps the torch one
+        self._last_log = state.global_step
         compiled = _compiled_wrapper(model) if getattr(args, "torch_compile", False) else None
         self.probe = attach(
             compiled if compiled is not None else model, inner, store=self.store, every=self.every, label=self.label,
@@ -43,9 +45,16 @@ class LnVizCallback(TrainerCallback):
         )  # fmt: skip
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any):
+        """The logged learning rate and pre-clip norm; the logged loss where it is this step's own (it is the mean over
+        the steps since the last log: with logging_steps > 1 the step keeps the loss of its own forwards, the
+        model's output's, where it returned one)."""
         if self.probe is None or not logs or state.global_step != self.probe.step:
             return
-        self.probe.log(loss=logs.get("loss"), lr=logs.get("learning_rate"), grad_norm=logs.get("grad_norm"))
+        loss = logs.get("loss")
+        if loss is not None:
+            window, self._last_log = state.global_step - self._last_log, state.global_step
+            loss = loss if window == 1 or not self.probe.step_has_loss() else None
+        self.probe.log(loss=loss, lr=logs.get("learning_rate"), grad_norm=logs.get("grad_norm"))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any):
         if self.probe is not None:

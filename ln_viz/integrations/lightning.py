@@ -37,10 +37,13 @@ class LnVizCallback(Callback):
     ) -> None:
         self.store, self.every, self.label, self.layout, self.module = store, every, label, layout, module
         self.probe: Probe | None = None
+        self._micro: list[torch.Tensor] = []  # the losses of the batches since the last optimizer step
+        self._logged_step = 0
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         model = pl_module.get_submodule(self.module) if self.module else pl_module
         steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
+        self._micro, self._logged_step = [], 0
         self.probe = Probe(
             model, trainer.optimizers[0], store=self.store, every=self.every, label=self.label, layout=self.layout,
             steps=steps, shadowed=_compiled(pl_module) is not None,
@@ -62,9 +65,19 @@ class LnVizCallback(Callback):
             probe.note_grad_norm(total if math.isfinite(total) else math.nan)
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """The loss of each batch; once a batch took an optimizer step, the mean of the losses of the batches that
+        step accumulated (each as training_step returned it: under automatic optimization Lightning hands the
+        callback the loss divided by accumulate_grad_batches, for the backward)."""
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-        if self.probe is not None and isinstance(loss, torch.Tensor):
-            self.probe.log(loss=loss)
+        if self.probe is None or not isinstance(loss, torch.Tensor):
+            return
+        loss = loss.detach().float()
+        if pl_module.automatic_optimization:
+            loss = loss * trainer.accumulate_grad_batches
+        self._micro.append(loss)
+        if self.probe.step != self._logged_step:  # this batch's optimizer step was taken: its loss is complete
+            self.probe.log(loss=torch.stack(self._micro).mean())
+            self._micro, self._logged_step = [], self.probe.step
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.probe is not None:
