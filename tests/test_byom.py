@@ -601,8 +601,16 @@ def test_a_model_trained_in_eval_mode_is_probed_with_one_warning_and_a_training_
     model = build("llama")
     model.eval()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    run_id, said = train_attached(model, opt, tmp_path / "eval.sqlite", steps=3)
-    assert len([w for w in said if "eval mode" in w]) == 1 and len([w for w in said if "ln-viz" in w]) == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with attach(model, opt, store=tmp_path / "eval.sqlite", every=1) as probe:
+            for _ in range(3):
+                model(input_ids=ids(), labels=ids()).loss.backward()
+                opt.step()
+                opt.zero_grad()
+    run_id, said = probe.run_id, [w for w in caught if "ln-viz" in str(w.message)]
+    assert len(said) == 1 and "eval mode" in str(said[0].message)
+    assert said[0].filename == __file__  # said at the user's line (opt.step() above), not inside torch
     for step in (1, 2, 3):
         assert np.isfinite(stored_probe(tmp_path / "eval.sqlite", run_id, "resid_stats", step)).all()
         assert np.isfinite(stored_probe(tmp_path / "eval.sqlite", run_id, "attn_logit_max", step)).all()
@@ -685,6 +693,7 @@ def test_a_second_attach_to_the_same_model_closes_the_first_in_one_sentence(tmp_
                 opt.zero_grad()
     said = [str(w.message) for w in caught if "ln-viz" in str(w.message)]
     assert len(said) == 1 and f"already attached (run {first.run_id})" in said[0]
+    assert [w.filename for w in caught if "ln-viz" in str(w.message)] == [__file__]  # the attach(...) line
     assert second.card.attention_impl == first.card.attention_impl == "sdpa"  # not the first's tap's name
     assert hook_sizes(model, opt) == baseline
     with Store(path) as store:

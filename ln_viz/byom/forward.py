@@ -19,7 +19,7 @@ from torch import nn
 
 from ln_viz.byom.attention import SdpaTap, attention_stats, mha_query_key, softmax_input_stats
 from ln_viz.byom.card import block_input, first_tensor
-from ln_viz.byom.measure import _mode_stack
+from ln_viz.byom.measure import _mode_stack, user_stacklevel
 from ln_viz.byom.summaries import log_z
 from ln_viz.schema import PROBES
 from ln_viz.summaries import StepSummaries, tensor_stats
@@ -151,7 +151,7 @@ class ForwardProbes:
                 "its activations are probed on those passes, as it trained; call model.train() if it should train "
                 "with dropout.",
                 RuntimeWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
 
     def _end_capture(self, out: Any) -> None:

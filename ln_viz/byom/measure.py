@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
 
 import numpy as np
 import torch
@@ -58,6 +60,25 @@ def check_attach_args(model: object, optimizer: object, every: object, steps: ob
         raise ValueError(f"every={every!r}: probe every N >= 1 optimizer steps, N a whole number.")
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1):
         raise ValueError(f"steps={steps!r}: the optimizer steps the run will take, a whole number >= 1, or None.")
+
+
+_INSIDE = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
+_FRAMEWORKS = ("/transformers/", "/accelerate/", "/lightning/", "/lightning_fabric/", "/pytorch_lightning/")
+
+
+def user_stacklevel() -> int:
+    """warnings.warn's stacklevel, from the caller of this function's caller, of the first frame outside ln-viz and
+    torch: the user's line (their optimizer.step(), loss.backward(), model(x), attach(...)), wherever in ln-viz's
+    hooks the warning is said, nor in the training frameworks that call them (the user's trainer.fit(...)); 2 (the
+    warning's caller) where every frame is inside."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and _inside(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 2
+
+
+def _inside(filename: str) -> bool:
+    return filename.startswith(_INSIDE) or any(f in filename.replace(os.sep, "/") for f in _FRAMEWORKS)
 
 
 def is_probe_step(step: int, every: int, last: int | None) -> bool:

@@ -38,7 +38,7 @@ from torch import nn
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
 from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
 from ln_viz.byom.forward import ForwardProbes
-from ln_viz.byom.measure import check_attach_args, grad_norms, is_probe_step, update_ratio
+from ln_viz.byom.measure import check_attach_args, grad_norms, is_probe_step, update_ratio, user_stacklevel
 from ln_viz.config import RunConfig
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
 from ln_viz.snapshot import RunInfo, Snapshot
@@ -58,7 +58,7 @@ def _close_earlier(model: nn.Module) -> None:
             f"ln-viz: this model was already attached (run {earlier.run_id}); that probe is closed now, its run "
             "stopped at its last step, and this one records from here.",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
         earlier.close("stopped")
 
@@ -232,7 +232,7 @@ class Probe(ForwardProbes):
                 warnings.warn(
                     f"ln-viz: the {probe} probe failed and is off for the rest of this run ({type(e).__name__}: {e})",
                     RuntimeWarning,
-                    stacklevel=2,
+                    stacklevel=user_stacklevel(),
                 )
                 return None
 
@@ -255,7 +255,7 @@ class Probe(ForwardProbes):
                 "inside the compiled graph; attach to the compiled model instead "
                 "(compiled = torch.compile(model); ln_viz.attach(compiled, optimizer)).",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         self._emit_pending()
         self.step += 1
@@ -290,7 +290,7 @@ class Probe(ForwardProbes):
                 warnings.warn(
                     f"ln-viz: the gradient probe failed and is off ({type(e).__name__}: {e})",
                     RuntimeWarning,
-                    stacklevel=2,
+                    stacklevel=user_stacklevel(),
                 )
                 total = math.nan
         else:
@@ -317,7 +317,7 @@ class Probe(ForwardProbes):
                 "softmax of (batch, heads, query, key) scores), so its attention probes (largest logit, entropy) stay "
                 "empty; the others are recorded.",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
     # --- scalars and the store ------------------------------------------------------------------------
