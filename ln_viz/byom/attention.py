@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from ln_viz.byom.layout import SOFTMAX
+
 # as ln-viz's own probes: the first 8 sequences, the masked scores' stand-in for -inf, the one-exp-pass entropy
 from ln_viz.probes import ENTROPY_SEQUENCES, MASKED, softmax_entropy
 
@@ -246,7 +248,6 @@ def softmax_input_stats(z: torch.Tensor, probs: bool = False) -> tuple[float, fl
     return largest, entropy, p
 
 
-_SOFTMAX = (torch.softmax, F.softmax, torch.Tensor.softmax)
 HAND_MASKED = -5000.0  # softmax_input_stats: a score at or below it is a mask's fill, not a logit
 
 
@@ -263,7 +264,7 @@ class SdpaTap(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _SOFTMAX and self.on_softmax is not None and args and isinstance(args[0], torch.Tensor):
+        if func in SOFTMAX and self.on_softmax is not None and args and isinstance(args[0], torch.Tensor):
             self.on_softmax(args[0], kwargs.get("dim", args[1] if len(args) > 1 else None))
         elif func is F.scaled_dot_product_attention and self.on_call is not None:
             q, k = args[0], args[1]

@@ -39,6 +39,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from ln_viz.byom.layout import (
+    SOFTMAX,
     LayoutError,
     UnsupportedModel,
     _close,
@@ -95,9 +96,7 @@ class ModelCard:
     norms: tuple[NormCard, ...]  # of one block, in forward order
     matrices: tuple[MatrixCard, ...]  # of one block, in parameter order
     attention: str  # the attention module's path inside a block ("" when none was seen)
-    attention_impl: (
-        str  # HF's config._attn_implementation, else "sdpa" | "mha" (nn.MultiheadAttention) | "softmax" | "none"
-    )
+    attention_impl: str  # HF's config._attn_implementation, else sdpa | mha (nn.MultiheadAttention) | softmax | none
     heads: int | None
     n_params: int
     found_by: str  # layout | _no_split_modules | largest ModuleList
@@ -151,7 +150,7 @@ class _AttentionCalls(TorchFunctionMode):
                     self.values = args[2].detach().clone()
             elif func is F.multi_head_attention_forward:
                 self.mha.append(where)
-            elif func in (torch.softmax, F.softmax, torch.Tensor.softmax) and args and _scores_like(args[0]):
+            elif func in SOFTMAX and args and _scores_like(args[0]):
                 self.softmax.append(where)
         return func(*args, **kwargs)
 

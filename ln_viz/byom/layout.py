@@ -234,6 +234,9 @@ def _scaled(a: torch.Tensor, y: torch.Tensor) -> bool:
     return c != 0.0 and math.isfinite(c) and torch.allclose(a.double(), y.double() * c, **_CLOSE)
 
 
+SOFTMAX = (torch.softmax, F.softmax, torch.Tensor.softmax)  # the softmax a hand-written attention calls, each spelling
+
+
 def _scores_like(x: torch.Tensor) -> bool:
     """(batch, heads, query, key) scores, or XGLM's (batch * heads, query, key) over a square self-attention."""
     return x.ndim == 4 or (x.ndim == 3 and x.shape[-1] == x.shape[-2] > 1)

@@ -37,7 +37,7 @@ from torch import nn
 
 from ln_viz.byom.attention import _LISTENERS, SdpaTap, hf_tap_name
 from ln_viz.byom.card import ModelCard, describe, is_compiled, unwrap
-from ln_viz.byom.forward import ForwardProbes
+from ln_viz.byom.forward import ForwardProbes, _submodule
 from ln_viz.byom.measure import check_attach_args, grad_norms, is_probe_step, update_ratio, user_stacklevel
 from ln_viz.config import RunConfig
 from ln_viz.schema import HIST_BINS, PROBES, STAT_NAMES, probe_dims
@@ -171,11 +171,8 @@ class Probe(ForwardProbes):
         self._handles.append(opt.register_step_pre_hook(self._guard("update", self._on_pre_step)))
         self._handles.append(opt.register_step_post_hook(self._guard("step", self._on_post_step)))
         for i, block in enumerate(self.blocks):
-            if self.card.attention:
-                try:
-                    self._attn_index[id(block.get_submodule(self.card.attention))] = i
-                except AttributeError:
-                    pass
+            if (attention := _submodule(block, self.card.attention)) is not None:
+                self._attn_index[id(attention)] = i
         self._tap = hf_tap_name(self.model) if self._attn_index else None
         if self._tap is not None:
             for key, i in self._attn_index.items():
