@@ -156,20 +156,30 @@ def probe_share(times: list[tuple[float, bool]]) -> tuple[float, float]:
     return 1000 * extra / max(len(probed), 1), 100 * extra / (len(times) * base)
 
 
-def cycle_share(times: list[tuple[float, bool]], every: int = 10, after: int = 2) -> tuple[float, float, float]:
+def cycle_share(
+    times: list[tuple[float, bool]], every: int = 10, after: int = 2, fresh: frozenset[int] = frozenset()
+) -> tuple[float, float, float]:
     """The probes' cost read off each probe cycle against its own quiet steps, inside one run: a cycle is a probe
-    step and the `every - 1` steps after it; its baseline the median of its last `every - 1 - after` steps (the
-    steps the probe step's caches and allocations no longer reach); its extra the probe step and the `after`
-    steps after it, over that baseline. Returns (the cycles' extra as % of their time without probes, a probe
-    step's own extra ms, the ms the `after` steps after it add): a slow spell of the machine lasting a cycle
-    (about 0.5-5 s here) raises the cycle and its baseline alike, and no second model instance enters."""
+    step and the `every - 1` steps after it; its baseline the MEAN of its last `every - 1 - after` steps (the
+    steps the probe step's caches and allocations no longer reach), leaving out those in `fresh` (indices into
+    `times`: the first step of a loop's block after another loop ran, whose cold caches belong to the benchmark's
+    alternation, not to the probes); its extra the probe step and the `after` steps after it, over that baseline.
+    Returns (the cycles' extra as % of their time without probes, a probe step's own extra ms, the ms the `after`
+    steps after it add): a slow spell of the machine lasting a cycle (about 0.5-5 s here) raises the cycle and
+    its baseline alike, and no second model instance enters. A mean, not a median: step times are skewed (at
+    6 x 64 the quiet steps' median 49.4 ms against their mean 52.7), so a median baseline sat below what a quiet
+    step costs on average and charged the difference to each step of the window (5.7 % against 4.1 % on one run;
+    the 5.0 ms "after" the probe step it reported was 0.4 ms measured with the mean)."""
     extra = base_total = own = later = 0.0
     cycles = 0
     for i, (_, probed) in enumerate(times):
         cycle = [t for t, _ in times[i : i + every]]
         if not probed or len(cycle) < every or any(p for _, p in times[i + 1 : i + every]):
             continue
-        base = statistics.median(cycle[1 + after :])
+        quiet = [t for j, t in enumerate(cycle[1 + after :], start=i + 1 + after) if j not in fresh]
+        if not quiet:
+            continue
+        base = statistics.fmean(quiet)
         extra += sum(cycle[: 1 + after]) - (1 + after) * base
         base_total += every * base
         own += cycle[0] - base
@@ -182,9 +192,10 @@ def cycle_share(times: list[tuple[float, bool]], every: int = 10, after: int = 2
 
 def consecutive_share(cfg: RunConfig, steps: int, every: int = 10) -> tuple[float, float, list[tuple[float, bool]]]:
     """(probes every `every` steps against probes off, % more time; a probe step's extra ms over the loop's other
-    steps; the probed loop's step times): the two Trainer loops take turns in blocks of `every` consecutive steps,
-    as a run trains (each block holds one probe step, and a step finds the caches its own previous step left), the
-    blocks alternating so the machine's slow spells fall on both alike."""
+    steps; the probed loop's step times, each block's first at a multiple of `every`): the two Trainer loops take
+    turns in blocks of `every` consecutive steps, as a run trains (each block holds one probe step, and a step
+    finds the caches its own previous step left), the blocks alternating so the machine's slow spells fall on
+    both alike."""
     probed, off = trainer_stepper(cfg, steps + 3, every), trainer_stepper(cfg, steps + 3, 0)
     for _ in range(3):
         probed(), off()
@@ -259,8 +270,9 @@ def bench_steps(quick: bool, repeats: int) -> dict:
                 pct, ms, probed_times = consecutive_share(cfg, consecutive_steps(depth, quick))
                 within["consecutive_every_10_vs_off_pct"].append(pct)
                 within["consecutive_probe_step_extra_ms"].append(ms)
+                fresh = frozenset(range(0, len(probed_times), 10))  # each block's first step, after the other loop's
                 for key, value in zip(("cycle_cost_every_10_pct", "cycle_probe_step_ms", "cycle_after_ms"),
-                                      cycle_share(probed_times)):  # fmt: skip
+                                      cycle_share(probed_times, fresh=fresh)):  # fmt: skip
                     within[key].append(value)
                 if "tensorboard_every_10" in steppers:
                     steppers["tensorboard_every_10"].close()
