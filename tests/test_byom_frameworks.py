@@ -5,7 +5,9 @@ and the hook dictionaries as they were after training."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -139,6 +141,43 @@ def test_hf_trainer_s_steps_keep_their_own_loss_where_the_trainer_logs_a_mean_of
     want = [a + b for a, b in zip(batches[::2], batches[1::2])]
     assert len(want) == 8 and want[0] == pytest.approx(np.log(128), rel=0.05)  # a random model's: log of the vocabulary
     np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_hf_trainer_under_ddp_records_one_run_whose_step_loss_is_the_main_process_s_own(tmp_path: Path) -> None:
+    """Two processes (gloo, CPU) under torch.distributed.run, gradient accumulation 2: the Trainer counts the label
+    tokens of every process's batches (num_items_in_batch, average_tokens_across_devices), so each batch's output
+    loss is its share of the mean over both ranks' tokens, and a rank's step loss was stored at half its value
+    (and each rank recorded a run of its own). Now one run, the main process's, whose step loss is its own batches'
+    (the sum of its shares times the number of processes: the Trainer's count of a rank's loss), near the logged
+    mean over both ranks."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+    path, out = tmp_path / "runs.sqlite", tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(port), str(ROOT / "tests" / "hf_ddp_run.py"), str(path), str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0]["world"] == 2 and len(ranks[0]["returned"]) == 12  # two batches a step, six steps
+    with Store(path) as store:
+        runs = store.list_runs()
+        assert len(runs) == 1  # the main process's alone
+        data, _ = store.open_attached_run(runs[0].id)
+    shares = ranks[0]["returned"]
+    want = [2 * (a + b) for a, b in zip(shares[::2], shares[1::2])]
+    np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-5)
+    assert min(want) > 0.8 * np.log(128)  # a random model's loss is about log(128): not halved
+    both = [sum(r["returned"][2 * i] + r["returned"][2 * i + 1] for r in ranks) for i in range(6)]  # the mean of all
+    for step, logged in json.loads((out / "logs.json").read_text()):  # the Trainer's mean over 3 steps and the ranks
+        assert np.mean(both[step - 3 : step]) == pytest.approx(logged, rel=1e-3)
+        assert np.mean(want[step - 3 : step]) == pytest.approx(logged, rel=0.05)
 
 
 @pytest.mark.slow

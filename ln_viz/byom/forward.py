@@ -52,6 +52,9 @@ class ForwardProbes:
     attention_probs: dict[int, torch.Tensor]
     _losses: dict[bool, tuple[torch.Tensor, int, bool]]  # by training mode: (their sum, how many, shares of a mean)
     _share = False  # the forward running was given num_items_in_batch: its loss is its share of the step's mean
+    # what the sum of the shares is multiplied by: the processes whose tokens num_items_in_batch counted (the HF
+    # Trainer under DDP gives each rank's batch its share of the mean over all ranks' tokens; its adapter sets it)
+    share_scale = 1
     _eval_capture: bool  # the step's capture is of a forward in eval mode (a model trained after model.eval())
     _said_eval: bool
     _guard: Callable[[str, Callable[..., Any]], Callable[..., Any]]  # Probe's: a failing probe turns itself off
@@ -134,9 +137,10 @@ class ForwardProbes:
         """The mean loss of the step's forwards with gradients in training mode (the model's own output's
         `loss`), or of those in eval mode where there were none; None without any. Where each forward was given
         `num_items_in_batch` (the Hugging Face Trainer under gradient accumulation: a batch's loss is its summed
-        token losses over the step's count), their sum: each is its share of the step's mean."""
+        token losses over the step's count), their sum: each is its share of the step's mean; under DDP, where the
+        count was of every process's tokens, their sum times `share_scale`, the number of processes."""
         total, n, shares = self._losses.get(True) or self._losses.get(False) or (None, 0, False)
-        return None if total is None else float(total) if shares else float(total) / n
+        return None if total is None else float(total) * self.share_scale if shares else float(total) / n
 
     def step_has_loss(self) -> bool:
         """Whether the optimizer step just taken has a loss of its own forwards (their output's `loss`)."""

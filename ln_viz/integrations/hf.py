@@ -4,7 +4,8 @@ The probes attach at `on_train_begin` to the model and the optimizer inside Acce
 hooks fire inside the Trainer's step, after clipping: the per-matrix gradient norms are those the update
 used). Steps are optimizer steps, so gradient accumulation does not shift them. `on_log` adds the logged
 loss, learning rate and the pre-clip total gradient norm (the Trainer computes it before clipping and shows
-it only there). `on_train_end` closes the run.
+it only there). `on_train_end` closes the run. Under DDP only the main process records (one run, as the Trainer
+logs), and its step loss is its own batches', as the Trainer counts a rank's loss before averaging over the ranks.
 
 With `torch_compile=True` the Trainer calls Accelerate's `torch.compile(model)` wrapper, while callbacks are
 given the eager model: the probes attach to that wrapper (the calling Trainer's `model_wrapped`), so a probe
@@ -36,6 +37,8 @@ class LnVizCallback(TrainerCallback):
         self._last_log = 0  # the step of the last logged loss
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None, **kw: Any):
+        if not getattr(state, "is_world_process_zero", True):  # under DDP, one run: the main process's
+            return
         inner = getattr(optimizer, "optimizer", optimizer)  # Accelerate's AcceleratedOptimizer wraps the torch one
         self._last_log = state.global_step
         compiled = _compiled_wrapper(model) if getattr(args, "torch_compile", False) else None
@@ -43,6 +46,10 @@ class LnVizCallback(TrainerCallback):
             compiled if compiled is not None else model, inner, store=self.store, every=self.every, label=self.label,
             layout=self.layout, steps=state.max_steps or None,
         )  # fmt: skip
+        if getattr(args, "average_tokens_across_devices", False) and getattr(args, "world_size", 1) > 1:
+            # num_items_in_batch counts every process's label tokens: a batch's loss is its share of the mean over
+            # all of them; this rank's step loss, as the Trainer counts it before its mean over the ranks
+            self.probe.share_scale = args.world_size
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any):
         """The logged learning rate and pre-clip norm; the logged loss where it is this step's own (it is the mean over
