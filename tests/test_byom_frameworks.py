@@ -143,6 +143,20 @@ def test_hf_trainer_s_steps_keep_their_own_loss_where_the_trainer_logs_a_mean_of
     np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-5)
 
 
+def _distributed(script: str, store: Path, out: Path) -> None:
+    """`tests/<script>` under torch.distributed.run, 2 processes on a free loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(port), str(ROOT / "tests" / script), str(store), str(out)],
+        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 @pytest.mark.slow
 def test_hf_trainer_under_ddp_records_one_run_whose_step_loss_is_the_main_process_s_own(tmp_path: Path) -> None:
     """Two processes (gloo, CPU) under torch.distributed.run, gradient accumulation 2: the Trainer counts the label
@@ -154,16 +168,7 @@ def test_hf_trainer_under_ddp_records_one_run_whose_step_loss_is_the_main_proces
     pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
     path, out = tmp_path / "runs.sqlite", tmp_path / "out"
     out.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-         "--master_port", str(port), str(ROOT / "tests" / "hf_ddp_run.py"), str(path), str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _distributed("hf_ddp_run.py", path, out)
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["world"] == 2 and len(ranks[0]["returned"]) == 12  # two batches a step, six steps
     with Store(path) as store:
@@ -178,6 +183,23 @@ def test_hf_trainer_under_ddp_records_one_run_whose_step_loss_is_the_main_proces
     for step, logged in json.loads((out / "logs.json").read_text()):  # the Trainer's mean over 3 steps and the ranks
         assert np.mean(both[step - 3 : step]) == pytest.approx(logged, rel=1e-3)
         assert np.mean(want[step - 3 : step]) == pytest.approx(logged, rel=0.05)
+
+
+@pytest.mark.slow
+def test_lightning_under_ddp_records_one_run_with_the_main_process_s_losses(tmp_path: Path) -> None:
+    """Lightning's DDP (2 processes, gloo, CPU): each rank recorded a run of its own; now one, the main process's,
+    whose step losses are those its training_step returned."""
+    pytest.importorskip("lightning", reason="lightning is not installed (pip install -r requirements-hf.txt)")
+    path, out = tmp_path / "runs.sqlite", tmp_path / "out"
+    out.mkdir()
+    _distributed("lightning_ddp_run.py", path, out)
+    returned = json.loads((out / "rank0.json").read_text())
+    assert len(returned) == 4 and len(json.loads((out / "rank1.json").read_text())) == 4
+    with Store(path) as store:
+        runs = store.list_runs()
+        assert len(runs) == 1  # the main process's alone
+        data, _ = store.open_attached_run(runs[0].id)
+    np.testing.assert_allclose(data.scalars["loss"], returned, rtol=1e-6)
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@ Lightning runs the forward and backward inside `optimizer.step()` (the closure),
 sees the previous step's gradients; ln_viz.attach reads them in the step's *post*-hook instead (after
 Lightning's clipping: the gradients the update used) and arms its forward hooks a step ahead. This adapter
 adds the pre-clip total norm from `on_before_optimizer_step` (before Lightning clips), the loss from
-`on_train_batch_end`, and attaches to `pl_module` (or its attribute `module`, e.g. "model").
+`on_train_batch_end`, and attaches to `pl_module` (or its attribute `module`, e.g. "model"). Under DDP only the
+main process (global rank 0) records: one run, with its own batches' losses.
 
 `trainer.fit(torch.compile(module))`: Lightning puts compiled `training_step` and `forward` on the module
 (`from_compiled`), so hooks on the model would be traced into the graph and do nothing. The probes then hook
@@ -41,6 +42,8 @@ class LnVizCallback(Callback):
         self._logged_step = 0
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        if not getattr(trainer, "is_global_zero", True):  # under DDP, one run: the main process's
+            return
         model = pl_module.get_submodule(self.module) if self.module else pl_module
         steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
         self._micro, self._logged_step = [], 0
