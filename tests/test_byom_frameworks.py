@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -143,18 +143,53 @@ def test_hf_trainer_s_steps_keep_their_own_loss_where_the_trainer_logs_a_mean_of
     np.testing.assert_allclose(data.scalars["loss"], want, rtol=1e-5)
 
 
-def _distributed(script: str, store: Path, out: Path) -> None:
-    """`tests/<script>` under torch.distributed.run, 2 processes on a free loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-         "--master_port", str(port), str(ROOT / "tests" / script), str(store), str(out)],
-        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
-        timeout=300,
+def _distributed(script: str, store: Path, out: Path, timeout: float = 300) -> None:
+    """`tests/<script>` under torch.distributed.run, 2 processes; `--standalone`: torchrun takes a free port itself
+    (none picked here and given back, for another process to take first). In a process group of its own: on a
+    timeout the workers end with the launcher."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         str(ROOT / "tests" / script), str(store), str(out)],
+        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"{script} did not end in {timeout} s:\n{output[-3000:]}")
+    assert proc.returncode == 0, output[-6000:]
+
+
+@pytest.mark.slow  # transformers imported, five tiny models attached: ~10 s
+def test_the_hf_callback_scales_the_shares_by_the_processes_that_counted_their_tokens(tmp_path: Path) -> None:
+    """The step loss's factor over the sum of its batches' shares, as the Trainer scales a rank's loss: the
+    processes under DDP with average_tokens_across_devices (over the tensor-parallel size: those ranks share a
+    batch), 1 where the count is the process's own (the option off, or one process), and no run off the main
+    process."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
+    from types import SimpleNamespace
+
+    from examples.hf_trainer import tiny_llama
+    from ln_viz.integrations.hf import LnVizCallback
+
+    def scale(world: int, average: bool, tp: int | None = None, main: bool = True) -> int | None:
+        model = tiny_llama()
+        if tp is not None:
+            model._tp_size = tp
+        callback = LnVizCallback(store=str(tmp_path / "runs.sqlite"), every=1)
+        args = SimpleNamespace(world_size=world, average_tokens_across_devices=average, torch_compile=False)
+        state = SimpleNamespace(is_world_process_zero=main, global_step=0, max_steps=3)
+        callback.on_train_begin(args, state, None, model=model, optimizer=torch.optim.SGD(model.parameters(), 0.1))
+        if callback.probe is None:
+            return None
+        callback.probe.close()
+        return callback.probe.share_scale
+
+    assert scale(4, True) == 4 and scale(4, True, tp=2) == 2
+    assert scale(4, False) == 1 and scale(1, True) == 1
+    assert scale(4, True, main=False) is None
 
 
 @pytest.mark.slow

@@ -5,7 +5,9 @@ hooks fire inside the Trainer's step, after clipping: the per-matrix gradient no
 used). Steps are optimizer steps, so gradient accumulation does not shift them. `on_log` adds the logged
 loss, learning rate and the pre-clip total gradient norm (the Trainer computes it before clipping and shows
 it only there). `on_train_end` closes the run. Under DDP only the main process records (one run, as the Trainer
-logs), and its step loss is its own batches', as the Trainer counts a rank's loss before averaging over the ranks.
+logs), and its step loss is counted as the Trainer counts a rank's loss before its mean over the ranks: the sum of
+its batches' shares of the mean over every process's tokens, times the processes (its own batches' mean where
+every rank holds as many label tokens).
 
 With `torch_compile=True` the Trainer calls Accelerate's `torch.compile(model)` wrapper, while callbacks are
 given the eager model: the probes attach to that wrapper (the calling Trainer's `model_wrapped`), so a probe
@@ -46,10 +48,7 @@ class LnVizCallback(TrainerCallback):
             compiled if compiled is not None else model, inner, store=self.store, every=self.every, label=self.label,
             layout=self.layout, steps=state.max_steps or None,
         )  # fmt: skip
-        if getattr(args, "average_tokens_across_devices", False) and getattr(args, "world_size", 1) > 1:
-            # num_items_in_batch counts every process's label tokens: a batch's loss is its share of the mean over
-            # all of them; this rank's step loss, as the Trainer counts it before its mean over the ranks
-            self.probe.share_scale = args.world_size
+        self.probe.share_scale = _processes_counted(args, model)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any):
         """The logged learning rate and pre-clip norm; the logged loss where it is this step's own (it is the mean over
@@ -66,6 +65,16 @@ class LnVizCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any):
         if self.probe is not None:
             self.probe.close()
+
+
+def _processes_counted(args: Any, model: Any) -> int:
+    """Under DDP with `average_tokens_across_devices` (the Trainer's default), `num_items_in_batch` counts the label
+    tokens of every process's batches, so a batch's output loss is its share of the mean over all of them; the
+    Trainer multiplies it by the processes that hold batches of their own (the processes over the tensor-parallel
+    size, whose ranks share one batch) to count a rank's loss, and so does the step loss here. 1 otherwise."""
+    if not getattr(args, "average_tokens_across_devices", False) or getattr(args, "world_size", 1) <= 1:
+        return 1
+    return max(1, args.world_size // (getattr(model, "_tp_size", None) or 1))
 
 
 def _compiled_wrapper(model: Any) -> Any:
