@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -29,15 +30,21 @@ class Logged(TrainerCallback):
             self.logs.append((state.global_step, logs["loss"]))
 
 
+def training_losses(model: Any) -> tuple[list[float], Any]:
+    """(the list the `loss` of each of the model's training forwards is appended to, the hook's handle)."""
+    returned: list[float] = []
+    handle = model.register_forward_hook(
+        lambda m, a, o: returned.append(float(o.loss.detach())) if m.training and o.loss is not None else None
+    )
+    return returned, handle
+
+
 def main(store: str, out: str) -> None:
     rank = int(os.environ["RANK"])
     logged = Logged()
     t = trainer(store, steps=6, every=3, callbacks=[logged], out=out)
     t.args.logging_steps = 3
-    returned: list[float] = []
-    t.model.register_forward_hook(
-        lambda m, a, o: returned.append(float(o.loss.detach())) if m.training and o.loss is not None else None
-    )
+    returned, _ = training_losses(t.model)
     t.train()
     Path(out, f"rank{rank}.json").write_text(json.dumps({"returned": returned, "world": t.args.world_size}))
     if rank == 0:

@@ -126,14 +126,12 @@ def test_hf_trainer_s_steps_keep_their_own_loss_where_the_trainer_logs_a_mean_of
     step's loss is their sum (the mean of the two, as stored between logs before, was half of it)."""
     pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-hf.txt)")
     from examples.hf_trainer import trainer
+    from tests.hf_ddp_run import training_losses
 
     path = tmp_path / "runs.sqlite"
     t = trainer(str(path), steps=8, every=4, out=str(tmp_path / "out"))
     t.args.logging_steps = 4
-    batches: list[float] = []
-    hook = t.model.register_forward_hook(
-        lambda m, a, out: batches.append(float(out.loss.detach())) if m.training and out.loss is not None else None
-    )
+    batches, hook = training_losses(t.model)
     t.train()
     hook.remove()
     with Store(path) as store:
@@ -244,16 +242,9 @@ def test_lightning_s_step_loss_is_the_mean_of_its_accumulated_batches_losses(tmp
     pytest.importorskip("lightning", reason="lightning is not installed (pip install -r requirements-hf.txt)")
     import lightning as L
 
-    from examples.lightning_module import LitGPT, loader
+    from examples.lightning_module import loader
     from ln_viz.integrations.lightning import LnVizCallback
-
-    returned: list[float] = []
-
-    class Recorded(LitGPT):
-        def training_step(self, batch, batch_idx):  # noqa: ANN001, ANN201
-            loss = super().training_step(batch, batch_idx)
-            returned.append(float(loss.detach()))
-            return loss
+    from tests.lightning_ddp_run import Recorded
 
     path = tmp_path / "runs.sqlite"
     torch.manual_seed(0)
@@ -262,7 +253,9 @@ def test_lightning_s_step_loss_is_the_mean_of_its_accumulated_batches_losses(tmp
         enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp_path),
         callbacks=[LnVizCallback(store=str(path), every=3, module="model")],
     )  # fmt: skip
-    trainer.fit(Recorded(), loader())
+    module = Recorded()
+    trainer.fit(module, loader())
+    returned = module.returned
     assert len(returned) == 12  # two batches a step
     with Store(path) as store:
         data, _ = store.open_attached_run(store.list_runs()[0].id)
