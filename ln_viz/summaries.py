@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -159,15 +160,38 @@ def _summary_nonfinite(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 def median_abs(x: torch.Tensor) -> float:
     """The median |x| (the lower middle value of an even count, as torch.median gives it), NaN if x
     holds a NaN. Among the float32 bits with the sign cleared, which sort as |x| does (a NaN's above +inf's):
-    numpy's integer partition, half the time of its float one (and 30x faster than torch.median)."""
-    a = np.bitwise_and(x.detach().float().reshape(-1).cpu().numpy().view(np.uint32), np.uint32(0x7FFFFFFF))
-    return math.nan if a.max() > 0x7F800000 else median_of_cleared_bits(a)
+    see median_of_bits (30x faster than torch.median with numpy's partition alone, ~4x faster again by buckets)."""
+    a = np.ascontiguousarray(x.detach().float().reshape(-1).cpu().numpy()).view(np.uint32)
+    return math.nan if (a & np.uint32(0x7FFFFFFF)).max() > 0x7F800000 else median_of_bits(a)
 
 
-def median_of_cleared_bits(a: np.ndarray) -> float:
-    """The lower median |x| of float32 values none of them NaN, from their bits with the sign cleared (uint32,
-    partitioned in place: for such floats |x| orders as these integers do)."""
-    k = (a.size - 1) // 2
+_HIGH_HALF = 1 if sys.byteorder == "little" else 0  # where a uint32's top 16 bits lie among its two uint16
+_BUCKETED = 8192  # from this many values median_of_bits counts buckets first; under it one partition is faster
+
+
+def median_of_bits(bits: np.ndarray, scratch: np.ndarray | None = None) -> float:
+    """The lower median |x| of the float32 values none of them NaN whose bits are the contiguous uint32 `bits`
+    (left as they are), exactly: with the sign cleared, |x| orders as the integers do. From _BUCKETED values, the
+    top 15 of the 31 bits are counted (one bincount; `scratch`, when given, n uint16 or more, holds them), the
+    bucket holding the k-th smallest is found from the running counts, and only its values (a few hundred of
+    131,072 normal ones) are partitioned: 0.2 ms against 0.73 for numpy's partition of all 131,072 (one thread).
+    The k-th smallest is one number, however it is found."""
+    n = bits.size
+    k = (n - 1) // 2
+    if n < _BUCKETED:
+        return median_of_cleared_bits(np.bitwise_and(bits, np.uint32(0x7FFFFFFF)))
+    out = scratch[:n] if scratch is not None else None
+    high = np.bitwise_and(bits.view(np.uint16)[_HIGH_HALF::2], np.uint16(0x7FFF), out=out)
+    running = torch.bincount(torch.from_numpy(high.view(np.int16)), minlength=1 << 15).cumsum(0).numpy()
+    bucket = int(np.searchsorted(running, k, side="right"))  # the first whose running count passes k
+    k -= int(running[bucket - 1]) if bucket else 0
+    return median_of_cleared_bits(np.bitwise_and(bits[high == bucket], np.uint32(0x7FFFFFFF)), k)
+
+
+def median_of_cleared_bits(a: np.ndarray, k: int | None = None) -> float:
+    """The lower median (or the `k`-th smallest, from 0) |x| of float32 values none of them NaN, from their bits
+    with the sign cleared (uint32, partitioned in place: for such floats |x| orders as these integers do)."""
+    k = (a.size - 1) // 2 if k is None else k
     a.partition(k)
     return float(a[k : k + 1].view(np.float32)[0])
 
@@ -242,7 +266,7 @@ class StepSummaries:
         self._scalars.extend((*torch.aminmax(x), total, torch.dot(centred, centred), torch.dot(x, x)))
         self._counts.append(torch.bincount(slots, minlength=_SLOTS))
         self._sizes.append(n)
-        self._medians.append(_median_abs_finite(bits, words) if median else math.nan)
+        self._medians.append(median_of_bits(bits, words.view(np.uint16)) if median else math.nan)
         return True
 
     def _buffers(self, n: int) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]:
@@ -289,14 +313,6 @@ def _tables() -> tuple[torch.Tensor, np.ndarray, np.ndarray, int]:
     casts them to int64) and the shift that makes a float32's bits its key."""
     coarse, mixed, fine = slot_tables()
     return torch.from_numpy(coarse), mixed, fine, fine.shape[1].bit_length() - 1
-
-
-def _median_abs_finite(bits: np.ndarray, scratch: np.ndarray) -> float:
-    """ln_viz.probes.median_abs of the float32 values whose bits are `bits`, none of them NaN: the same value
-    (the k-th smallest |x| is one number, however it is found), found among the bits with the sign cleared,
-    in `scratch` (as many uint32): for floats that are not NaN, |x| orders as these integers do (0.6 of the
-    time of a float partition), and partitioned in place, without the NaN pass."""
-    return median_of_cleared_bits(np.bitwise_and(bits, np.uint32(0x7FFFFFFF), out=scratch))
 
 
 def _assign(

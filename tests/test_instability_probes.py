@@ -63,6 +63,28 @@ def test_the_median_magnitude_is_torch_s_median_of_abs_on_hostile_values():
     assert np.isnan(median_abs(nan))
 
 
+def test_the_median_magnitude_of_many_values_counted_in_buckets_is_torch_s_exactly():
+    """From 8,192 values median_abs counts the top bits first and partitions one bucket: it must still equal
+    torch's median of |x| exactly, where the bucket is crowded (ties, one repeated value, all in one bucket),
+    at its edges (the median the first or the last value of its bucket), and on zeros, subnormals, infinities,
+    huge values and a strided view."""
+    gen = torch.Generator().manual_seed(12)
+    cases = [torch.randn(n, generator=gen) * scale for n in (8191, 8192, 8193, 65536, 131072) for scale in (1e-3, 1e30)]
+    cases += [torch.full((10_000,), -2.5), torch.zeros(9000), torch.tensor([1e-45, -3e-45]).repeat(5000)]
+    cases += [1.0 + torch.rand(50_001, generator=gen) * 2**-10]  # every value in one bucket of the count
+    edge = torch.randn(20_000, generator=gen)
+    edge[:10_000] = 1.0  # half the values one value, the middle among them, others in its bucket
+    cases += [edge, -edge, torch.cat([torch.full((9_999,), 0.5), torch.full((10_001,), 1.0)])]  # the first of it
+    cases += [torch.cat([torch.full((10_000,), -0.5), torch.full((10_000,), 1.0)])]  # the last of its bucket
+    cases += [torch.where(torch.rand(40_000, generator=gen) < 0.3, torch.inf, torch.randn(40_000, generator=gen))]
+    cases += [torch.randn(2, 30_000, generator=gen)[:, ::3].reshape(-1), torch.randn(30_000, generator=gen)[::2]]
+    for i, x in enumerate(cases):
+        assert median_abs(x) == float(x.abs().median()), i
+    nan = torch.randn(10_000, generator=gen)
+    nan[4_000] = float("nan")
+    assert np.isnan(median_abs(nan))
+
+
 def test_dyt_saturation_is_the_fraction_of_tanh_inputs_past_two_and_nan_for_layernorm():
     model, act, _, norm_in = _forward_watched(SMALL.replace(norm_type="dyt"))
     sat = act.arrays["dyt_saturation"]
