@@ -94,10 +94,18 @@ def softmax_entropy(z: torch.Tensor, probs: bool = False) -> tuple[torch.Tensor 
     the largest p (torch's softmax is three passes), 0.06 ms less a layer at 8 x 4 x 64 x 64, one thread. ln-viz's
     own attention probe and attach's (ln_viz.byom.attention) both take their entropy here."""
     z.sub_(z.amax(-1, keepdim=True)).clamp_(min=EXP_FLOOR)
-    e = torch.exp(z)
+    e = _exp(z)
     total_e = e.sum(-1)
     rows = total_e.log().sub_(torch.linalg.vecdot(e, z).div_(total_e))  # each row's entropy
     return (e.div_(total_e.unsqueeze(-1)) if probs else None), float(rows.sum(dtype=torch.float64))
+
+
+def _exp(z: torch.Tensor) -> torch.Tensor:
+    """exp(z), a new tensor: numpy's for a contiguous float32 CPU tensor (its SIMD exp: 60 against torch's 108 us
+    at 8 x 4 x 64 x 64, one thread; the two 1.7e-7 relative apart at most), else torch's."""
+    if z.device.type == "cpu" and z.dtype == torch.float32 and z.is_contiguous() and not z.requires_grad:
+        return torch.from_numpy(np.exp(z.numpy()))
+    return torch.exp(z)
 
 
 @functools.lru_cache(maxsize=8)
