@@ -143,8 +143,8 @@ def min_token_scale(x: torch.Tensor, centred: bool) -> float:
     return smallest if not math.isnan(smallest) else math.nan
 
 
-# attention entropy is measured on the first this-many sequences of the batch: the first chunk of scores the
-# model's head_logit_max computes, the one it hands to the probe
+# attention entropy is measured on the first this-many sequences of the batch: among the first chunk of scores the
+# model's head_logit_max computes (at least SCORE_CHUNK sequences), the one it hands to the probe
 ENTROPY_SEQUENCES = SCORE_CHUNK
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from ln_viz.config import NORM_POSITIONS, RunConfig
-from ln_viz.model import SCORE_CHUNK, build_model, head_logit_max
+from ln_viz.model import SCORE_CHUNK, SCORE_ELEMENTS, build_model, head_logit_max
 from ln_viz.probes import watch
 from ln_viz.schema import HIST_EDGES, PARAM_NAMES
 
@@ -118,21 +118,27 @@ def test_the_preview_counts_the_parameters_the_model_has(pos):
     assert info.norm_names == model.norm_names()
 
 
-@pytest.mark.parametrize("batch, T", [(1, 12), (SCORE_CHUNK, 12), (2 * SCORE_CHUNK + 3, 12), (SCORE_CHUNK + 1, 260)])
-def test_each_head_s_largest_logit_is_the_whole_batch_s_whatever_the_chunking(batch, T):
-    """head_logit_max holds the scores SCORE_CHUNK sequences at a time: the per-head largest |q.k| / sqrt(hs)
-    is still the whole batch's (against one float64 product, the masked keys left out), its callback sees the
-    first chunk once, and a chunk as large as the batch gives the same numbers (T 260: a chunk's scores over the
-    8 MB a thread keeps, allocated for the call)."""
+@pytest.mark.parametrize(
+    "batch, T, chunk",
+    [(1, 12, None), (SCORE_CHUNK, 12, None), (2 * SCORE_CHUNK + 3, 12, None), (2 * SCORE_CHUNK + 3, 12, SCORE_CHUNK),
+     (40, 64, None), (SCORE_CHUNK + 1, 260, None)],
+)  # fmt: skip
+def test_each_head_s_largest_logit_is_the_whole_batch_s_whatever_the_chunking(batch, T, chunk):
+    """head_logit_max holds the scores of as many sequences as fit SCORE_ELEMENTS at a time, at least SCORE_CHUNK
+    (or `chunk`): the per-head largest |q.k| / sqrt(hs) is still the whole batch's (against one float64 product, the
+    masked keys left out), its callback sees the first chunk once, and a chunk as large as the batch gives the same
+    numbers (40 x 64: chunks of 32 and 8, as ln-viz's 6 x 64 model's batch of 32 is one; T 260: chunks of 8, whose
+    scores are over the 8 MB a thread keeps, allocated for the call)."""
     gen = torch.Generator().manual_seed(batch)
     q, k = (torch.randn(batch, 4, T, 8, generator=gen) for _ in range(2))
     k[-1, 2, 5] *= 40  # one large logit in the last sequence (a key seen by queries 5.. only)
     calls = []
-    got = head_logit_max(q, k, lambda scores, largest: calls.append((scores.shape, largest.clone())))
+    got = head_logit_max(q, k, lambda scores, largest: calls.append((scores.shape, largest.clone())), chunk=chunk)
     s = (q.double() @ k.double().transpose(-1, -2)).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), 0.0)
     expected = s.abs().amax(dim=(0, 2, 3)) / math.sqrt(8)
     torch.testing.assert_close(got.double(), expected, rtol=1e-6, atol=0)
-    first = min(batch, SCORE_CHUNK)
+    first = min(batch, chunk or max(SCORE_CHUNK, SCORE_ELEMENTS // (4 * T * T)))
+    assert first == {(12, None): batch, (12, SCORE_CHUNK): SCORE_CHUNK, (64, None): 32, (260, None): 8}[T, chunk]
     assert len(calls) == 1 and calls[0][0] == (first, 4, T, T)
     torch.testing.assert_close(calls[0][1].double(), s[:first].abs().amax(dim=(2, 3)), rtol=1e-6, atol=0)
     assert torch.equal(head_logit_max(q, k, chunk=batch), got)
