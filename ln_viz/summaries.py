@@ -256,7 +256,7 @@ class StepSummaries:
         if where.size:  # the keys holding an edge, looked up in the fine table; inf and NaN are in no key there
             key = words[where]
             at = np.searchsorted(mixed, key)
-            if at[-1] >= mixed.size or not np.array_equal(mixed[at], key):  # key sorted: at[-1] is the largest
+            if at.max() >= mixed.size or not np.array_equal(mixed[at], key):  # a key past the last: inf or NaN
                 return False
             slot_array[where] = fine[at, bits[where] & ((1 << shift) - 1)]
         total = x.sum()

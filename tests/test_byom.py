@@ -1088,6 +1088,11 @@ def test_a_step_s_summaries_finished_together_equal_tensor_summary_bit_for_bit()
             x = torch.randn(64, generator=g).to(torch.bfloat16)
         cases.append(x)
     cases.insert(7, cases[6])  # the same tensor twice in a row: Pre-LN's block output, the next norm's input
+    # a value that is not finite before values in keys that hold an edge (a diverging step): where the inf came last
+    # it was caught, where first the fine table's lookup ran past its end
+    cases += [
+        torch.cat([torch.tensor([v]), near, torch.randn(50, generator=g)]) for v in (math.inf, -math.inf, math.nan)
+    ]
     n = len(cases)
     arrays = {
         "resid_hist": np.full((n, HIST_BINS), np.nan, np.float32),
