@@ -147,6 +147,17 @@ def test_start_shows_moving_charts_then_stop(server, page):
     print(f"first chart {first_chart_s:.2f} s, first data {first_data_s:.2f} s after Start")
 
 
+def _stop_enabled(page, wait: float = 5.0) -> bool:
+    """Whether Stop is enabled, or becomes so within `wait` seconds (it can read disabled for a moment while the
+    page reruns: two CI runs found it so at the first click of a 2,000-step run): False once the run has ended."""
+    deadline = time.monotonic() + wait
+    while not page.locator(".st-key-stop button").is_enabled():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def _click_to_answer(page, clicks: int, training: bool = False) -> list[float]:
     """Seconds from a click on the first expander to its content shown, `clicks` times (closed again after each);
     `training`: only while the run trains (a click after which Stop is no longer enabled is not counted, and ends
@@ -162,7 +173,7 @@ def _click_to_answer(page, clicks: int, training: bool = False) -> list[float]:
         )
         page.get_by_text("Norm type").first.wait_for(state="visible", timeout=5_000)
         took = time.monotonic() - t0
-        if training and not page.locator(".st-key-stop button").is_enabled():
+        if training and not _stop_enabled(page):
             break
         timings.append(took)
         expander.click()
