@@ -891,15 +891,35 @@ def _attention_reference(q, k, keep):
     return largest, h[rows].mean().item()
 
 
-@pytest.mark.parametrize("case", ["causal", "padding with an infinite masked key", "additive"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "causal",  # the largest logit 29.3: the entropy unshifted (ln_viz.probes.UNSHIFTED), numpy's exp
+        "causal, logits past the unshifted bound",  # 264: shifted by each row's max
+        "causal, torch's exp",  # on four threads: unshifted, the masked scores floored for torch's exp
+        "padding with an infinite masked key",
+        "additive",
+    ],
+)
 def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) -> None:
     from ln_viz.byom.attention import attention_stats
 
     g = torch.Generator().manual_seed(0)
     q, k = torch.randn(3, 2, 6, 4, generator=g) * 3, torch.randn(3, 2, 6, 4, generator=g) * 3
     causal = torch.ones(6, 6, dtype=torch.bool).tril()
-    if case == "causal":
+    if case.startswith("causal"):
         keep, args = causal, (None, None, None, True)
+        if "past" in case:
+            q, k = q * 3, k * 3
+        if "torch" in case:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(4)
+            try:
+                largest, entropy, _ = attention_stats(q, k, *args)
+            finally:
+                torch.set_num_threads(threads)
+            assert (largest, entropy) == pytest.approx(_attention_reference(q, k, keep), rel=1e-5)
+            return
     elif case == "additive":
         keep = causal & (torch.arange(6) != 2)  # key 2 masked out too
         args = (torch.zeros(6, 6).masked_fill(~keep, torch.finfo(torch.float32).min), None, None, False)

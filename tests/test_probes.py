@@ -155,6 +155,30 @@ def test_the_one_exp_pass_entropy_and_probabilities_match_float64(spread):
     assert softmax_entropy(torch.tensor([[0.0, 0.0, -math.inf]]))[1] == pytest.approx(math.log(2), rel=1e-6)
 
 
+@pytest.mark.parametrize("threads", [1, 4])
+def test_the_unshifted_entropy_matches_float64_where_every_row_sees_scores_within_the_bound(threads):
+    """softmax_entropy(shift=False), for causal rows whose scores lie within +-UNSHIFTED (29.9 here), on numpy's
+    exp (one thread: a masked entry's exp is 0) and torch's (four: the masked entries floored): the entropy and the
+    probabilities of a float64 softmax, as shifted."""
+    from ln_viz.probes import UNSHIFTED
+
+    g = torch.Generator().manual_seed(6)
+    z = torch.randn(2, 3, 24, 24, generator=g)
+    z = z / z.abs().max() * (UNSHIFTED - 0.1)
+    z.masked_fill_(torch.ones(24, 24, dtype=torch.bool).triu(1), -1e30)
+    ref = torch.softmax(z.double(), -1)
+    want = float(-(ref * torch.where(ref > 0, ref.log(), 0.0)).sum())
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        p, total = softmax_entropy(z.clone(), probs=True, shift=False)
+    finally:
+        torch.set_num_threads(before)
+    assert total == pytest.approx(want, rel=1e-6, abs=1e-5)
+    torch.testing.assert_close(p.double(), ref, rtol=1e-5, atol=1e-7)
+    assert total == pytest.approx(softmax_entropy(z.clone())[1], rel=1e-6)
+
+
 @pytest.mark.parametrize("d, qk_norm, scale", [(32, "none", 1.0), (64, "rmsnorm", 1.0), (32, "none", 30.0)])
 def test_the_probe_summarises_the_scores_the_model_computes(d, qk_norm, scale):
     """The entropy and largest logit come from the model's own scores (head_logit_max's, no second matmul):
