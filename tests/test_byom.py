@@ -946,7 +946,8 @@ def _fractions_before(x: torch.Tensor, n: int) -> torch.Tensor:
 
 def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """ln_viz.probes.tensor_summary as it was before its passes were trimmed (kept here as the reference the
-    faster one must equal bit for bit): clamp always, int64 indices, the stats assembled in torch."""
+    faster one must equal bit for bit): clamp always, int64 indices, the stats assembled in torch; the std, where
+    the mean's square is at most half the mean square, from those two (ln_viz.summaries.one_pass) as it is now."""
     from ln_viz.schema import HIST_BINS
 
     x = x.detach().float().reshape(-1)
@@ -961,6 +962,8 @@ def _summary_before(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     var, ms = torch.dot(centred, centred) / n, torch.dot(x, x) / n
     fractions = _fractions_before(x, n)
     stats = torch.stack([mean, var.sqrt(), ms.sqrt(), torch.maximum(-lo, hi)]).to(torch.float64)
+    if float(mean) ** 2 <= 0.5 * float(ms):  # since then: the std as sqrt(E[x^2] - mean^2) in float64 (one_pass)
+        stats[1] = float(np.float32(np.sqrt(max(float(torch.dot(x, x)) / n - float(mean) ** 2, 0.0))))
     out = np.concatenate([stats.numpy(), fractions[[0, HIST_BINS + 1]].numpy()])
     return fractions[1:-1].numpy().astype(np.float32), out.astype(np.float32)
 

@@ -33,6 +33,28 @@ def test_tensor_summary_matches_numpy(scale):
     assert hist.sum() + stats[BELOW] + stats[ABOVE] == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.parametrize("offset", [0.0, 0.3, 0.9, 1.1, 3.0, 100.0])
+def test_the_std_is_float64_s_to_a_few_ulps_whether_or_not_x_minus_the_mean_is_summed(offset):
+    """The std comes from the mean and the mean square in one pass where the mean's square is at most half the mean
+    square (ln_viz.summaries.one_pass: a mean within one std of 0), else from a sum of (x - mean)^2: either way
+    within 2e-6 of float64's, at sizes and scales a probe sees, in tensor_summary and in a step's StepSummaries."""
+    from ln_viz.summaries import StepSummaries, one_pass
+
+    g = torch.Generator().manual_seed(7)
+    for n, scale in ((65_536, 1e-3), (131_072, 1.0), (4_096, 30.0), (100, 1e4)):
+        x = torch.randn(n, generator=g) * scale
+        x += offset * float(x.std())
+        want = float(x.double().std(correction=0))
+        mean = float(x.sum()) / n
+        assert one_pass(mean, float(torch.dot(x, x)), n) == (offset < 1)
+        arrays = {"s": np.zeros((1, 6), np.float32)}
+        steps = StepSummaries()
+        steps.add(arrays, x, ("s", 0))
+        steps.finish(arrays)
+        assert tensor_summary(x)[1][STD] == pytest.approx(want, rel=2e-6)
+        assert arrays["s"][0][STD] == tensor_summary(x)[1][STD]
+
+
 def test_tensor_summary_edges_are_half_open():
     inside = (HIST_EDGES[1] + HIST_EDGES[2]) / 2
     x = torch.tensor([-HIST_LIMIT, inside, 0.0, HIST_LIMIT - 1e-3, HIST_LIMIT, -HIST_LIMIT - 1e-3])

@@ -186,7 +186,7 @@ def test_the_page_answers_a_click_within_a_second_while_a_deep_run_trains(server
     Start), while a 24-layer run trains: the best of up to 8 clicks made while it trains (a click waits for the live
     charts' refresh running when it comes: on a busy host single clicks took 1-4 s, and one CI run's best of 5 was
     1.28 s, where 0.07-0.19 s is usual; a run that ends among the clicks ends the readings, and Stop is clicked
-    only while it is enabled: the 200-step run could finish first)."""
+    only while it is enabled)."""
     # the 24-layer Pre-LN preset, 2,000 steps: its 200 could end before the first click on a fast host (CI once had
     # none of 8 clicks while it trained); Stop ends it after the clicks
     open_app(page, server.url + "/?preset=deep-pre-ln&steps=2000")
