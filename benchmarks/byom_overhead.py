@@ -7,10 +7,11 @@ dependency of ln-viz: without it its rows say so).
     HF_HUB_OFFLINE=1 .venv/bin/python -m benchmarks.byom_overhead [--steps 30] [--rounds 3] [--quick]
         [--configs ln-viz/10,ln-viz/1]
 
-The configurations run in lockstep (step i of each before step i + 1 of any, the order alternating), each
-on its own copy of one model and the same batches, so a busy machine slows them alike; a round's figure is
-a configuration's total over steps 4..N (every cadence's probe steps inside) over the baseline's, in process
-CPU time (all threads: the store's writer too, but also the other configurations' background threads and
+The configurations run in lockstep (step i of each before step i + 1 of any, in an order shuffled each step: a
+fixed or alternating order lets the first and last run twice in a row, their model still in the cache, while one in
+the middle never does), each on its own copy of one model and the same batches, so a busy machine slows them alike;
+a round's figure is a configuration's total over steps 4..N (every cadence's probe steps inside) over the baseline's,
+in process CPU time (all threads: the store's writer too, but also the other configurations' background threads and
 thread pools, which TensorBoard at every step keeps busy: with it beside, ln-viz's process figure rises by
 a third), in own CPU time (the main thread during the configuration's steps plus the threads it started,
 over the window) and in wall time. wandb does its writing in a service process of its own
@@ -34,6 +35,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import ln_viz  # noqa: E402
@@ -238,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     wall: dict[str, list[float]] = {c: [] for c in configs[1:]}
     base = []
     service: list[float] = []  # wandb-core's CPU seconds per measured step
+    shuffle = np.random.default_rng(0)  # the order of the configurations at each step
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             runners = {c: Runner(c, model, Path(tmp) / str(r)) for c in configs}
@@ -246,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                     for runner in runners.values():
                         runner.mark()
                     s0 = service_cpu()
-                order = configs if (i + r) % 2 == 0 else configs[::-1]
+                order = [configs[k] for k in shuffle.permutation(len(configs))]
                 for c in order:
                     runners[c].step(x)
             service.append((service_cpu() - s0) / (len(batches) - 3))
