@@ -73,8 +73,9 @@ ONE_PASS = 0.5
 
 
 def one_pass(mean: float, sq: float, n: int) -> bool:
-    """Whether the std of n values of this float32 mean and float32 sum of squares `sq` is taken by one_pass_std."""
-    return float(mean) ** 2 <= ONE_PASS * (float(sq) / n)
+    """Whether the std of n values of this float32 mean and float32 sum of squares `sq` is taken by one_pass_std (not
+    where the sum of squares overflowed float32: values past 1.8e19, where x - mean may still square finitely)."""
+    return math.isfinite(sq) and float(mean) ** 2 <= ONE_PASS * (float(sq) / n)
 
 
 def one_pass_std(mean: float, sq: float | np.ndarray, n: int | np.ndarray) -> np.ndarray:

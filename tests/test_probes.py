@@ -55,6 +55,21 @@ def test_the_std_is_float64_s_to_a_few_ulps_whether_or_not_x_minus_the_mean_is_s
         assert arrays["s"][0][STD] == tensor_summary(x)[1][STD]
 
 
+def test_the_std_of_values_whose_squares_overflow_is_still_summed_from_x_minus_the_mean():
+    """Values near 2e19 (a diverging run): their sum of squares overflows float32, so no std comes from it; the sum
+    of (x - mean)^2 is finite, and the std is float64's (the rms is inf, as it was)."""
+    from ln_viz.summaries import StepSummaries
+
+    x = torch.randn(70_000, generator=torch.Generator().manual_seed(8)) * 1e16 + 2e19
+    want = float(x.double().std(correction=0))
+    arrays = {"s": np.zeros((1, 6), np.float32)}
+    steps = StepSummaries()
+    steps.add(arrays, x, ("s", 0))
+    steps.finish(arrays)
+    for stats in (tensor_summary(x)[1], arrays["s"][0]):
+        assert stats[STD] == pytest.approx(want, rel=1e-5) and stats[RMS] == np.inf
+
+
 def test_tensor_summary_edges_are_half_open():
     inside = (HIST_EDGES[1] + HIST_EDGES[2]) / 2
     x = torch.tensor([-HIST_LIMIT, inside, 0.0, HIST_LIMIT - 1e-3, HIST_LIMIT, -HIST_LIMIT - 1e-3])
