@@ -103,7 +103,10 @@ def softmax_entropy(z: torch.Tensor, probs: bool = False, shift: bool = True) ->
     `shift` False: the caller vouches that every row has an entry to attend to and that those are all within
     +-UNSHIFTED (the rest MASKED), so z' = z (the same formula; the max's pass and the subtraction's left out: 0.065
     ms less a layer at 8 x 4 x 64 x 64, one thread) and a masked entry's exp is 0 (the floor kept, unshifted, where
-    the exp is torch's: its exp of -1e30 is 35x slower)."""
+    the exp is torch's: its exp of -1e30 is 35x slower). Unshifted, each row's two terms are about its largest score
+    in size, so a row's entropy is only good to a few ulps of that (~4e-6 nats at 30): where the mean over the rows
+    comes out under SHIFTED_BELOW (attention close to one-hot, where that error is a large part of it or could take
+    it below 0), it is taken again shifted."""
     if shift:
         z.sub_(z.amax(-1, keepdim=True)).clamp_(min=EXP_FLOOR)
     elif not _numpy_exp(z):
@@ -111,14 +114,25 @@ def softmax_entropy(z: torch.Tensor, probs: bool = False, shift: bool = True) ->
     e = _exp(z)
     total_e = e.sum(-1)
     rows = total_e.log().sub_(torch.linalg.vecdot(e, z).div_(total_e))  # each row's entropy
-    return (e.div_(total_e.unsqueeze(-1)) if probs else None), float(rows.sum(dtype=torch.float64))
+    total = float(rows.sum(dtype=torch.float64))
+    if not shift and not total >= SHIFTED_BELOW * rows.numel():  # z is as it came (the masked ones maybe floored)
+        return softmax_entropy(z, probs, shift=True)
+    return (e.div_(total_e.unsqueeze(-1)) if probs else None), total
+
+
+# softmax_entropy unshifted: a mean entropy under this many nats is taken again shifted (unshifted, its error of a
+# few ulps of the largest score, ~4e-6 nats at 30, would be over 4e-5 of it)
+SHIFTED_BELOW = 0.1
 
 
 def _exp(z: torch.Tensor) -> torch.Tensor:
     """exp(z), a new tensor: numpy's for a contiguous float32 CPU tensor where torch runs on at most two threads (its
     SIMD exp, one thread, 2.2-2.7x faster than torch's per thread: 73 against 154 us at 8 x 4 x 64 x 64, and 80 us for
     torch's on two; the two 1.7e-7 relative apart at most), else torch's (on more threads it wins on large tensors)."""
-    return torch.from_numpy(np.exp(z.numpy())) if _numpy_exp(z) else torch.exp(z)
+    if not _numpy_exp(z):
+        return torch.exp(z)
+    with np.errstate(under="ignore"):  # the masked scores' exp is 0 unshifted, whatever np.seterr the user set
+        return torch.from_numpy(np.exp(z.numpy()))
 
 
 def _numpy_exp(z: torch.Tensor) -> bool:

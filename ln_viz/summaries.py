@@ -55,9 +55,9 @@ def _moments(x: torch.Tensor, n: int) -> tuple[np.float32, np.ndarray]:
     """The mean and (std, rms) of the flat float32 `x` of `n` finite values (the std by one_pass where it holds)."""
     mean = np.float32(x.sum().item()) / np.float32(n)
     sq = torch.dot(x, x)
-    if one_pass(mean, sq.item(), n):  # the rms as below (the same division and square root)
+    if one_pass(mean, square := sq.item(), n):  # the rms as below (the same division and square root)
         roots = torch.stack([sq, sq]).div_(n).sqrt_().cpu().numpy()
-        roots[0] = one_pass_std(mean, sq.item(), n)
+        roots[0] = one_pass_std(mean, square, n)
         return mean, roots
     centred = x - float(mean)
     return mean, torch.stack([torch.dot(centred, centred), sq]).div_(n).sqrt_().cpu().numpy()
@@ -347,7 +347,8 @@ def _tables() -> tuple[torch.Tensor, np.ndarray, np.ndarray, int]:
     return torch.from_numpy(coarse), mixed, fine, fine.shape[1].bit_length() - 1
 
 
-_NAN = torch.tensor(math.nan)  # StepSummaries: the sum of (x - mean)^2 of a tensor whose std needed none
+# StepSummaries: the sum of (x - mean)^2 of a tensor whose std needed none (float32 whatever torch's default dtype)
+_NAN = torch.tensor(math.nan, dtype=torch.float32)
 
 
 def _assign(

@@ -903,6 +903,7 @@ def _attention_reference(q, k, keep):
 )
 def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) -> None:
     from ln_viz.byom.attention import attention_stats
+    from ln_viz.probes import UNSHIFTED
 
     g = torch.Generator().manual_seed(0)
     q, k = torch.randn(3, 2, 6, 4, generator=g) * 3, torch.randn(3, 2, 6, 4, generator=g) * 3
@@ -919,6 +920,7 @@ def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) 
             finally:
                 torch.set_num_threads(threads)
             assert (largest, entropy) == pytest.approx(_attention_reference(q, k, keep), rel=1e-5)
+            assert largest <= UNSHIFTED  # the unshifted path, as meant
             return
     elif case == "additive":
         keep = causal & (torch.arange(6) != 2)  # key 2 masked out too
@@ -929,6 +931,8 @@ def test_attention_stats_equal_a_float64_reference_on_each_mask_path(case: str) 
         k[0, :, 5] = torch.inf
         args = (keep, None, None, False)
     largest, entropy, _ = attention_stats(q, k, *args)
+    if case.startswith("causal"):  # which path each causal case takes: unshifted within UNSHIFTED, shifted past it
+        assert (largest <= UNSHIFTED) == ("past" not in case)
     want_largest, want_entropy = _attention_reference(q, k, keep)
     assert largest == pytest.approx(want_largest, rel=1e-5)
     assert entropy == pytest.approx(want_entropy, rel=1e-5)

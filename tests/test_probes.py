@@ -70,6 +70,57 @@ def test_the_std_of_values_whose_squares_overflow_is_still_summed_from_x_minus_t
         assert stats[STD] == pytest.approx(want, rel=1e-5) and stats[RMS] == np.inf
 
 
+@pytest.mark.parametrize("c", [5.0, 10.0, 11.58, 20.0, 29.9])
+def test_the_unshifted_entropy_of_attention_close_to_one_hot_is_float64_s_and_never_below_zero(c):
+    """Causal scores of +c on the diagonal and -c elsewhere (within UNSHIFTED): each row's entropy is far under a
+    float32 ulp of c, which is all the unshifted formula can resolve (a reviewer's case: -9.5e-7 nats at c = 11.58,
+    1.9e-6 where float64 says 2e-23), so a mean under SHIFTED_BELOW is taken again shifted: within 1e-7 nats of
+    float64's mean (the shifted one's float32 rounding near p = 1) and never below 0, on numpy's exp and on torch's,
+    and a NumPy error mode of "raise" does not stop it (the masked scores' exp underflows to 0)."""
+    T = 64
+    z = torch.full((2, 4, T, T), -c).diagonal_scatter(torch.full((2, 4, T), c), dim1=-2, dim2=-1)
+    z.masked_fill_(torch.ones(T, T, dtype=torch.bool).triu(1), -1e30)
+    ref = torch.softmax(z.double(), -1)
+    want = float(-(ref * torch.where(ref > 0, ref.log(), 0.0)).sum())
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 4):
+            torch.set_num_threads(threads)
+            with np.errstate(all="raise"):
+                total = softmax_entropy(z.clone(), shift=False)[1]
+            rows = z.numel() // T
+            assert total >= 0 and abs(total - want) / rows < 1e-7, (threads, total / rows, want / rows)
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.slow  # a Python process of its own importing torch (speed: out of the fast lane)
+def test_a_step_s_summaries_equal_tensor_summary_where_torch_s_default_dtype_is_float64():
+    """torch.set_default_dtype(torch.float64) before ln_viz is imported (a reviewer's case): a step's summaries still
+    equal tensor_summary's bit for bit (the marker of a std taken in one pass was a default-dtype tensor, which made
+    the step's scalars float64: 93 of 400 rows an ulp off)."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np, torch
+torch.set_default_dtype(torch.float64)
+from ln_viz.summaries import StepSummaries, tensor_summary
+g = torch.Generator().manual_seed(3)
+xs = [torch.randn(int(n), generator=g, dtype=torch.float32) * s + m
+      for n, s, m in zip(torch.randint(100, 20000, (60,), generator=g), [1e-3, 1.0, 40.0] * 20, [0.0, 0.5, 3.0] * 20)]
+arrays = {"s": np.zeros((len(xs), 6), np.float32)}
+steps = StepSummaries()
+for i, x in enumerate(xs):
+    steps.add(arrays, x, ("s", i))
+steps.finish(arrays)
+bad = [i for i, x in enumerate(xs) if not np.array_equal(arrays["s"][i], tensor_summary(x)[1])]
+print("differ", bad)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "differ []", done.stdout + done.stderr[-2000:]
+
+
 def test_tensor_summary_edges_are_half_open():
     inside = (HIST_EDGES[1] + HIST_EDGES[2]) / 2
     x = torch.tensor([-HIST_LIMIT, inside, 0.0, HIST_LIMIT - 1e-3, HIST_LIMIT, -HIST_LIMIT - 1e-3])
