@@ -55,12 +55,12 @@ def _moments(x: torch.Tensor, n: int) -> tuple[np.float32, np.ndarray]:
     """The mean and (std, rms) of the flat float32 `x` of `n` finite values (the std by one_pass where it holds)."""
     mean = np.float32(x.sum().item()) / np.float32(n)
     sq = torch.dot(x, x)
-    if one_pass(mean, square := sq.item(), n):  # the rms as below (the same division and square root)
-        roots = torch.stack([sq, sq]).div_(n).sqrt_().cpu().numpy()
+    unsummed = one_pass(mean, square := sq.item(), n)
+    centred_sq = sq if unsummed else torch.dot(centred := x - float(mean), centred)
+    roots = torch.stack([centred_sq, sq]).div_(n).sqrt_().cpu().numpy()
+    if unsummed:  # the rms as the two-pass takes it (the same division and square root), the std from mean and sq
         roots[0] = one_pass_std(mean, square, n)
-        return mean, roots
-    centred = x - float(mean)
-    return mean, torch.stack([torch.dot(centred, centred), sq]).div_(n).sqrt_().cpu().numpy()
+    return mean, roots
 
 
 # The std without a pass over x - mean, as sqrt(E[x^2] - mean^2) in float64 from the float32 mean and sum of squares,
