@@ -1,5 +1,6 @@
 """The probes' numbers are what they say: each fast kernel against the plain definition it replaces."""
 
+import contextlib
 import math
 
 import numpy as np
@@ -13,6 +14,28 @@ from ln_viz.schema import HIST_EDGES, HIST_LIMIT, PARAM_NAMES, Stat
 from ln_viz.summaries import tensor_summary
 
 MEAN, STD, RMS, MAX_ABS, BELOW, ABOVE = Stat
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int):
+    """torch on `n` threads inside the block (numpy's exp is taken only on two or fewer), as before after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _step_stats(x: torch.Tensor) -> np.ndarray:
+    """x's STAT_NAMES row as a probed step's StepSummaries finishes it (one tensor of the step)."""
+    from ln_viz.summaries import StepSummaries
+
+    arrays = {"s": np.zeros((1, 6), np.float32)}
+    steps = StepSummaries()
+    steps.add(arrays, x, ("s", 0))
+    steps.finish(arrays)
+    return arrays["s"][0]
 
 
 @pytest.mark.parametrize("scale", [0.3, 3.0, 12.0, 40.0, 120.0])
@@ -38,7 +61,7 @@ def test_the_std_is_float64_s_to_a_few_ulps_whether_or_not_x_minus_the_mean_is_s
     """The std comes from the mean and the mean square in one pass where the mean's square is at most half the mean
     square (ln_viz.summaries.one_pass: a mean within one std of 0), else from a sum of (x - mean)^2: either way
     within 2e-6 of float64's, at sizes and scales a probe sees, in tensor_summary and in a step's StepSummaries."""
-    from ln_viz.summaries import StepSummaries, one_pass
+    from ln_viz.summaries import one_pass
 
     g = torch.Generator().manual_seed(7)
     for n, scale in ((65_536, 1e-3), (131_072, 1.0), (4_096, 30.0), (100, 1e4)):
@@ -47,26 +70,16 @@ def test_the_std_is_float64_s_to_a_few_ulps_whether_or_not_x_minus_the_mean_is_s
         want = float(x.double().std(correction=0))
         mean = float(x.sum()) / n
         assert one_pass(mean, float(torch.dot(x, x)), n) == (offset < 1)
-        arrays = {"s": np.zeros((1, 6), np.float32)}
-        steps = StepSummaries()
-        steps.add(arrays, x, ("s", 0))
-        steps.finish(arrays)
         assert tensor_summary(x)[1][STD] == pytest.approx(want, rel=2e-6)
-        assert arrays["s"][0][STD] == tensor_summary(x)[1][STD]
+        assert _step_stats(x)[STD] == tensor_summary(x)[1][STD]
 
 
 def test_the_std_of_values_whose_squares_overflow_is_still_summed_from_x_minus_the_mean():
     """Values near 2e19 (a diverging run): their sum of squares overflows float32, so no std comes from it; the sum
     of (x - mean)^2 is finite, and the std is float64's (the rms is inf, as it was)."""
-    from ln_viz.summaries import StepSummaries
-
     x = torch.randn(70_000, generator=torch.Generator().manual_seed(8)) * 1e16 + 2e19
     want = float(x.double().std(correction=0))
-    arrays = {"s": np.zeros((1, 6), np.float32)}
-    steps = StepSummaries()
-    steps.add(arrays, x, ("s", 0))
-    steps.finish(arrays)
-    for stats in (tensor_summary(x)[1], arrays["s"][0]):
+    for stats in (tensor_summary(x)[1], _step_stats(x)):
         assert stats[STD] == pytest.approx(want, rel=1e-5) and stats[RMS] == np.inf
 
 
@@ -82,16 +95,11 @@ def test_the_unshifted_entropy_of_attention_close_to_one_hot_is_float64_s_and_ne
     z.masked_fill_(torch.ones(T, T, dtype=torch.bool).triu(1), -1e30)
     ref = torch.softmax(z.double(), -1)
     want = float(-(ref * torch.where(ref > 0, ref.log(), 0.0)).sum())
-    before = torch.get_num_threads()
-    try:
-        for threads in (1, 4):
-            torch.set_num_threads(threads)
-            with np.errstate(all="raise"):
-                total = softmax_entropy(z.clone(), shift=False)[1]
-            rows = z.numel() // T
-            assert total >= 0 and abs(total - want) / rows < 1e-7, (threads, total / rows, want / rows)
-    finally:
-        torch.set_num_threads(before)
+    for threads in (1, 4):
+        with _torch_threads(threads), np.errstate(all="raise"):
+            total = softmax_entropy(z.clone(), shift=False)[1]
+        rows = z.numel() // T
+        assert total >= 0 and abs(total - want) / rows < 1e-7, (threads, total / rows, want / rows)
 
 
 @pytest.mark.slow  # a Python process of its own importing torch (speed: out of the fast lane)
@@ -229,12 +237,8 @@ def test_the_one_exp_pass_entropy_and_probabilities_match_float64(spread):
     p, total = softmax_entropy(z.clone(), probs=True)
     assert total == pytest.approx(want, rel=1e-6, abs=1e-5)
     torch.testing.assert_close(p.double(), ref, rtol=1e-5, atol=1e-7)
-    threads = torch.get_num_threads()
-    try:  # on more than two threads the exp is torch's, not numpy's: the same values within float32's rounding
-        torch.set_num_threads(4)
+    with _torch_threads(4):  # on more than two threads the exp is torch's, not numpy's: the same within rounding
         p4, total4 = softmax_entropy(z.clone(), probs=True)
-    finally:
-        torch.set_num_threads(threads)
     assert total4 == pytest.approx(want, rel=1e-6, abs=1e-5)
     torch.testing.assert_close(p4.double(), ref, rtol=1e-5, atol=1e-7)
     assert softmax_entropy(z.clone())[0] is None
@@ -256,12 +260,8 @@ def test_the_unshifted_entropy_matches_float64_where_every_row_sees_scores_withi
     z.masked_fill_(torch.ones(24, 24, dtype=torch.bool).triu(1), -1e30)
     ref = torch.softmax(z.double(), -1)
     want = float(-(ref * torch.where(ref > 0, ref.log(), 0.0)).sum())
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(threads)
+    with _torch_threads(threads):
         p, total = softmax_entropy(z.clone(), probs=True, shift=False)
-    finally:
-        torch.set_num_threads(before)
     assert total == pytest.approx(want, rel=1e-6, abs=1e-5)
     torch.testing.assert_close(p.double(), ref, rtol=1e-5, atol=1e-7)
     assert total == pytest.approx(softmax_entropy(z.clone())[1], rel=1e-6)
