@@ -284,8 +284,11 @@ def test_stop_ends_a_worker_that_cannot_listen_in_time(make_runner: Callable[...
     h.stop()
     assert h.wait(5)
     took = time.monotonic() - t0
-    assert runner.stop_grace_s <= took < 1.5, took
+    # 0 steps done: ended by the signal, not by reading the request after its first step. The runner signals at
+    # its grace period's end, ~0.52 s here even beside three 2-thread matmul loads; the bound leaves room for a
+    # shared host that stalls (one CI run read 2.3 s); the steps done, not the time, tell the signal from a stop.
     assert h.view().status == "stopped" and h.view().steps_done == 0
+    assert runner.stop_grace_s <= took < 3.0, took
     assert_no_workers_left()
 
 
