@@ -112,14 +112,19 @@ WIDE = {
 }  # fmt: skip
 
 
+# read by their own tests, outside the table of placements (docs/your-model.md): DeepSeek V4's hyper-connections carry
+# the residual as 4 streams, and mix them by a 4-D softmax before the attention's
+OTHER = {"deepseek_v4": ("AutoModelForCausalLM", dict(GQA, head_dim=16, pad_token_id=0), "unknown", True)}
+
+
 def build(name: str, seed: int = 0, **overrides):
-    """A tiny random model of `name` (SPECS, MORE or WIDE), in train mode as from_config leaves it."""
+    """A tiny random model of `name` (SPECS, MORE, WIDE or OTHER), in train mode as from_config leaves it."""
     import torch
     import transformers
     from transformers.utils import logging
 
     logging.set_verbosity_error()
-    auto, kw, _, _ = {**SPECS, **MORE, **WIDE}[name]
+    auto, kw, _, _ = {**SPECS, **MORE, **WIDE, **OTHER}[name]
     kw = {**kw, **overrides}
     impl = kw.pop("attn_implementation", None)
     torch.manual_seed(seed)

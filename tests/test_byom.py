@@ -236,6 +236,57 @@ def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> No
         describe(model, layout="model.nothing")
 
 
+def test_a_model_whose_forward_fails_on_the_example_is_said_in_one_sentence_with_the_fix() -> None:
+    """describe runs the model once on token ids; a model that takes more (here a padding mask) raised its own
+    TypeError from inside describe. One sentence now says what it was given, what it raised, and `example=`."""
+
+    class NeedsMask(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 8)
+            self.layers = torch.nn.ModuleList(
+                torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True) for _ in range(2)
+            )
+
+        def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            h = self.emb(x)
+            for layer in self.layers:
+                h = layer(h, src_key_padding_mask=mask)
+            return h
+
+    model = NeedsMask()
+    with pytest.raises(
+        LayoutError,
+        match=r"^ln-viz runs NeedsMask once .* on a tensor \(2, 8\), and it raised "
+        r"TypeError: .*missing 1 required positional argument: 'mask'; pass example=",
+    ) as said:
+        describe(model)
+    assert isinstance(said.value.__cause__, TypeError) and "\n" not in str(said.value)
+    x = torch.randint(0, 10, (2, 5))
+    assert describe(model, example=(x, torch.zeros(2, 5, dtype=torch.bool))).placement == "pre"
+
+
+def test_hyper_connections_softmax_is_no_attention_and_the_card_says_why_no_placement_is_named(tmp_path: Path) -> None:
+    """DeepSeek V4 carries the residual as 4 streams, mixed before each branch by a (batch, tokens, 4, 4) softmax
+    that ran before the attention's: the card named that mixer (`attn_hc`) the attention, and attach recorded its
+    4 x 4 weights as attention probabilities. The attention is `self_attn` (a softmax over one query per token);
+    its q and its shared k/v entry are RMS-normed (QK-norm); the placement stays unknown, with the reason."""
+    model = build("deepseek_v4", attention_dropout=0.0)
+    card = describe(model)
+    assert (card.attention, card.placement, card.qk_norm) == ("self_attn", "unknown", True)
+    assert {n.name for n in card.norms if n.role == "qk"} == {"self_attn.q_b_norm", "self_attn.kv_norm"}
+    assert any("4 streams of width 64 (hyper-connections)" in note for note in card.notes)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    with attach(model, opt, store=tmp_path / "runs.sqlite", every=1) as probe:
+        probe._keep_attention = True
+        out = model(input_ids=ids(batch=2), output_attentions=True)
+        assert len(probe.attention_probs) == len(out.attentions) == 2
+        for i, eager in enumerate(out.attentions):
+            torch.testing.assert_close(probe.attention_probs[i], eager.detach(), atol=1e-5, rtol=0)
+        out.logits.sum().backward()
+        opt.step()
+
+
 @pytest.mark.slow  # torch.compile's first import and set-up: ~5 s
 def test_a_model_compiled_in_place_is_refused_in_one_sentence() -> None:
     model = build("llama")

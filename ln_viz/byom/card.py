@@ -56,6 +56,7 @@ from ln_viz.byom.layout import (
     unwrap,
 )
 from ln_viz.byom.roles import RESIDUAL_ROLES, attention_part, matrix_roles, norm_roles, placement
+from ln_viz.text import shown
 
 __all__ = ["LayoutError", "UnsupportedModel", "block_input", "call_model", "first_tensor", "is_compiled", "unwrap"]
 
@@ -132,12 +133,13 @@ class ModelCard:
 class _AttentionCalls(TorchFunctionMode):
     """Notes which module was innermost when scaled_dot_product_attention (or a 4-D softmax) ran."""
 
-    def __init__(self, stack: list[str]) -> None:
+    def __init__(self, stack: list[str], inputs: dict[str, torch.Tensor]) -> None:
         super().__init__()
-        self.stack = stack
+        self.stack, self.inputs = stack, inputs
         self.sdpa: list[str] = []
         self.mha: list[str] = []  # nn.MultiheadAttention's (its sdpa runs inside, unseen by the mode)
-        self.softmax: list[str] = []
+        self.softmax: list[str] = []  # a softmax over one query per token (see `_per_token`)
+        self.softmax_other: list[str] = []  # any other 4-D softmax
         self.values: torch.Tensor | None = None  # the first sdpa call's values (a V-norm's output flows there)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -151,8 +153,15 @@ class _AttentionCalls(TorchFunctionMode):
             elif func is F.multi_head_attention_forward:
                 self.mha.append(where)
             elif func in SOFTMAX and args and _scores_like(args[0]):
-                self.softmax.append(where)
+                (self.softmax if self._per_token(args[0]) else self.softmax_other).append(where)
         return func(*args, **kwargs)
+
+    def _per_token(self, scores: torch.Tensor) -> bool:
+        """Whether a softmax's query axis holds one row per token of the block's input (batch, tokens, ...). A 4-D
+        softmax that does not (DeepSeek V4's hyper-connections mix their streams by a (batch, tokens, streams,
+        streams) one before the attention's) is taken for the attention only where no softmax is."""
+        x = self.inputs.get("")
+        return x is not None and x.ndim >= 3 and scores.shape[-2] == x.shape[1]
 
 
 @dataclass
@@ -211,17 +220,23 @@ def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
     for name, m in block.named_modules():
         handles.append(m.register_forward_pre_hook(pre(name), with_kwargs=True))
         handles.append(m.register_forward_hook(post(name), with_kwargs=True))
-    calls = _AttentionCalls(stack)
+    calls = _AttentionCalls(stack, inputs)
     try:
         with torch.no_grad(), _eval_mode(model), calls:
             call_model(model, example)
+    except Exception as e:  # the model's own: said with what it was given, and how to give it another
+        raise LayoutError(
+            f"ln-viz runs {type(model).__name__} once to follow its data, on {_inputs(example)}, and it raised "
+            f"{type(e).__name__}: {shown(str(e), 200)}; pass example=<an input batch it takes>."
+        ) from e
     finally:
         for h in handles:
             h.remove()
     if "" not in inputs or "" not in outputs:
         raise LayoutError(f"the forward pass did not run the blocks of {type(model).__name__}: pass layout=.")
-    attention = (calls.sdpa or calls.mha or calls.softmax or [""])[0]
-    impl = "sdpa" if calls.sdpa else "mha" if calls.mha else "softmax" if calls.softmax else "none"
+    softmax = calls.softmax or calls.softmax_other
+    attention = (calls.sdpa or calls.mha or softmax or [""])[0]
+    impl = "sdpa" if calls.sdpa else "mha" if calls.mha else "softmax" if softmax else "none"
     hf_impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
     runs = order.count("")
     order = list(dict.fromkeys(order))  # a block run twice (shared weights) lists its modules once
@@ -250,6 +265,7 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
             f"{path}[0] has no attention (a hybrid: Mamba or linear-attention layers between the attention "
             f"ones): read from [{k}], the first that has; each block is probed where it has these modules"
         )
+    notes += _streams_note(trace, where)
     d, attention = trace.y.shape[-1], trace.attention
     matrices = tuple(MatrixCard(*m) for m in matrix_roles(block, attention, attention_part(block, attention)))
     config = getattr(model, "config", None)
@@ -278,6 +294,29 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
         notes=tuple(notes),
         compiled=compiled,
     )
+
+
+def _inputs(example: Any) -> str:
+    """What `example` holds, in words: "input_ids (2, 8)", "a tensor (2, 8)"."""
+    if isinstance(example, dict):
+        return ", ".join(
+            f"{k} {tuple(v.shape)}" if isinstance(v, torch.Tensor) else str(k) for k in example for v in [example[k]]
+        )
+    if isinstance(example, torch.Tensor):
+        return f"a tensor {tuple(example.shape)}"
+    return f"a {type(example).__name__}"
+
+
+def _streams_note(trace: _Trace, where: str) -> list[str]:
+    """Why no placement is named where the residual is several streams (DeepSeek V4's hyper-connections: each
+    branch reads a learned mix of them through its norm, and writes back into each)."""
+    if where != "unknown" or trace.x.ndim != 4 or trace.x.shape != trace.y.shape:
+        return []
+    n, d = trace.x.shape[-2:]
+    return [
+        f"its blocks carry the residual as {n} streams of width {d} (hyper-connections): each branch's norm reads a "
+        "learned mix of them, which none of the placements describes"
+    ]
 
 
 def _read_block(model: nn.Module, block: nn.Module, example: Any) -> tuple[_Trace, dict, list, dict, str]:

@@ -15,7 +15,8 @@ _CLOSE = {"atol": 1e-5, "rtol": 1e-4}
 
 
 class LayoutError(ValueError):
-    """A model whose blocks cannot be found: one sentence naming the candidates and the `layout=` fix."""
+    """A model whose blocks cannot be found (one sentence naming the candidates and the `layout=` fix), or whose
+    forward fails on the example describe gives it (one sentence with the `example=` fix)."""
 
 
 # --- blocks ---------------------------------------------------------------------------------------------
