@@ -86,6 +86,9 @@ WIDE = {
     "gptj": ("AutoModelForCausalLM", dict(GPTJ_LIKE, rotary_dim=8), "parallel", False),
     "codegen": ("AutoModelForCausalLM", dict(GPTJ_LIKE, rotary_dim=8), "parallel", False),
     "cohere": ("AutoModelForCausalLM", dict(GQA, use_qk_norm=False), "parallel", False),
+    # TrOCR's text decoder: post-LN, its attention written by hand on (batch * heads, T, T) scores
+    "trocr": ("AutoModelForCausalLM", dict(d_model=64, decoder_layers=2, decoder_attention_heads=4, decoder_ffn_dim=128,
+                                           vocab_size=128, max_position_embeddings=128), "post", False),
     "distilbert": ("AutoModelForMaskedLM", dict(dim=64, n_layers=2, n_heads=4, hidden_dim=128, vocab_size=128,
                                                 max_position_embeddings=128), "post", False),
     "electra": ("AutoModelForMaskedLM", dict(SMALL, embedding_size=64), "post", False),

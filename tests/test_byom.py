@@ -502,11 +502,12 @@ def test_gpt_oss_s_attention_sinks_are_in_the_tapped_softmax_and_its_entropy(tmp
     np.testing.assert_allclose(stored_probe(path, probe.run_id, "attn_entropy", 1), want, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["bloom", "mpt", "deberta-v2", "megatron-bert"])
+@pytest.mark.parametrize("name", ["bloom", "mpt", "deberta-v2", "megatron-bert", "xglm", "trocr"])
 def test_attention_written_by_hand_is_tapped_at_its_softmax_as_the_model_s_own(name: str, tmp_path: Path) -> None:
     """BLOOM, MPT, DeBERTa-v2 and Megatron-BERT compute their attention by hand (matmul, softmax), through neither
     Hugging Face's attention functions nor sdpa: their attention probes were empty, with a warning. The softmax
-    their attention module gives its scores is tapped: the probabilities are the model's own (output_attentions)."""
+    their attention module gives its scores is tapped: the probabilities are the model's own (output_attentions).
+    XGLM and TrOCR give theirs (batch * heads, T, T) scores: taken as (batch, heads, T, T), not left out."""
     model = build(name, **NO_DROPOUT.get(name, QUIET))
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
     with warnings.catch_warnings(record=True) as caught:

@@ -278,10 +278,14 @@ class ForwardProbes:
 
     def _on_softmax(self, z: torch.Tensor, dim: Any) -> None:
         """A softmax over the last axis of (B, H, T, S) scores while block i's attention module runs, where no
-        other tap recorded that block in this pass: attention written by hand."""
+        other tap recorded that block in this pass: attention written by hand. XGLM's and TrOCR's (B * H, T, T)
+        self-attention scores are taken as (B, H, T, T), the card's heads inner, as their code lays them out."""
         i = self._in_attention
         if i is None or i in self._attn_seen or not (self._capturing and self._arrays is not None):
             return
+        heads = self.card.heads
+        if z.ndim == 3 and dim in (-1, 2) and heads and z.shape[0] % heads == 0 and z.shape[1] == z.shape[2] > 1:
+            z, dim = z.view(z.shape[0] // heads, heads, *z.shape[1:]), -1
         if self._watch_softmax and z.ndim == 4 and dim in (-1, 3) and z.is_floating_point():
             self._store_attention(i, *softmax_input_stats(z, self._keep_attention))
             self._softmax_used = True
