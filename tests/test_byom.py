@@ -236,6 +236,32 @@ def test_a_user_layout_wins_and_a_model_without_blocks_gets_one_sentence() -> No
         describe(model, layout="model.nothing")
 
 
+def test_blocks_called_by_their_forward_method_are_said_so_in_one_sentence_with_the_candidates() -> None:
+    """SqueezeBERT calls each layer's .forward(), which no hook sees: describe said only "the forward pass did not
+    run the blocks", which they had. It now names the list it found, why no hook saw it, and the other candidates."""
+
+    class Direct(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 8)
+            make = lambda: torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)  # noqa: E731
+            self.layers, self.extra = torch.nn.ModuleList([make(), make(), make()]), torch.nn.ModuleList([make()])
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.emb(x)
+            for layer in self.layers:
+                h = layer.forward(h)
+            return h
+
+    with pytest.raises(LayoutError) as said:
+        describe(Direct())
+    assert str(said.value) == (
+        "ln-viz found the blocks of Direct at layers (3 x TransformerEncoderLayer), but a forward pass did not call "
+        "the first as a module (code that calls a block's .forward() skips the hooks ln-viz reads it by); other "
+        "candidate lists: extra; pass layout='<dotted path of the block list>'."
+    )
+
+
 def test_a_model_whose_forward_fails_on_the_example_is_said_in_one_sentence_with_the_fix() -> None:
     """describe runs the model once on token ids; a model that takes more (here a padding mask) raised its own
     TypeError from inside describe. One sentence now says what it was given, what it raised, and `example=`."""

@@ -233,7 +233,7 @@ def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
         for h in handles:
             h.remove()
     if "" not in inputs or "" not in outputs:
-        raise LayoutError(f"the forward pass did not run the blocks of {type(model).__name__}: pass layout=.")
+        raise _NotRun(f"the forward pass did not run the blocks of {type(model).__name__}: pass layout=.")
     softmax = calls.softmax or calls.softmax_other
     attention = (calls.sdpa or calls.mha or softmax or [""])[0]
     impl = "sdpa" if calls.sdpa else "mha" if calls.mha else "softmax" if softmax else "none"
@@ -251,7 +251,7 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     compiled, model = is_compiled(model), unwrap(model)  # torch.compile's wrapper: its original module
     path, blocks, found_by, others = find_blocks(model, layout)
     ex = example if example is not None else example_input(model)
-    block, (trace, norms, ordered, roles, where) = blocks[0], _read_block(model, blocks[0], ex)
+    block, (trace, norms, ordered, roles, where) = blocks[0], _read_first(model, path, blocks, others, ex)
     notes = []
     if where == "unknown" and len(blocks) > 1:  # ModernBERT's first layer has no attention norm
         second = _read_block(model, blocks[1], ex)
@@ -294,6 +294,25 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
         notes=tuple(notes),
         compiled=compiled,
     )
+
+
+class _NotRun(LayoutError):
+    """The block list found saw no call of its first block in a forward pass (said by `_read_first`)."""
+
+
+def _read_first(model: nn.Module, path: str, blocks: list[nn.Module], others: tuple[str, ...], example: Any) -> tuple:
+    """`_read_block` of the first block; where the forward pass did not call it as a module (SqueezeBERT calls each
+    layer's .forward(), which no hook sees; Funnel's list holds lists), one sentence with the candidates."""
+    try:
+        return _read_block(model, blocks[0], example)
+    except _NotRun:
+        also = f"; other candidate lists: {', '.join(others)}" if others else ""
+        raise LayoutError(
+            f"ln-viz found the blocks of {type(model).__name__} at {path} ({len(blocks)} x "
+            f"{type(blocks[0]).__name__}), but a forward pass did not call the first as a module (code that calls a "
+            f"block's .forward() skips the hooks ln-viz reads it by){also}; pass layout='<dotted path of the block "
+            "list>'."
+        ) from None
 
 
 def _inputs(example: Any) -> str:
