@@ -290,6 +290,8 @@ def test_a_model_whose_forward_fails_on_the_example_is_said_in_one_sentence_with
     assert isinstance(said.value.__cause__, TypeError) and "\n" not in str(said.value)
     x = torch.randint(0, 10, (2, 5))
     assert describe(model, example=(x, torch.zeros(2, 5, dtype=torch.bool))).placement == "pre"
+    with pytest.raises(LayoutError, match=r" on a tensor \(2, 5\), a tensor \(2, 4\), and it raised "):
+        describe(model, example=(x, torch.zeros(2, 4, dtype=torch.bool)))  # a mask one token short
 
 
 def test_hyper_connections_softmax_is_no_attention_and_the_card_says_why_no_placement_is_named(tmp_path: Path) -> None:

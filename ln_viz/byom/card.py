@@ -316,14 +316,16 @@ def _read_first(model: nn.Module, path: str, blocks: list[nn.Module], others: tu
 
 
 def _inputs(example: Any) -> str:
-    """What `example` holds, in words: "input_ids (2, 8)", "a tensor (2, 8)"."""
+    """What `example` holds, in words: "input_ids (2, 8)", "a tensor (2, 5), a tensor (2, 5)"."""
     if isinstance(example, dict):
-        return ", ".join(
-            f"{k} {tuple(v.shape)}" if isinstance(v, torch.Tensor) else str(k) for k in example for v in [example[k]]
-        )
-    if isinstance(example, torch.Tensor):
-        return f"a tensor {tuple(example.shape)}"
-    return f"a {type(example).__name__}"
+        return ", ".join(f"{k} {_shape(v)}" for k, v in example.items()) or "no inputs"
+    if isinstance(example, (tuple, list)):
+        return ", ".join(f"a {_shape(v)}" for v in example) or "no inputs"
+    return f"a {_shape(example)}"
+
+
+def _shape(value: Any) -> str:
+    return f"tensor {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
 
 
 def _streams_note(trace: _Trace, where: str) -> list[str]:
