@@ -262,6 +262,96 @@ def test_blocks_called_by_their_forward_method_are_said_so_in_one_sentence_with_
     )
 
 
+def test_a_4d_residual_without_a_mixing_softmax_gets_no_note_of_streams() -> None:
+    """A window-attention block on (batch, height, width, channels) has a 4-D residual too: no placement is named,
+    and no note calls its width "streams" (the note is for a residual a softmax mixes, as DeepSeek V4's)."""
+
+    class Window(torch.nn.Module):
+        def __init__(self, c: int = 8) -> None:
+            super().__init__()
+            self.attn = torch.nn.MultiheadAttention(c, 2, batch_first=True)
+            self.norm, self.f = torch.nn.LayerNorm(c), torch.nn.Linear(c, c)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, h, w, c = x.shape
+            t = x.reshape(b, h * w, c)
+            return x + self.f(self.norm(self.attn(t, t, t, need_weights=False)[0].reshape(b, h, w, c)))
+
+    class Vision(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem, self.layers = torch.nn.Linear(3, 8), torch.nn.ModuleList(Window() for _ in range(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.stem(x)
+            for layer in self.layers:
+                h = layer(h)
+            return h
+
+    card = describe(Vision(), example=torch.randn(2, 6, 5, 3))
+    assert card.placement == "unknown" and not [n for n in card.notes if "streams" in n]
+
+
+def test_a_block_whose_hidden_states_come_in_a_tuple_is_said_to_be_called_not_skipped() -> None:
+    """A block called as a module with (hidden states, mask) in one tuple: ln-viz has no tensor to follow. The
+    sentence says so, not that the block's .forward() was called (which it was not)."""
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln, self.ff = torch.nn.LayerNorm(8), torch.nn.Linear(8, 8)
+
+        def forward(self, state: tuple) -> tuple:
+            h, mask = state
+            return h + self.ff(self.ln(h)), mask
+
+    class Tupled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb, self.layers = torch.nn.Embedding(10, 8), torch.nn.ModuleList(Block() for _ in range(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            state = (self.emb(x), None)
+            for layer in self.layers:
+                state = layer(state)
+            return state[0]
+
+    with pytest.raises(LayoutError, match=r"at layers \(3 x Block\), but the first was called with or gave its hidden "
+                       r"states in no tensor ln-viz can follow \(a tuple, another object\); pass layout="):  # fmt: skip
+        describe(Tupled())
+
+
+def test_a_tokenizer_s_batch_encoding_is_an_example_and_ln_viz_s_own_sentences_are_not_rewrapped() -> None:
+    """A tokenizer's output (BatchEncoding, a UserDict, not a dict) was passed whole as one positional input.
+    ln-viz's own LayoutError raised inside a forward keeps its sentence; a message's full stop is not doubled."""
+    from transformers import BatchEncoding
+
+    model = build("llama")
+    assert describe(model, example=BatchEncoding({"input_ids": ids(batch=2, seq=8)})).placement == "pre"
+
+    class Inner(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise LayoutError("ln-viz's own sentence.")
+
+    class Outer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb, self.layers = torch.nn.Embedding(10, 8), torch.nn.ModuleList(Inner() for _ in range(2))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.layers[0](self.emb(x))
+
+    with pytest.raises(LayoutError, match=r"^ln-viz's own sentence\.$"):
+        describe(Outer(), layout="layers")
+
+    class Fails(Outer):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise ValueError("the batch is too short.")
+
+    with pytest.raises(LayoutError, match=r"raised ValueError: the batch is too short; pass example="):
+        describe(Fails(), layout="layers")
+
+
 def test_a_model_whose_forward_fails_on_the_example_is_said_in_one_sentence_with_the_fix() -> None:
     """describe runs the model once on token ids; a model that takes more (here a padding mask) raised its own
     TypeError from inside describe. One sentence now says what it was given, what it raised, and `example=`."""
@@ -304,6 +394,8 @@ def test_hyper_connections_softmax_is_no_attention_and_the_card_says_why_no_plac
     assert (card.attention, card.placement, card.qk_norm) == ("self_attn", "unknown", True)
     assert {n.name for n in card.norms if n.role == "qk"} == {"self_attn.q_b_norm", "self_attn.kv_norm"}
     assert any("4 streams of width 64 (hyper-connections)" in note for note in card.notes)
+    # as many tokens as streams: the mixer's (batch, 4, 4, 4) weights have one row per token too
+    assert describe(model, example={"input_ids": ids(batch=2, seq=4)}).attention == "self_attn"
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
     with attach(model, opt, store=tmp_path / "runs.sqlite", every=1) as probe:
         probe._keep_attention = True

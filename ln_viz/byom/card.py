@@ -49,14 +49,15 @@ from ln_viz.byom.layout import (
     _scores_like,
     block_input,
     call_model,
+    error_words,
     example_input,
+    example_words,
     find_blocks,
     first_tensor,
     is_compiled,
     unwrap,
 )
 from ln_viz.byom.roles import RESIDUAL_ROLES, attention_part, matrix_roles, norm_roles, placement
-from ln_viz.text import shown
 
 __all__ = ["LayoutError", "UnsupportedModel", "block_input", "call_model", "first_tensor", "is_compiled", "unwrap"]
 
@@ -138,8 +139,9 @@ class _AttentionCalls(TorchFunctionMode):
         self.stack, self.inputs = stack, inputs
         self.sdpa: list[str] = []
         self.mha: list[str] = []  # nn.MultiheadAttention's (its sdpa runs inside, unseen by the mode)
-        self.softmax: list[str] = []  # a softmax over one query per token (see `_per_token`)
+        self.softmax: list[str] = []  # a softmax over one query per token (see `_kind`)
         self.softmax_other: list[str] = []  # any other 4-D softmax
+        self.mixed = False  # a softmax mixed the streams of a 4-D residual (hyper-connections)
         self.values: torch.Tensor | None = None  # the first sdpa call's values (a V-norm's output flows there)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -153,15 +155,22 @@ class _AttentionCalls(TorchFunctionMode):
             elif func is F.multi_head_attention_forward:
                 self.mha.append(where)
             elif func in SOFTMAX and args and _scores_like(args[0]):
-                (self.softmax if self._per_token(args[0]) else self.softmax_other).append(where)
+                kind = self._kind(args[0])
+                self.mixed |= kind == "mixer"
+                (self.softmax if kind == "tokens" else self.softmax_other).append(where)
         return func(*args, **kwargs)
 
-    def _per_token(self, scores: torch.Tensor) -> bool:
-        """Whether a softmax's query axis holds one row per token of the block's input (batch, tokens, ...). A 4-D
-        softmax that does not (DeepSeek V4's hyper-connections mix their streams by a (batch, tokens, streams,
-        streams) one before the attention's) is taken for the attention only where no softmax is."""
+    def _kind(self, scores: torch.Tensor) -> str:
+        """ "tokens" where a softmax's query axis holds one row per token of the block's input (batch, tokens, ...);
+        "mixer" where it weighs the streams of a (batch, tokens, streams, d) input (DeepSeek V4's hyper-connections,
+        by a (batch, tokens, streams, streams) softmax that runs before the attention's); else "other". Only a
+        "tokens" one is taken for the attention, unless there is none."""
         x = self.inputs.get("")
-        return x is not None and x.ndim >= 3 and scores.shape[-2] == x.shape[1]
+        if x is None or x.ndim < 3:
+            return "other"
+        if x.ndim == 4 and scores.shape[:3] == x.shape[:3] and scores.shape[-1] == x.shape[2]:
+            return "mixer"
+        return "tokens" if scores.shape[-2] == x.shape[1] else "other"
 
 
 @dataclass
@@ -175,6 +184,7 @@ class _Trace:
     impl: str
     runs: int = 1  # how often the block ran in the forward (ALBERT's shared layer: once per layer)
     values: torch.Tensor | None = None  # the values its attention's sdpa was given, where it called one
+    mixed: bool = False  # a softmax mixed the streams of its 4-D residual (see _AttentionCalls._kind)
 
 
 @contextlib.contextmanager
@@ -224,23 +234,27 @@ def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
     try:
         with torch.no_grad(), _eval_mode(model), calls:
             call_model(model, example)
+    except (LayoutError, UnsupportedModel, MemoryError, torch.OutOfMemoryError):
+        raise  # ln-viz's own sentence, or no fault of the example's
     except Exception as e:  # the model's own: said with what it was given, and how to give it another
         raise LayoutError(
-            f"ln-viz runs {type(model).__name__} once to follow its data, on {_inputs(example)}, and it raised "
-            f"{type(e).__name__}: {shown(str(e), 200)}; pass example=<an input batch it takes>."
+            f"ln-viz runs {type(model).__name__} once to follow its data, on {example_words(example)}, and it raised "
+            f"{error_words(e)}; pass example=<an input batch it takes>."
         ) from e
     finally:
         for h in handles:
             h.remove()
     if "" not in inputs or "" not in outputs:
-        raise _NotRun(f"the forward pass did not run the blocks of {type(model).__name__}: pass layout=.")
+        raise _NotRun(f"the forward pass did not run the blocks of {type(model).__name__}: pass layout=.", "" in order)
     softmax = calls.softmax or calls.softmax_other
     attention = (calls.sdpa or calls.mha or softmax or [""])[0]
     impl = "sdpa" if calls.sdpa else "mha" if calls.mha else "softmax" if softmax else "none"
     hf_impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
     runs = order.count("")
     order = list(dict.fromkeys(order))  # a block run twice (shared weights) lists its modules once
-    return _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl, runs, calls.values)
+    trace = _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl, runs, calls.values)
+    trace.mixed = calls.mixed
+    return trace
 
 
 # --- the card -------------------------------------------------------------------------------------------
@@ -254,8 +268,8 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
     block, (trace, norms, ordered, roles, where) = blocks[0], _read_first(model, path, blocks, others, ex)
     notes = []
     if where == "unknown" and len(blocks) > 1:  # ModernBERT's first layer has no attention norm
-        second = _read_block(model, blocks[1], ex)
-        if second[-1] != "unknown":
+        second = _read_or_none(model, blocks[1], ex)
+        if second is not None and second[-1] != "unknown":
             block, (trace, norms, ordered, roles, where) = blocks[1], second
             notes.append(f"{path}[0] differs from the others (its norms alone name no placement): read from [1]")
     if not trace.attention and (hybrid := _first_with_attention(model, blocks, ex)) is not None:
@@ -297,7 +311,12 @@ def describe(model: nn.Module, *, layout: str | None = None, example: Any = None
 
 
 class _NotRun(LayoutError):
-    """The block list found saw no call of its first block in a forward pass (said by `_read_first`)."""
+    """A block of the list found gave no hidden states to follow in a forward pass: not called as a module, or
+    `called` but with no tensor first in or out (said by `_read_first`)."""
+
+    def __init__(self, message: str, called: bool) -> None:
+        super().__init__(message)
+        self.called = called
 
 
 def _read_first(model: nn.Module, path: str, blocks: list[nn.Module], others: tuple[str, ...], example: Any) -> tuple:
@@ -305,33 +324,25 @@ def _read_first(model: nn.Module, path: str, blocks: list[nn.Module], others: tu
     layer's .forward(), which no hook sees; Funnel's list holds lists), one sentence with the candidates."""
     try:
         return _read_block(model, blocks[0], example)
-    except _NotRun:
+    except _NotRun as e:
         also = f"; other candidate lists: {', '.join(others)}" if others else ""
+        why = (
+            "the first was called with or gave its hidden states in no tensor ln-viz can follow (a tuple, another "
+            "object)"
+            if e.called
+            else "a forward pass did not call the first as a module (code that calls a block's .forward() skips "
+            "the hooks ln-viz reads it by)"
+        )
         raise LayoutError(
             f"ln-viz found the blocks of {type(model).__name__} at {path} ({len(blocks)} x "
-            f"{type(blocks[0]).__name__}), but a forward pass did not call the first as a module (code that calls a "
-            f"block's .forward() skips the hooks ln-viz reads it by){also}; pass layout='<dotted path of the block "
-            "list>'."
+            f"{type(blocks[0]).__name__}), but {why}{also}; pass layout='<dotted path of the block list>'."
         ) from None
-
-
-def _inputs(example: Any) -> str:
-    """What `example` holds, in words: "input_ids (2, 8)", "a tensor (2, 5), a tensor (2, 5)"."""
-    if isinstance(example, dict):
-        return ", ".join(f"{k} {_shape(v)}" for k, v in example.items()) or "no inputs"
-    if isinstance(example, (tuple, list)):
-        return ", ".join(f"a {_shape(v)}" for v in example) or "no inputs"
-    return f"a {_shape(example)}"
-
-
-def _shape(value: Any) -> str:
-    return f"tensor {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
 
 
 def _streams_note(trace: _Trace, where: str) -> list[str]:
     """Why no placement is named where the residual is several streams (DeepSeek V4's hyper-connections: each
     branch reads a learned mix of them through its norm, and writes back into each)."""
-    if where != "unknown" or trace.x.ndim != 4 or trace.x.shape != trace.y.shape:
+    if where != "unknown" or not trace.mixed or trace.x.shape != trace.y.shape:
         return []
     n, d = trace.x.shape[-2:]
     return [
@@ -369,7 +380,16 @@ def _first_with_attention(model: nn.Module, blocks: list[nn.Module], example: An
         if kind in kinds:
             continue
         kinds.add(kind)
-        read = _read_block(model, block, example)
-        if read[0].attention:
+        read = _read_or_none(model, block, example)
+        if read is not None and read[0].attention:
             return k, read
     return None
+
+
+def _read_or_none(model: nn.Module, block: nn.Module, example: Any) -> tuple | None:
+    """`_read_block` of a block after the first, None where it gave no hidden states to follow: the card keeps
+    what the first block gave."""
+    try:
+        return _read_block(model, block, example)
+    except _NotRun:
+        return None

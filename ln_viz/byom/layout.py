@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from ln_viz.text import shown
 
 _CLOSE = {"atol": 1e-5, "rtol": 1e-4}
 
@@ -81,11 +84,33 @@ def example_input(model: nn.Module, batch: int = 2, seq: int = 8) -> dict[str, t
 
 
 def call_model(model: nn.Module, example: Any) -> Any:
-    if isinstance(example, dict):
+    if isinstance(example, Mapping):  # a dict, or a tokenizer's BatchEncoding (a UserDict)
         return model(**example)
     if isinstance(example, (tuple, list)):
         return model(*example)
     return model(example)
+
+
+def example_words(example: Any) -> str:
+    """What `example` holds, in words: "input_ids (2, 8)", "a tensor (2, 5), a tensor (2, 5)"."""
+    if isinstance(example, Mapping):
+        return ", ".join(f"{k} {_shape_words(v)}" for k, v in example.items()) or "no inputs"
+    if isinstance(example, (tuple, list)):
+        return ", ".join(f"a {_shape_words(v)}" for v in example) or "no inputs"
+    return f"a {_shape_words(example)}"
+
+
+def error_words(e: BaseException) -> str:
+    """An exception in one line: "TypeError: its message" (cut short, without a closing full stop)."""
+    try:
+        text = shown(str(e), 200).rstrip(". ")
+    except Exception:  # noqa: BLE001 -- a __str__ that raises: the type alone
+        text = ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _shape_words(value: Any) -> str:
+    return f"tensor {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
 
 
 def first_tensor(x: Any) -> torch.Tensor | None:
