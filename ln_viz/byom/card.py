@@ -249,12 +249,10 @@ def _trace_block(model: nn.Module, block: nn.Module, example: Any) -> _Trace:
     softmax = calls.softmax or calls.softmax_other
     attention = (calls.sdpa or calls.mha or softmax or [""])[0]
     impl = "sdpa" if calls.sdpa else "mha" if calls.mha else "softmax" if softmax else "none"
-    hf_impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or impl  # Hugging Face's name
     runs = order.count("")
     order = list(dict.fromkeys(order))  # a block run twice (shared weights) lists its modules once
-    trace = _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, hf_impl or impl, runs, calls.values)
-    trace.mixed = calls.mixed
-    return trace
+    return _Trace(inputs[""], outputs[""], inputs, outputs, order, attention, impl, runs, calls.values, calls.mixed)
 
 
 # --- the card -------------------------------------------------------------------------------------------
