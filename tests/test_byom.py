@@ -29,6 +29,18 @@ QUIET = {"attention_dropout": 0.0, "hidden_dropout_prob": 0.0, "attention_probs_
 NO_DROPOUT = {"gpt2": dict(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), "bert": QUIET}
 
 
+class Stack(torch.nn.Module):
+    """Token ids (10 of them) embedded at width 8, then `layers`; each test writes its own forward over them."""
+
+    def __init__(self, layers) -> None:  # noqa: ANN001 -- any iterable of modules
+        super().__init__()
+        self.emb, self.layers = torch.nn.Embedding(10, 8), torch.nn.ModuleList(layers)
+
+
+def encoder_layers(n: int, **kw) -> list[torch.nn.Module]:
+    return [torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, **kw) for _ in range(n)]
+
+
 def ids(batch: int = 4, seq: int = 16, seed: int = 1) -> torch.Tensor:
     return torch.randint(0, 128, (batch, seq), generator=torch.Generator().manual_seed(seed))
 
@@ -240,21 +252,17 @@ def test_blocks_called_by_their_forward_method_are_said_so_in_one_sentence_with_
     """SqueezeBERT calls each layer's .forward(), which no hook sees: describe said only "the forward pass did not
     run the blocks", which they had. It now names the list it found, why no hook saw it, and the other candidates."""
 
-    class Direct(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.emb = torch.nn.Embedding(10, 8)
-            make = lambda: torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)  # noqa: E731
-            self.layers, self.extra = torch.nn.ModuleList([make(), make(), make()]), torch.nn.ModuleList([make()])
-
+    class Direct(Stack):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             h = self.emb(x)
             for layer in self.layers:
                 h = layer.forward(h)
             return h
 
+    model = Direct(encoder_layers(3))
+    model.extra = torch.nn.ModuleList(encoder_layers(1))
     with pytest.raises(LayoutError) as said:
-        describe(Direct())
+        describe(model)
     assert str(said.value) == (
         "ln-viz found the blocks of Direct at layers (3 x TransformerEncoderLayer), but a forward pass did not call "
         "the first as a module (code that calls a block's .forward() skips the hooks ln-viz reads it by); other "
@@ -305,11 +313,7 @@ def test_a_block_whose_hidden_states_come_in_a_tuple_is_said_to_be_called_not_sk
             h, mask = state
             return h + self.ff(self.ln(h)), mask
 
-    class Tupled(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.emb, self.layers = torch.nn.Embedding(10, 8), torch.nn.ModuleList(Block() for _ in range(3))
-
+    class Tupled(Stack):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             state = (self.emb(x), None)
             for layer in self.layers:
@@ -318,7 +322,7 @@ def test_a_block_whose_hidden_states_come_in_a_tuple_is_said_to_be_called_not_sk
 
     with pytest.raises(LayoutError, match=r"at layers \(3 x Block\), but the first was called with or gave its hidden "
                        r"states in no tensor ln-viz can follow \(a tuple, another object\); pass layout="):  # fmt: skip
-        describe(Tupled())
+        describe(Tupled(Block() for _ in range(3)))
 
 
 def test_a_tokenizer_s_batch_encoding_is_an_example_and_ln_viz_s_own_sentences_are_not_rewrapped() -> None:
@@ -333,44 +337,33 @@ def test_a_tokenizer_s_batch_encoding_is_an_example_and_ln_viz_s_own_sentences_a
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             raise LayoutError("ln-viz's own sentence.")
 
-    class Outer(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.emb, self.layers = torch.nn.Embedding(10, 8), torch.nn.ModuleList(Inner() for _ in range(2))
-
+    class Outer(Stack):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.layers[0](self.emb(x))
 
     with pytest.raises(LayoutError, match=r"^ln-viz's own sentence\.$"):
-        describe(Outer(), layout="layers")
+        describe(Outer([Inner(), Inner()]), layout="layers")
 
     class Fails(Outer):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             raise ValueError("the batch is too short.")
 
     with pytest.raises(LayoutError, match=r"raised ValueError: the batch is too short; pass example="):
-        describe(Fails(), layout="layers")
+        describe(Fails([Inner(), Inner()]), layout="layers")
 
 
 def test_a_model_whose_forward_fails_on_the_example_is_said_in_one_sentence_with_the_fix() -> None:
     """describe runs the model once on token ids; a model that takes more (here a padding mask) raised its own
     TypeError from inside describe. One sentence now says what it was given, what it raised, and `example=`."""
 
-    class NeedsMask(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.emb = torch.nn.Embedding(10, 8)
-            self.layers = torch.nn.ModuleList(
-                torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True) for _ in range(2)
-            )
-
+    class NeedsMask(Stack):
         def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             h = self.emb(x)
             for layer in self.layers:
                 h = layer(h, src_key_padding_mask=mask)
             return h
 
-    model = NeedsMask()
+    model = NeedsMask(encoder_layers(2, norm_first=True))
     with pytest.raises(
         LayoutError,
         match=r"^ln-viz runs NeedsMask once .* on a tensor \(2, 8\), and it raised "
